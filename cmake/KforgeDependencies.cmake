@@ -1,0 +1,65 @@
+# Third-party dependencies. All come from Debian packages on dev/CI machines
+# (see `run`); on the GPU machine libtorch comes from PyTorch's CMake prefix and
+# ZeroMQ from unpacked .deb files (shared/device/README.md).
+
+find_package(Threads REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(yaml-cpp REQUIRED)
+find_package(cppzmq REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
+
+# yaml-cpp 0.7 (Debian 12) exports `yaml-cpp`, 0.8 exports `yaml-cpp::yaml-cpp`.
+if(TARGET yaml-cpp::yaml-cpp)
+  set(KFORGE_YAML_TARGET yaml-cpp::yaml-cpp)
+else()
+  set(KFORGE_YAML_TARGET yaml-cpp)
+endif()
+
+# libtorch: 1.13 CPU-only from Debian on CI, 2.x with CUDA on GPU machines.
+find_package(Torch REQUIRED)
+add_library(kforge_torch INTERFACE)
+target_link_libraries(kforge_torch INTERFACE ${TORCH_LIBRARIES})
+separate_arguments(_kforge_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
+target_compile_options(kforge_torch INTERFACE ${_kforge_torch_flags})
+
+# CUDA toolkit: NVRTC, CUPTI, cudart and the driver API compile and link on
+# machines without a GPU; only running them needs one.
+set(KFORGE_HAVE_CUDA OFF)
+if(NOT KFORGE_CUDA STREQUAL "OFF")
+  if(KFORGE_CUDA STREQUAL "ON")
+    find_package(CUDAToolkit 12 REQUIRED)
+  else()
+    find_package(CUDAToolkit 12 QUIET)
+  endif()
+  if(CUDAToolkit_FOUND)
+    set(KFORGE_HAVE_CUDA ON)
+    message(STATUS "KernelForge: CUDA backend ON (toolkit ${CUDAToolkit_VERSION} at ${CUDAToolkit_BIN_DIR})")
+  else()
+    message(STATUS "KernelForge: CUDA toolkit not found, CUDA backend OFF")
+  endif()
+endif()
+
+if(KFORGE_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(KFORGE_BUILD_BENCH)
+  find_package(benchmark QUIET)
+  if(NOT benchmark_FOUND)
+    message(STATUS "KernelForge: Google Benchmark not found, bench/ is skipped")
+    set(KFORGE_BUILD_BENCH OFF)
+  endif()
+endif()
+
+# Interpreter used by tests and scripts: Debian's own, which has python3-zmq and
+# friends (the `python3` first on PATH on dev machines may be a pyenv one).
+if(NOT KFORGE_PYTHON)
+  if(EXISTS /usr/bin/python3)
+    set(KFORGE_PYTHON /usr/bin/python3)
+  else()
+    find_program(KFORGE_PYTHON python3 REQUIRED)
+  endif()
+endif()
+set(KFORGE_PYTHON "${KFORGE_PYTHON}" CACHE FILEPATH "Python used by tests and scripts")

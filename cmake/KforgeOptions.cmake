@@ -1,0 +1,46 @@
+# Build options and the warning policy for project code.
+
+set(CMAKE_CXX_STANDARD 17)
+set(CMAKE_CXX_STANDARD_REQUIRED ON)
+set(CMAKE_CXX_EXTENSIONS OFF)
+set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
+
+if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  set(CMAKE_BUILD_TYPE RelWithDebInfo CACHE STRING "Build type" FORCE)
+endif()
+
+option(KFORGE_BUILD_TESTS "Build the GoogleTest suites" ON)
+option(KFORGE_BUILD_BENCH "Build the benchmarks in bench/" ON)
+option(KFORGE_WERROR "Treat warnings in project code as errors" ON)
+# AUTO: build the CUDA backend when the toolkit is found (it compiles and is
+# unit-tested without a GPU); ON: fail if it is missing; OFF: CPU backend only.
+set(KFORGE_CUDA AUTO CACHE STRING "Build the CUDA backend: AUTO, ON or OFF")
+set_property(CACHE KFORGE_CUDA PROPERTY STRINGS AUTO ON OFF)
+
+find_program(CCACHE_PROGRAM ccache)
+if(CCACHE_PROGRAM)
+  set(CMAKE_CXX_COMPILER_LAUNCHER "${CCACHE_PROGRAM}")
+  set(CMAKE_C_COMPILER_LAUNCHER "${CCACHE_PROGRAM}")
+endif()
+
+# Warnings are errors in project code only: third-party headers come in through
+# imported targets, which CMake marks as SYSTEM include directories.
+function(kforge_target_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow
+                                           -Wnon-virtual-dtor -Wno-unused-parameter)
+  if(KFORGE_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()
+
+# kforge_library(name SOURCES ... DEPS ...): a module library with public
+# headers under <module>/include and warnings on.
+function(kforge_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(${name} ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include
+                                     PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/src)
+  target_link_libraries(${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  kforge_target_warnings(${name})
+endfunction()

@@ -1,0 +1,47 @@
+// A named tensor of a task: an input the caller provides or a parameter
+// (weight) of the model. Both are inputs of the candidate's kernel.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kforge/core/document.h"
+#include "kforge/core/dtype.h"
+
+namespace kforge {
+
+// How a tensor is filled for each seed. Values are chosen so that reference
+// and candidate see the same data for the same seed.
+struct InitSpec {
+  // normal (mean, std), uniform [low, high), zeros, ones, kaiming_uniform and
+  // xavier_uniform (fan from the shape, as torch.nn.init does), positive
+  // (|normal| + low, for log/sqrt domains), randint [low, high), bernoulli (p
+  // in `mean`, for bool/masks), arange (0, 1, ... row-major).
+  std::string kind = "normal";
+  double mean = 0.0;
+  double std = 1.0;
+  double low = -1.0;
+  double high = 1.0;
+
+  static const std::vector<std::string>& kinds();
+};
+
+struct TensorSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  DType dtype = DType::kFloat32;
+  InitSpec init;
+
+  int64_t numel() const;
+  size_t nbytes() const;
+};
+
+json to_json(const InitSpec& init);
+json to_json(const TensorSpec& spec);
+InitSpec parse_init_spec(const Field& field);
+TensorSpec parse_tensor_spec(const Field& field);
+
+std::string shape_to_string(const std::vector<int64_t>& shape);  // "[4096, 1024]"
+
+}  // namespace kforge

@@ -1,0 +1,41 @@
+// A recorded episode: what the trainer receives and what replay reads.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kforge/core/document.h"
+#include "kforge/core/step.h"
+
+namespace kforge {
+
+inline constexpr int kTrajectorySchemaVersion = 1;
+
+struct Turn {
+  json messages = json::array();  // chat messages the policy saw/produced this turn
+  json action = nullptr;          // the parsed action
+  Observation observation;
+  double reward = 0.0;
+  json reward_components = json::object();
+  json timings = json::object();  // phase -> milliseconds
+};
+
+struct Trajectory {
+  int schema_version = kTrajectorySchemaVersion;
+  std::string id;
+  std::string group_id;
+  std::string task_id;
+  std::vector<Turn> turns;
+  std::string policy_version_start;
+  std::string policy_version_end;
+  double total_reward = 0.0;
+  bool terminated = false;
+  bool truncated = false;
+  json info = json::object();
+};
+
+json to_json(const Turn& turn);
+json to_json(const Trajectory& t);
+Trajectory parse_trajectory(const Document& doc);
+
+}  // namespace kforge

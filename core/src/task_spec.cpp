@@ -1,0 +1,187 @@
+#include "kforge/core/task_spec.h"
+
+#include <set>
+
+namespace kforge {
+namespace {
+
+const std::vector<std::string>& known_libraries() {
+  static const std::vector<std::string> kLibs = {"cublas", "cublasLt", "cudnn"};
+  return kLibs;
+}
+
+}  // namespace
+
+std::vector<TensorSpec> TaskSpec::kernel_inputs() const {
+  std::vector<TensorSpec> all = inputs;
+  all.insert(all.end(), params.begin(), params.end());
+  return all;
+}
+
+TaskSpec TaskSpec::with_variant(size_t index) const {
+  TaskSpec t = *this;
+  for (const auto& [name, shape] : shape_variants.at(index)) {
+    for (auto& in : t.inputs) {
+      if (in.name == name) in.shape = shape;
+    }
+  }
+  return t;
+}
+
+const TensorSpec* TaskSpec::find_tensor(const std::string& name) const {
+  for (const auto& t : inputs) {
+    if (t.name == name) return &t;
+  }
+  for (const auto& t : params) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+TaskSpec parse_task(const Document& doc) {
+  ObjectReader r = doc.root_object();
+  TaskSpec task;
+  Field id = r.required("id");
+  task.id = id.as_string();
+  if (task.id.empty()) id.fail("a non-empty task id such as \"synth/0001a3f2\"");
+  if (auto f = r.optional("source")) task.source = f->as_enum({"synth", "kernelbench", "user"});
+  if (auto f = r.optional("description")) task.description = f->as_string();
+
+  std::set<std::string> names;
+  auto declare = [&names](const Field& where, const std::string& name) {
+    if (!names.insert(name).second) where.fail_message("name \"" + name + "\" is already defined in this task");
+  };
+  for (const Field& f : r.required("inputs").as_array()) {
+    task.inputs.push_back(parse_tensor_spec(f));
+    declare(f, task.inputs.back().name);
+  }
+  if (auto params = r.optional("params")) {
+    for (const Field& f : params->as_array()) {
+      task.params.push_back(parse_tensor_spec(f));
+      declare(f, task.params.back().name);
+    }
+  }
+  if (task.inputs.size() + task.params.size() > 64) {
+    r.self().fail_message("a task has at most 64 input and param tensors");
+  }
+
+  Field nodes = r.required("nodes");
+  if (nodes.as_array().empty()) nodes.fail("a non-empty array of nodes");
+  for (const Field& f : nodes.as_array()) {
+    ObjectReader n = f.as_object();
+    GraphNode node;
+    node.op = n.required("op").as_string();
+    Field in = n.required("in");
+    node.in = in.as_string_list();
+    for (size_t i = 0; i < node.in.size(); ++i) {
+      if (!names.count(node.in[i])) {
+        in.as_array()[i].fail_message("\"" + node.in[i] +
+                                      "\" is not an input, a param or the output of an earlier node");
+      }
+    }
+    Field out = n.required("out");
+    node.out = out.as_string();
+    if (node.out.empty()) out.fail("a non-empty tensor name");
+    declare(out, node.out);
+    if (auto attrs = n.optional("attrs")) {
+      attrs->as_object();  // type check only; the op registry validates the keys
+      node.attrs = attrs->value();
+    }
+    n.finish();
+    task.nodes.push_back(std::move(node));
+  }
+
+  Field outputs = r.required("outputs");
+  task.outputs = outputs.as_string_list();
+  if (task.outputs.empty()) outputs.fail("a non-empty array of node output names");
+  std::set<std::string> seen_outputs;
+  for (size_t i = 0; i < task.outputs.size(); ++i) {
+    const std::string& o = task.outputs[i];
+    bool produced = false;
+    for (const auto& n : task.nodes) produced |= n.out == o;
+    if (!produced) outputs.as_array()[i].fail_message("\"" + o + "\" is not the output of any node");
+    if (!seen_outputs.insert(o).second) outputs.as_array()[i].fail_message("\"" + o + "\" is listed twice");
+  }
+
+  if (auto variants = r.optional("shape_variants")) {
+    for (const Field& v : variants->as_array()) {
+      ObjectReader vr = v.as_object();
+      std::map<std::string, std::vector<int64_t>> variant;
+      for (auto it = v.value().begin(); it != v.value().end(); ++it) {
+        Field shape = vr.required(it.key());
+        bool is_input = false;
+        for (const auto& in : task.inputs) is_input |= in.name == it.key();
+        if (!is_input) {
+          shape.fail_message("\"" + it.key() + "\" is not an input of the task (variants change input shapes only)");
+        }
+        variant[it.key()] = shape.as_shape();
+      }
+      if (variant.empty()) v.fail("an object mapping input names to shapes");
+      task.shape_variants.push_back(std::move(variant));
+    }
+  }
+  if (auto f = r.optional("tolerance")) {
+    ObjectReader t = f->as_object();
+    Tolerance tol;
+    tol.atol = t.required("atol").as_nonnegative_number();
+    tol.rtol = t.required("rtol").as_nonnegative_number();
+    t.finish();
+    task.tolerance = tol;
+  }
+  if (auto f = r.optional("baselines")) {
+    ObjectReader b = f->as_object();
+    Baselines base;
+    if (auto d = b.optional("device")) base.device = d->as_string();
+    if (auto e = b.optional("eager_ms")) base.eager_ms = e->as_positive_number();
+    if (auto c = b.optional("compile_ms")) base.compile_ms = c->as_positive_number();
+    b.finish();
+    task.baselines = base;
+  }
+  if (auto f = r.optional("libraries")) {
+    for (const Field& lib : f->as_array()) task.libraries.push_back(lib.as_enum(known_libraries()));
+  }
+  r.finish();
+  return task;
+}
+
+TaskSpec load_task(const std::filesystem::path& path) { return parse_task(Document::from_file(path)); }
+
+json to_json(const TaskSpec& task) {
+  json j;
+  j["id"] = task.id;
+  j["source"] = task.source;
+  if (!task.description.empty()) j["description"] = task.description;
+  j["inputs"] = json::array();
+  for (const auto& t : task.inputs) j["inputs"].push_back(to_json(t));
+  if (!task.params.empty()) {
+    j["params"] = json::array();
+    for (const auto& t : task.params) j["params"].push_back(to_json(t));
+  }
+  j["nodes"] = json::array();
+  for (const auto& n : task.nodes) {
+    json node = {{"op", n.op}, {"in", n.in}, {"out", n.out}};
+    if (!n.attrs.empty()) node["attrs"] = n.attrs;
+    j["nodes"].push_back(node);
+  }
+  j["outputs"] = task.outputs;
+  if (!task.shape_variants.empty()) {
+    j["shape_variants"] = json::array();
+    for (const auto& v : task.shape_variants) {
+      json variant = json::object();
+      for (const auto& [name, shape] : v) variant[name] = shape;
+      j["shape_variants"].push_back(variant);
+    }
+  }
+  if (task.tolerance) j["tolerance"] = {{"atol", task.tolerance->atol}, {"rtol", task.tolerance->rtol}};
+  if (task.baselines) {
+    json b = json::object();
+    if (!task.baselines->device.empty()) b["device"] = task.baselines->device;
+    if (task.baselines->eager_ms) b["eager_ms"] = *task.baselines->eager_ms;
+    if (task.baselines->compile_ms) b["compile_ms"] = *task.baselines->compile_ms;
+    j["baselines"] = b;
+  }
+  if (!task.libraries.empty()) j["libraries"] = task.libraries;
+  return j;
+}
+
+}  // namespace kforge
