@@ -44,3 +44,6 @@ function(kforge_library name)
   target_link_libraries(${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
   kforge_target_warnings(${name})
 endfunction()
+
+# GPU tests (ctest label `gpu`) need a CUDA device; the `gpu` preset builds them.
+option(KFORGE_GPU_TESTS "Build the GPU test suites (label: gpu)" OFF)

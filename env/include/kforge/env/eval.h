@@ -1,0 +1,77 @@
+// Evaluating a compiled candidate against a task on one device: the request
+// the environment sends to an Executor and the report it gets back.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kforge/core/document.h"
+#include "kforge/core/measurement.h"
+#include "kforge/core/task_spec.h"
+#include "kforge/env/compiler.h"
+
+namespace kforge::env {
+
+// Protocol knobs (DESIGN.md §7, §8). Defaults are the production settings;
+// tests shrink the time budgets, never the checks.
+struct EvalOptions {
+  // Verification (§7).
+  int seeds = 5;                    // fresh random inputs per seed, per shape variant
+  bool float64_reference = false;   // also judge against a float64 reference
+  bool check_determinism = true;    // run every check twice and compare
+  // Timing (§8), all in milliseconds of wall time.
+  double warmup_ms = 50.0;          // warm-up by time, before samples are kept
+  double max_time_ms = 2000.0;      // cap on the sampling phase (both sides)
+  int min_samples = 10;
+  int max_samples = 2000;
+  double target_rse = 0.005;        // stop when the median's relative std. error is below this
+  int timing_input_sets = 3;        // distinct inputs rotated through timed calls
+  bool cuda_graph = false;          // CUDA: time graph replays of the candidate's call
+  bool hardware_metrics = true;     // CUDA profile: CUPTI range-profiler metrics
+  // Limits for the candidate.
+  double call_timeout_ms = 10000.0;  // one kf_forward call, including sync
+  double eval_timeout_ms = 120000.0; // the whole request
+  uint64_t memory_limit_bytes = 4ull << 30;  // runner address space (CPU backend)
+};
+
+json to_json(const EvalOptions& o);
+// Reads the options from a config object (keys as in the struct); unknown keys
+// are errors. `base` supplies the defaults.
+EvalOptions parse_eval_options(const Field& field, EvalOptions base = {});
+
+struct EvalRequest {
+  TaskSpec task;
+  Artifact artifact;
+  bool verify = true;  // §7 checks
+  bool time = false;   // §8 timing (only when verification passed)
+  bool profile = false;  // CUDA: kernel attribution + hardware metrics
+  EvalOptions options;
+};
+
+// Everything the judge established. `outcome` and `violations` feed the
+// reward; the rest feeds the observation.
+struct EvalReport {
+  Outcome outcome = Outcome::kNotRun;
+  std::string summary;  // one line, e.g. "crashed: SIGSEGV in kf_forward (seed 0, shape 0)"
+  std::vector<Violation> violations;
+  // [{"seed", "variant", "shapes", "max_abs_err", "max_rel_err", "mismatches",
+  //   "numel", "first_mismatch": {...}, "nan_count", "passed"}], plus
+  // "float64" statistics when requested.
+  json verification = json::array();
+  // {"candidate": {"median_ms", "p25_ms", "p75_ms", "mean_ms", "rse", "samples"},
+  //  "reference": {...}, "speedup", "clocks": {...}, "device": "..."}
+  json timing = nullptr;
+  // CUDA profile: {"kernels": [...], "metrics": {...}, "roofline": {...}, "hints": [...]}
+  json profile = nullptr;
+  std::string candidate_output;  // tail of the runner's stdout/stderr
+  json phase_ms = json::object();  // "verify", "time", "profile", "spawn" wall times
+  std::string device;  // e.g. "NVIDIA H200" or the CPU model
+
+  bool correct() const { return outcome == Outcome::kCorrect; }
+};
+
+json to_json(const EvalReport& r);
+EvalReport eval_report_from_json(const json& j);
+
+}  // namespace kforge::env

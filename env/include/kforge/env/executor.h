@@ -1,0 +1,53 @@
+// One device's evaluation service (DESIGN.md §6).
+//
+// The environment host never loads candidate code. An Executor owns a
+// long-lived judge process for its device (libtorch: inputs, reference,
+// comparison, timing of the reference) which in turn drives a sandboxed runner
+// process (no libtorch) that loads the candidate and calls kf_forward on
+// buffers shared with the judge (shared memory on CPU, CUDA IPC on GPU).
+//
+// Requests are served one at a time per device so timings do not interfere;
+// many episodes can queue. A runner that crashes, hangs or exceeds its limits
+// is killed and respawned and the request gets a failure report; a judge that
+// dies is respawned too. Nothing leaks: processes, fds, shared memory.
+#pragma once
+
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <string>
+
+#include "kforge/env/eval.h"
+
+namespace kforge::env {
+
+enum class BackendKind { kCpu, kCuda };
+const std::string& backend_name(BackendKind kind);
+BackendKind parse_backend(const std::string& name);  // InputError if unknown
+
+struct ExecutorConfig {
+  BackendKind backend = BackendKind::kCpu;
+  int device = 0;
+  // Directory with kforge-judge and kforge-runner; default: next to the
+  // running executable, then the build tree.
+  std::filesystem::path tools_dir;
+  // Scratch space for runners (one sub-directory each, removed afterwards).
+  std::filesystem::path scratch_dir;
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Queues a request; the future is always fulfilled with a report (a system
+  // failure becomes a report with a summary), never an exception.
+  virtual std::future<EvalReport> submit(EvalRequest request) = 0;
+  virtual BackendKind backend() const = 0;
+  // Description of the device, e.g. "NVIDIA H200" (after the judge started).
+  virtual std::string device_name() = 0;
+  // Number of judge/runner restarts so far, for monitoring and leak tests.
+  virtual int restarts() const = 0;
+};
+
+std::unique_ptr<Executor> make_executor(const ExecutorConfig& config);
+
+}  // namespace kforge::env
