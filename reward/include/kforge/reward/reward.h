@@ -26,17 +26,29 @@ struct RewardContext {
 struct RewardBreakdown {
   double total = 0.0;
   // Every term by name, in config order, e.g. {"tiered", 2.0}, {"turn_cost", -0.01}.
+  // Values are weighted contributions, so `total` is their sum.
   std::vector<std::pair<std::string, double>> components;
   json to_json() const;  // {"total": ..., "<term>": value, ...}
 };
+
+// The configs directory: $KFORGE_CONFIG_DIR when set (and then only it), else
+// the source tree's configs/ compiled in at build time. Presets live in its
+// rewards/ subdirectory. Throws InputError if the directory does not exist.
+std::filesystem::path config_dir();
+// configs/rewards/<name>.yaml; InputError listing the presets (with a
+// did-you-mean) when there is no such preset.
+std::filesystem::path preset_path(const std::string& name);
+// Names of the preset files in configs/rewards, sorted.
+std::vector<std::string> preset_names();
 
 class RewardFunction {
  public:
   // From a config document; errors name the file, field and line.
   static RewardFunction from_document(const Document& doc);
   static RewardFunction from_file(const std::filesystem::path& path);
-  // A preset by name ("tiered", "log_speedup", "linear_capped", "contrastive")
-  // or a path to a YAML file.
+  // A preset by name ("default", "tiered", "log_speedup", "linear_capped",
+  // "contrastive": configs/rewards/<name>.yaml, see config_dir()) or a path to
+  // a YAML/JSON file (anything with a '/' or a .yaml/.yml/.json extension).
   static RewardFunction load(const std::string& name_or_path);
 
   RewardBreakdown compute(const Measurement& m, const RewardContext& ctx = {}) const;
@@ -46,6 +58,10 @@ class RewardFunction {
 
   const std::string& name() const;
   json describe() const;  // the resolved config, for logs and trajectories
+  // Where the config came from: a file path, or the Document's source label.
+  const std::string& source() const;
+  // The component names, in config order (the keys of compute()'s breakdown).
+  std::vector<std::string> component_names() const;
 
   RewardFunction(RewardFunction&&) noexcept;
   RewardFunction& operator=(RewardFunction&&) noexcept;

@@ -1,0 +1,101 @@
+// Reward terms: the pieces a RewardFunction sums, and the registry that maps a
+// config's `type:` to the code that builds one. New terms are registered here
+// (TermRegistry::global().add) and need no change to the composer.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kforge/core/document.h"
+#include "kforge/core/measurement.h"
+
+namespace kforge::reward {
+
+struct RewardContext;
+
+// What a step established about the candidate's correctness.
+enum class Verdict {
+  // Nothing was judged: a compile or analyze step that did not run the
+  // candidate (Outcome::kNotRun) and raised no violation.
+  kNotJudged,
+  // Any outcome other than kCorrect (including kNotRun on a verify, profile or
+  // submit step, which should have judged the candidate), or any violation.
+  kFailed,
+  // Outcome::kCorrect and no violation.
+  kPassed,
+};
+
+Verdict judge(const Measurement& m);
+const std::string& verdict_name(Verdict verdict);
+
+// The only view of a step that speed-based terms get. It exists only for a
+// passed, timed step with a usable eager speedup; every field has already been
+// checked (finite and positive; a fraction within [0, 1]), and absent means
+// "unknown or unusable", never "zero".
+struct SpeedFacts {
+  double speedup_eager = 1.0;
+  std::optional<double> speedup_compile;
+  std::optional<double> own_kernel_fraction;
+  std::optional<double> energy_j;
+};
+
+// SpeedFacts for `m`, or nullopt when the step earns no speed reward: not
+// passed, not timed, or no finite positive eager speedup.
+std::optional<SpeedFacts> speed_facts(const Measurement& m);
+
+// The finite, positive values of `speedups` (exemplars shown in a prompt).
+std::vector<double> usable_speedups(const std::vector<double>& speedups);
+
+class RewardTerm {
+ public:
+  virtual ~RewardTerm() = default;
+  // The unweighted value of this term for one step. Must be finite.
+  virtual double compute(const Measurement& m, const RewardContext& ctx) const = 0;
+  // The term's resolved parameters (defaults filled in), as config keys.
+  virtual json params() const = 0;
+};
+
+// Base of every term whose value depends on speed (or other performance
+// measurements). The gate lives here, not in configs or in each term:
+//   failed step      -> failure_value()
+//   not judged       -> 0
+//   passed, no usable timing -> 0
+//   otherwise        -> score(facts)
+// score() never sees the Measurement, so a term cannot pay for speed that the
+// gate withheld.
+class SpeedTerm : public RewardTerm {
+ public:
+  double compute(const Measurement& m, const RewardContext& ctx) const final;
+
+ protected:
+  virtual double failure_value() const = 0;
+  virtual double score(const SpeedFacts& facts, const RewardContext& ctx) const = 0;
+};
+
+// Builds a term from its config object. The composer has already consumed
+// `type`, `name` and `weight`; the factory reads its own keys from `params`
+// and the composer then rejects any key nobody read.
+using TermFactory = std::function<std::unique_ptr<RewardTerm>(ObjectReader& params)>;
+
+class TermRegistry {
+ public:
+  // The process-wide registry, holding the built-in terms.
+  static TermRegistry& global();
+
+  // Throws std::invalid_argument if `type` is already registered or empty.
+  void add(const std::string& type, TermFactory factory);
+  bool contains(const std::string& type) const;
+  std::vector<std::string> types() const;  // sorted
+  // Throws std::out_of_range for an unknown type (configs check first).
+  std::unique_ptr<RewardTerm> create(const std::string& type, ObjectReader& params) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::pair<std::string, TermFactory>> factories_;
+};
+
+}  // namespace kforge::reward
