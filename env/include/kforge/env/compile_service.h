@@ -5,24 +5,45 @@
 // (NVRTC runs in-process, nvcc and the host compiler as subprocesses). Results
 // are cached in memory and on disk under cache_dir/<hash>/, keyed by
 // sha256(source, mode, options, compiler identity); concurrent requests for
-// the same hash share one compile.
+// the same hash share one compile. Details (layout of the cache directory,
+// what is and is not cached, atomicity): docs/compile.md.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <future>
 #include <map>
 #include <memory>
+#include <string>
 
 #include "kforge/env/compiler.h"
 
 namespace kforge::env {
 
 struct CompileServiceConfig {
-  std::filesystem::path cache_dir;  // default: $KFORGE_CACHE_DIR or ~/.cache/kforge/compile
-  int threads = 4;                  // worker threads in total
+  // Default (empty): default_compile_cache_dir().
+  std::filesystem::path cache_dir;
+  int threads = 4;  // worker threads in total
   std::map<SolutionMode, int> per_mode_limit = {
       {SolutionMode::kCpp, 2}, {SolutionMode::kCuda, 4}, {SolutionMode::kNvrtc, 4}, {SolutionMode::kTorchExt, 2}};
+  // Results kept in memory (least recently used are dropped; disk keeps all).
+  size_t memory_cache_entries = 4096;
 };
+
+// Counters since the service started, for monitoring and tests.
+struct CompileStats {
+  uint64_t submitted = 0;
+  uint64_t compiled = 0;  // compiler runs
+  uint64_t memory_hits = 0;
+  uint64_t disk_hits = 0;
+  uint64_t shared = 0;         // joined an identical compile already queued or running
+  uint64_t rejected = 0;       // refused before compiling (flags, launch plan, size)
+  uint64_t system_errors = 0;  // not cached: compiler missing, timeout, I/O, ...
+};
+
+// $KFORGE_CACHE_DIR, else $XDG_CACHE_HOME/kforge/compile, else
+// ~/.cache/kforge/compile.
+std::filesystem::path default_compile_cache_dir();
 
 class CompileService {
  public:
@@ -31,19 +52,29 @@ class CompileService {
   CompileService(const CompileService&) = delete;
   CompileService& operator=(const CompileService&) = delete;
 
+  // Replaces the compiler of the same mode, if any.
   void add_compiler(std::unique_ptr<Compiler> compiler);
   bool supports(SolutionMode mode) const;
+  // Never throws and the future never holds an exception: failures of the
+  // system are results with `system_error` set. Pending requests still
+  // queued when the service is destroyed get such a result; running compiles
+  // are waited for.
   std::future<CompileResult> submit(const Solution& solution, const CompileContext& ctx);
-  // The key a solution would be cached under (for tests and replay).
+  // The key a solution would be cached under (for tests and replay). Throws
+  // SystemError when no compiler serves the mode or the compiler cannot run.
   std::string cache_key(const Solution& solution, const CompileContext& ctx) const;
+  CompileStats stats() const;
+  const std::filesystem::path& cache_dir() const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
-// The compilers available on this build for a backend: {cpp} for CPU,
-// {cuda, nvrtc, torch_ext} for CUDA when the toolkit was found.
+// The compilers available on this build for a backend: {cpp} for "cpu",
+// {cuda, nvrtc} for "cuda" (torch_ext is not implemented yet, so
+// supports(kTorchExt) stays false). InputError for another backend name,
+// SystemError for "cuda" in a build without the CUDA toolkit.
 void add_default_compilers(CompileService& service, const std::string& backend);
 
 }  // namespace kforge::env

@@ -22,8 +22,11 @@ struct Artifact {
   std::filesystem::path path;  // .so for cpp/cuda/torch_ext, .cubin for nvrtc
   // nvrtc: the launch plan, validated and normalized (see cuda/launch_plan.h).
   json launch = nullptr;
-  // Per-kernel resource usage where the compiler reports it (ptxas -v):
-  // {"<kernel>": {"registers": 32, "shared_bytes": 0, "spill_bytes": 0, ...}}.
+  // Per-kernel resource usage where the compiler reports it (ptxas -v), keyed
+  // by the demangled kernel signature: {"void scale<float, 4>(float const*,
+  // float*, long)": {"mangled": "_Z5scale...", "registers": 32, "barriers": 1,
+  // "shared_bytes": 4096, "constant_bytes": 0, "stack_bytes": 0,
+  // "spill_store_bytes": 0, "spill_load_bytes": 0}}. Empty for cpp.
   json resources = json::object();
   // Libraries the task allows the candidate to link (from TaskSpec::libraries).
   std::vector<std::string> libraries;
@@ -39,19 +42,35 @@ struct CompileResult {
   // candidate's own source, without compiler noise.
   std::string diagnostics;
   std::string log;  // full compiler output
+  // Wall time of this request: the compile, or the cache lookup on a hit.
   double compile_ms = 0.0;
+  // No compile ran for this request: served from the cache (memory or disk)
+  // or by an identical compile that was already running.
   bool cache_hit = false;
+  // Non-empty when the system, not the candidate, failed: compiler missing or
+  // killed by a signal, compile timeout, I/O error, service shut down. Such
+  // results are never cached. `diagnostics` says the same for the policy.
+  std::string system_error;
+  bool timed_out = false;  // the compiler ran past CompileContext::timeout_s and was killed
 };
 
 // Everything that decides the output of a compile besides the solution:
 // target architecture, the include dir with kforge/kernel_abi.h, limits.
 struct CompileContext {
-  std::string arch = "sm_90a";           // CUDA modes
-  std::filesystem::path abi_include_dir;  // contains kforge/kernel_abi.h
-  double timeout_s = 120.0;
+  std::string arch = "sm_90a";  // CUDA modes
+  // Contains kforge/kernel_abi.h. Empty: $KFORGE_ABI_INCLUDE_DIR, else the
+  // directory staged by the build (see default_abi_include_dir()).
+  std::filesystem::path abi_include_dir;
+  double timeout_s = 120.0;  // subprocess compilers (cpp, cuda); NVRTC cannot be interrupted
   size_t max_source_bytes = 1 << 20;
-  std::vector<std::string> libraries;     // allowed libraries (task config)
+  std::vector<std::string> libraries;  // allowed libraries (task config)
+  // Tensors a launch plan may name (nvrtc): the task's inputs, params and
+  // outputs, see launch_tensor_names(). Added for launch-plan validation.
+  std::vector<std::string> tensor_names;
 };
+
+// `base` with what the task decides filled in: libraries and tensor names.
+CompileContext compile_context_for(const TaskSpec& task, CompileContext base = {});
 
 class Compiler {
  public:
@@ -64,6 +83,13 @@ class Compiler {
   // the compiler itself cannot run.
   virtual CompileResult compile(const Solution& solution, const CompileContext& ctx,
                                 const std::filesystem::path& out_dir) = 0;
+  // What can be refused without compiling (flags outside the allow-list, a
+  // launch plan that does not parse or names unknown tensors): a non-empty
+  // message for the policy means `rejected`. CompileService calls it before
+  // looking at the cache, because the verdict may depend on the context
+  // (e.g. the task's tensor names) rather than on the cache key alone;
+  // compile() applies it too.
+  virtual std::string precheck(const Solution& /*solution*/, const CompileContext& /*ctx*/) const { return {}; }
 };
 
 }  // namespace kforge::env

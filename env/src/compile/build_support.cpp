@@ -1,0 +1,135 @@
+#include "build_support.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "kforge/core/error.h"
+#include "kforge/env/compile/compilers.h"
+#include "kforge/env/compile/diagnostics.h"
+#include "kforge/env/compile/sha256.h"
+
+namespace kforge::env::detail {
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.close();
+  if (!out) throw SystemError("cannot write " + path.string() + ": " + std::strerror(errno));
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw SystemError("cannot read " + path.string() + ": " + std::strerror(errno));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::filesystem::path resolve_abi_include_dir(const CompileContext& ctx) {
+  const std::filesystem::path dir = ctx.abi_include_dir.empty() ? default_abi_include_dir() : ctx.abi_include_dir;
+  if (!std::filesystem::is_regular_file(dir / "kforge" / "kernel_abi.h")) {
+    throw SystemError("kforge/kernel_abi.h not found under \"" + dir.string() +
+                      "\"; set CompileContext::abi_include_dir or $KFORGE_ABI_INCLUDE_DIR to the directory that "
+                      "contains kforge/kernel_abi.h");
+  }
+  return dir;
+}
+
+std::string abi_header_hash(const std::filesystem::path& abi_dir) {
+  return sha256_hex(read_file(abi_dir / "kforge" / "kernel_abi.h"));
+}
+
+std::string tool_version(const std::filesystem::path& tool, const std::string& marker) {
+  if (tool.empty()) throw SystemError("compiler not found");
+  // Every CompileService (and so every cache lookup of a new one) needs the
+  // versions; probing costs a process spawn, so remember them per binary as
+  // long as the binary file stays the same.
+  static std::mutex mu;
+  static std::map<std::string, std::string> known;
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(tool, ec);
+  const auto mtime = std::filesystem::last_write_time(tool, ec).time_since_epoch().count();
+  const std::string key = tool.string() + "|" + std::to_string(size) + "|" + std::to_string(mtime) + "|" + marker;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = known.find(key); it != known.end()) return it->second;
+  }
+  ProcessOptions options;
+  options.timeout_s = 30;
+  options.env["LC_ALL"] = "C";
+  const ProcessResult r = run_process({tool.string(), "--version"}, options);
+  if (!r.ok()) throw SystemError(tool.string() + " --version failed: " + r.output.substr(0, 500));
+  std::istringstream in(r.output);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (marker.empty() || line.find(marker) != std::string::npos) {
+      std::lock_guard<std::mutex> lock(mu);
+      known[key] = line;
+      return line;
+    }
+  }
+  throw SystemError(tool.string() + " --version printed no version line: " + r.output.substr(0, 500));
+}
+
+ProcessOptions compiler_process_options(const std::filesystem::path& work_dir, double timeout_s) {
+  ProcessOptions options;
+  options.cwd = work_dir;
+  options.timeout_s = timeout_s;
+  const std::filesystem::path tmp = work_dir / "tmp";
+  std::filesystem::create_directories(tmp);
+  options.env["TMPDIR"] = tmp.string();
+  options.env["LC_ALL"] = "C";
+  for (const char* var : {"NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
+                          "GCC_EXEC_PREFIX", "COMPILER_PATH", "DEPENDENCIES_OUTPUT", "SUNPRO_DEPENDENCIES"}) {
+    options.env[var] = std::nullopt;
+  }
+  return options;
+}
+
+CompileResult result_from_process(const ProcessResult& process, const std::string& tool, const std::string& file_name,
+                                  const std::string& source, const std::filesystem::path& artifact) {
+  CompileResult r;
+  r.log = process.output;
+  r.compile_ms = process.wall_ms;
+  if (process.timed_out) {
+    r.timed_out = true;
+    r.system_error = tool + " timed out and was killed";
+    r.diagnostics = "compilation timed out (" + tool +
+                    " was killed); simplify the code, e.g. fewer template "
+                    "instantiations or unrolled loops\n";
+    return r;
+  }
+  if (process.term_signal != 0) {
+    r.system_error = tool + " was killed by signal " + std::to_string(process.term_signal) + " (" +
+                     strsignal(process.term_signal) + ")";
+    r.diagnostics = "the compiler crashed (" + r.system_error + ")\n";
+    return r;
+  }
+  r.ok = process.exit_code == 0 && std::filesystem::is_regular_file(artifact);
+  if (process.exit_code == 0 && !r.ok) {
+    r.system_error = tool + " exited with 0 but wrote no " + artifact.filename().string();
+  }
+  r.diagnostics = condense_diagnostics(process.output, file_name, source, !r.ok);
+  return r;
+}
+
+CompileResult rejected_result(const std::string& message) {
+  CompileResult r;
+  r.rejected = true;
+  r.diagnostics = message;
+  return r;
+}
+
+std::string command_line(const std::vector<std::string>& argv) {
+  std::string s = "$";
+  for (const auto& a : argv) s += " " + a;
+  return s + "\n";
+}
+
+}  // namespace kforge::env::detail

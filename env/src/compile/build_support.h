@@ -1,0 +1,45 @@
+// Pieces the compilers share: files, tool versions, the child environment,
+// and turning a finished compiler process into a CompileResult.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kforge/env/compile/subprocess.h"
+#include "kforge/env/compiler.h"
+
+namespace kforge::env::detail {
+
+// Throws SystemError naming the path.
+void write_file(const std::filesystem::path& path, const std::string& text);
+std::string read_file(const std::filesystem::path& path);
+
+// The ABI include dir of `ctx` (or the default), checked to hold
+// kforge/kernel_abi.h; SystemError otherwise.
+std::filesystem::path resolve_abi_include_dir(const CompileContext& ctx);
+// sha256 of kforge/kernel_abi.h, part of compiler identities: a changed ABI
+// must not be served an artifact built against the old one.
+std::string abi_header_hash(const std::filesystem::path& abi_dir);
+
+// The first non-empty line of `<tool> --version` that contains `marker`.
+// SystemError if the tool does not run.
+std::string tool_version(const std::filesystem::path& tool, const std::string& marker = "");
+
+// For compiler subprocesses: C locale (ASCII quotes in messages the condenser
+// reads), TMPDIR inside the compile's own directory (a killed compile leaves
+// nothing in /tmp), and no variables that would inject flags or include paths
+// behind the cache key's back.
+ProcessOptions compiler_process_options(const std::filesystem::path& work_dir, double timeout_s);
+
+// ok / diagnostics / log / timeout / signal handling for a finished compiler
+// process whose main output is `artifact`.
+CompileResult result_from_process(const ProcessResult& process, const std::string& tool, const std::string& file_name,
+                                  const std::string& source, const std::filesystem::path& artifact);
+
+CompileResult rejected_result(const std::string& message);
+
+// A compact text of argv for logs ("$ g++ -O3 ...").
+std::string command_line(const std::vector<std::string>& argv);
+
+}  // namespace kforge::env::detail

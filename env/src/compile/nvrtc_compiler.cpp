@@ -1,0 +1,216 @@
+// Mode nvrtc: device code compiled in-process by NVRTC to a CUBIN, with the
+// launch plan validated against the task and each kernel's lowered (mangled)
+// name resolved, so that templates such as "scale<float, 4>" can be launched.
+//
+// NVRTC calls on distinct programs are thread-safe, so pool threads compile
+// concurrently. An NVRTC compile cannot be interrupted: ctx.timeout_s does
+// not apply (docs/compile.md).
+#include <nvrtc.h>
+
+#include <chrono>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "build_support.h"
+#include "kforge/core/error.h"
+#include "kforge/env/compile/compilers.h"
+#include "kforge/env/compile/diagnostics.h"
+#include "kforge/env/compile/options.h"
+#include "kforge/env/compile/resource_usage.h"
+#include "kforge/env/cuda/launch_plan.h"
+
+namespace kforge::env {
+namespace {
+
+const char* kDefaultStd = "-std=c++17";
+// -Xptxas=-v has no effect on the code; it makes ptxas print resource usage
+// into the program log.
+const std::vector<std::string> kFixedFlags = {"-default-device", "--ptxas-options=-v"};
+
+// Frees the program on every path out of compile().
+class Program {
+ public:
+  Program(const std::string& source, const char* name) {
+    check(nvrtcCreateProgram(&prog_, source.c_str(), name, 0, nullptr, nullptr), "nvrtcCreateProgram");
+  }
+  ~Program() { nvrtcDestroyProgram(&prog_); }
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+  nvrtcProgram get() const { return prog_; }
+
+  static void check(nvrtcResult r, const char* what) {
+    if (r != NVRTC_SUCCESS) throw SystemError(std::string(what) + ": " + nvrtcGetErrorString(r));
+  }
+
+  std::string log() const {
+    size_t size = 0;
+    check(nvrtcGetProgramLogSize(prog_, &size), "nvrtcGetProgramLogSize");
+    std::string text(size, '\0');
+    check(nvrtcGetProgramLog(prog_, text.data()), "nvrtcGetProgramLog");
+    while (!text.empty() && text.back() == '\0') text.pop_back();
+    return text;
+  }
+
+ private:
+  nvrtcProgram prog_ = nullptr;
+};
+
+std::string nvrtc_version() {
+  int major = 0;
+  int minor = 0;
+  Program::check(nvrtcVersion(&major, &minor), "nvrtcVersion");
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+class NvrtcCompiler : public Compiler {
+ public:
+  NvrtcCompiler() : version_(nvrtc_version()), include_dirs_(default_cuda_include_dirs()) {}
+
+  SolutionMode mode() const override { return SolutionMode::kNvrtc; }
+
+  std::string identity(const CompileContext& ctx) const override {
+    std::string text = "nvrtc;version=" + version_ + ";arch=" + ctx.arch + ";flags=" + kDefaultStd;
+    for (const auto& f : kFixedFlags) text += " " + f;
+    for (const auto& d : include_dirs_) text += " --include-path=" + d.string();
+    return text;
+  }
+
+  std::string precheck(const Solution& solution, const CompileContext& ctx) const override {
+    const CheckedOptions options = check_nvrtc_options(solution.options);
+    if (!options.error.empty()) return options.error;
+    try {
+      parse_plan(solution, ctx);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return {};
+  }
+
+  CompileResult compile(const Solution& solution, const CompileContext& ctx,
+                        const std::filesystem::path& out_dir) override {
+    const auto start = std::chrono::steady_clock::now();
+    const CheckedOptions options = check_nvrtc_options(solution.options);
+    if (!options.error.empty()) return detail::rejected_result(options.error);
+    LaunchPlan plan;
+    try {
+      plan = parse_plan(solution, ctx);
+    } catch (const InputError& e) {
+      return detail::rejected_result(e.what());
+    }
+    cuda_arch_number(ctx.arch);  // a virtual or malformed arch is a configuration error
+    detail::write_file(out_dir / kCudaSourceName, solution.source);
+
+    std::vector<std::string> args = {"--gpu-architecture=" + ctx.arch};
+    if (!options.sets_std) args.push_back(kDefaultStd);
+    args.insert(args.end(), kFixedFlags.begin(), kFixedFlags.end());
+    for (const auto& d : include_dirs_) args.push_back("--include-path=" + d.string());
+    args.insert(args.end(), options.args.begin(), options.args.end());
+    std::vector<const char*> c_args;
+    for (const auto& a : args) c_args.push_back(a.c_str());
+
+    Program program(solution.source, kCudaSourceName);
+    for (const auto& k : plan.kernels) {
+      Program::check(nvrtcAddNameExpression(program.get(), k.name.c_str()), "nvrtcAddNameExpression");
+    }
+    const nvrtcResult compiled = nvrtcCompileProgram(program.get(), static_cast<int>(c_args.size()), c_args.data());
+    CompileResult r;
+    r.log = detail::command_line([&] {
+              std::vector<std::string> shown = {"nvrtc"};
+              shown.insert(shown.end(), args.begin(), args.end());
+              return shown;
+            }()) +
+            program.log();
+    r.artifact.mode = SolutionMode::kNvrtc;
+    if (compiled == NVRTC_SUCCESS) {
+      // Entry functions as ptxas compiled them: a name that lowers to a
+      // __device__ function is in the CUBIN but cannot be launched.
+      const json resources = parse_ptxas_resource_usage(r.log);
+      std::set<std::string> entries;
+      for (const auto& [kernel, usage] : resources.items()) entries.insert(usage.value("mangled", ""));
+      std::string missing;
+      for (size_t i = 0; i < plan.kernels.size(); ++i) {
+        KernelLaunchSpec& k = plan.kernels[i];
+        const char* lowered = nullptr;
+        if (nvrtcGetLoweredName(program.get(), k.name.c_str(), &lowered) != NVRTC_SUCCESS || lowered == nullptr ||
+            entries.count(lowered) == 0) {
+          missing += "launch.kernels[" + std::to_string(i) + "].name \"" + k.name +
+                     "\" is not a __global__ function (or template instantiation) of the source\n";
+        } else {
+          k.lowered_name = lowered;
+        }
+      }
+      if (missing.empty()) {
+        size_t size = 0;
+        Program::check(nvrtcGetCUBINSize(program.get(), &size), "nvrtcGetCUBINSize");
+        std::string cubin(size, '\0');
+        Program::check(nvrtcGetCUBIN(program.get(), cubin.data()), "nvrtcGetCUBIN");
+        detail::write_file(out_dir / kCubinName, cubin);
+        r.ok = true;
+        r.artifact.path = out_dir / kCubinName;
+        r.artifact.launch = to_json(plan);
+        r.artifact.resources = resources;
+      } else {
+        r.diagnostics = missing;
+      }
+    } else if (compiled != NVRTC_ERROR_COMPILATION) {
+      // The options passed the allow-list, so anything but a compilation error is ours.
+      throw SystemError(std::string("nvrtcCompileProgram: ") + nvrtcGetErrorString(compiled) + "\n" + r.log);
+    }
+    if (r.diagnostics.empty()) r.diagnostics = diagnostics_for(r.log, solution.source, plan, !r.ok);
+    r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return r;
+  }
+
+ private:
+  static LaunchPlan parse_plan(const Solution& solution, const CompileContext& ctx) {
+    if (solution.launch.is_null()) {
+      throw InputError(solution.origin + ": mode \"nvrtc\" needs a \"launch\" plan (kernel name, grid, block, args)");
+    }
+    return parse_launch_plan(solution.launch, ctx.tensor_names, solution.origin, "/launch");
+  }
+
+  // NVRTC compiles each name expression in a pseudo-file "__nv_name_map"
+  // ("#pragma nv_mangled_name scale_typo<float>"); its errors are reported as
+  // errors of the launch plan, after those of the candidate's source.
+  static std::string diagnostics_for(const std::string& log, const std::string& source, const LaunchPlan& plan,
+                                     bool failed) {
+    std::string filtered;
+    std::istringstream in(log);
+    std::string line;
+    bool skipping = false;
+    while (std::getline(in, line)) {
+      if (line.rfind(kNameMapFile, 0) == 0) skipping = true;
+      if (!skipping) filtered += line + "\n";
+      if (line.empty()) skipping = false;
+    }
+    std::string plan_errors;
+    std::set<size_t> reported;
+    for (const Diagnostic& d : parse_diagnostics(log)) {
+      if (d.file != kNameMapFile || d.severity != Diagnostic::Severity::kError) continue;
+      const size_t at = d.quoted_line.find(kPragma);
+      const std::string name = at == std::string::npos ? "" : d.quoted_line.substr(at + std::strlen(kPragma));
+      for (size_t i = 0; i < plan.kernels.size(); ++i) {
+        if (plan.kernels[i].name != name || !reported.insert(i).second) continue;
+        plan_errors += "launch.kernels[" + std::to_string(i) + "].name \"" + name +
+                       "\" is not a __global__ function (or template instantiation) of the source: " + d.message + "\n";
+      }
+    }
+    const std::string source_errors =
+        condense_diagnostics(filtered, kCudaSourceName, source, failed && plan_errors.empty());
+    return source_errors + plan_errors;
+  }
+
+  static constexpr const char* kNameMapFile = "__nv_name_map";
+  static constexpr const char* kPragma = "nv_mangled_name ";
+
+  std::string version_;
+  std::vector<std::filesystem::path> include_dirs_;
+};
+
+}  // namespace
+
+std::unique_ptr<Compiler> make_nvrtc_compiler() { return std::make_unique<NvrtcCompiler>(); }
+bool have_nvrtc() { return true; }
+
+}  // namespace kforge::env
