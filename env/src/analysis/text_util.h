@@ -1,0 +1,35 @@
+// String helpers shared by the parsers and the tools' renderings.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kforge::env::analysis_detail {
+
+inline bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
+}
+
+inline std::string trim(const std::string& s) {
+  const char* ws = " \t\r\n";
+  const size_t a = s.find_first_not_of(ws);
+  if (a == std::string::npos) return "";
+  const size_t b = s.find_last_not_of(ws);
+  return s.substr(a, b - a + 1);
+}
+
+inline std::string join(const std::vector<std::string>& items, const std::string& sep = ", ") {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+// "4096 B", "48.0 KiB" (exact bytes below 10 KiB, where they matter most).
+std::string format_bytes(int64_t bytes);
+// "62.5%"
+std::string format_percent(double fraction);
+// Fixed-point with `digits` decimals, trailing zeros kept ("1.50").
+std::string format_fixed(double value, int digits);
+
+}  // namespace kforge::env::analysis_detail
