@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kforge/core/document.h"
@@ -16,8 +17,15 @@
 namespace kforge {
 
 struct TensorType {
+  TensorType() = default;
+  TensorType(std::vector<int64_t> shape_, DType dtype_, std::string name_ = "")
+      : shape(std::move(shape_)), dtype(dtype_), name(std::move(name_)) {}
+
   std::vector<int64_t> shape;
   DType dtype = DType::kFloat32;
+  // The graph value this type belongs to ("x", "t0"); infer_graph fills it so
+  // that inference errors can name the offending input. May be empty.
+  std::string name;
   int64_t numel() const;
 };
 
@@ -32,13 +40,22 @@ enum class OpCategory {
   kLayout,       // transpose, permute, reshape, flatten, ...
 };
 const std::string& op_category_name(OpCategory c);
+const std::vector<OpCategory>& op_categories();
 
 // A declared attribute of an op: its type, default and what it means.
+// Types: "int"; "float" (ints accepted, stored as float); "number" (int or
+// float, kept as written: an int scalar keeps an integer tensor integral, as
+// in torch); "bool"; "string" (one of `choices` when that is non-empty);
+// "int_list" (an int or a list of ints, as torch accepts for stride, dim, ...).
 struct AttrSchema {
   std::string name;
-  std::string type;  // "int", "float", "bool", "string", "int_list"
-  json default_value = nullptr;  // null: required
+  std::string type;
+  json default_value = nullptr;  // null: required, unless `optional`
   std::string doc;
+  // May be left out; the resolved value is then null and the op documents
+  // what absence means (e.g. reduce over all dims).
+  bool optional = false;
+  std::vector<std::string> choices;
 };
 
 struct OpSchema {
@@ -54,12 +71,19 @@ struct OpSchema {
   std::function<TensorType(const std::vector<TensorType>&, const json& attrs)> infer;
   // Floating-point operations for one call, for roofline estimates.
   std::function<double(const std::vector<TensorType>&, const TensorType& out, const json& attrs)> flops;
+  // The PyTorch spelling of one call (e.g. "F.gelu(t0, approximate='tanh')")
+  // given Python expressions for the inputs and the resolved attrs: used by
+  // the KernelBench renderer, so it must compute what the reference computes.
+  std::function<std::string(const std::vector<std::string>& args, const std::vector<TensorType>&, const json& attrs)>
+      python;
 };
 
 class OpRegistry {
  public:
   const OpSchema* find(const std::string& name) const;
-  std::vector<std::string> names() const;
+  std::vector<std::string> names() const;  // sorted
+  std::vector<const OpSchema*> in_category(OpCategory c) const;
+  // Throws std::logic_error on a duplicate name (a programming error).
   void add(OpSchema schema);
 
  private:
@@ -69,8 +93,14 @@ class OpRegistry {
 const OpRegistry& op_registry();
 
 // Validates attrs of a node against its schema (unknown or ill-typed attrs
-// are errors) and returns them with defaults filled in.
+// are errors) and returns them with defaults filled in. `where` prefixes
+// error messages (e.g. "task 't': node 2 (sum)").
 json resolve_attrs(const OpSchema& schema, const json& attrs, const std::string& where);
+
+// Output type of one node given its input types, with the same checks and
+// messages as infer_graph (without the task/node prefix when `where` is
+// empty). For callers that build graphs op by op (data synthesis).
+TensorType infer_node(const GraphNode& node, const std::vector<TensorType>& inputs, const std::string& where = "");
 
 // Type-checks the whole graph: every node's op exists, attrs are valid and
 // shapes/dtypes agree. Returns the type of every named value (inputs, params,

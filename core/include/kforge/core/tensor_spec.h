@@ -37,6 +37,13 @@ struct TensorSpec {
   size_t nbytes() const;
 };
 
+// The bound b of the U(-b, b) that kaiming_uniform and xavier_uniform draw
+// from, with fans computed from the shape as torch.nn.init does (fan_in =
+// shape[1] * receptive field; 1-d tensors use fan_in = fan_out = shape[0]).
+// kaiming_uniform uses a = sqrt(5), the nn.Linear/nn.Conv default, which gives
+// b = 1 / sqrt(fan_in). Defined with the op vocabulary (core/src/ops/).
+double init_uniform_bound(const TensorSpec& spec);
+
 json to_json(const InitSpec& init);
 json to_json(const TensorSpec& spec);
 InitSpec parse_init_spec(const Field& field);
