@@ -24,6 +24,11 @@ add_library(kforge_torch INTERFACE)
 target_link_libraries(kforge_torch INTERFACE ${TORCH_LIBRARIES})
 separate_arguments(_kforge_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
 target_compile_options(kforge_torch INTERFACE ${_kforge_torch_flags})
+# PyTorch 2.x wheels export std::filesystem symbols of a statically linked
+# libstdc++ (pytorch/pytorch#133437); when libtorch precedes libstdc++ in the
+# lookup order, our std::filesystem calls bind to that copy and crash. Putting
+# libstdc++ first among the DT_NEEDED entries makes the system one win.
+target_link_options(kforge_torch INTERFACE "LINKER:--push-state,--no-as-needed" "-lstdc++" "LINKER:--pop-state")
 
 # CUDA toolkit: NVRTC, CUPTI, cudart and the driver API compile and link on
 # machines without a GPU; only running them needs one.
