@@ -49,6 +49,12 @@ struct EvalRequest {
   EvalOptions options;
 };
 
+// The request as it travels to the judge process. `time` implies verification:
+// a candidate is only timed after it verified (DESIGN.md §7).
+json to_json(const EvalRequest& r);
+// Throws InputError naming the field for malformed requests.
+EvalRequest eval_request_from_json(const json& j);
+
 // Everything the judge established. `outcome` and `violations` feed the
 // reward; the rest feeds the observation.
 struct EvalReport {

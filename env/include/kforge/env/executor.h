@@ -28,11 +28,15 @@ BackendKind parse_backend(const std::string& name);  // InputError if unknown
 struct ExecutorConfig {
   BackendKind backend = BackendKind::kCpu;
   int device = 0;
-  // Directory with kforge-judge and kforge-runner; default: next to the
-  // running executable, then the build tree.
+  // Directory with kforge-judge and kforge-runner; default: $KFORGE_TOOLS_DIR,
+  // then next to the running executable, then the build tree's bin/.
   std::filesystem::path tools_dir;
   // Scratch space for runners (one sub-directory each, removed afterwards).
+  // Default: a fresh directory under the system temp dir, removed with the
+  // Executor.
   std::filesystem::path scratch_dir;
+  // How long the judge may take to start (load libtorch, probe the device).
+  double judge_startup_timeout_ms = 60000.0;
 };
 
 class Executor {
@@ -46,6 +50,13 @@ class Executor {
   virtual std::string device_name() = 0;
   // Number of judge/runner restarts so far, for monitoring and leak tests.
   virtual int restarts() const = 0;
+  // The judge's process id (0 while none runs), for monitoring and
+  // fault-injection tests.
+  virtual int judge_pid() const = 0;
+  // The judge's own view of its resources, queued behind pending requests:
+  // {"pid", "open_fds", "memfds", "spare_runners", "scratch_entries",
+  //  "evaluations", "runner_faults"}; {"error": "..."} if it cannot answer.
+  virtual json health() = 0;
 };
 
 std::unique_ptr<Executor> make_executor(const ExecutorConfig& config);

@@ -1,0 +1,113 @@
+// The judge's handle on one runner process: spawning it with its scratch dir
+// and output file, the request/reply exchanges of runner_protocol.h under
+// deadlines, and turning every way a runner can fail into a RunnerReply
+// instead of an exception. A runner that failed is killed, reaped and its
+// scratch dir removed before the reply is returned. Backend-neutral: the arena
+// descriptor and the descriptors passed with `setup` come from the backend.
+#pragma once
+
+#include <sys/types.h>
+#include <time.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/child_process.h"
+#include "common/deadline.h"
+#include "common/unique_fd.h"
+
+namespace kforge::exec {
+
+using json = nlohmann::json;
+
+struct RunnerLimits {
+  // The candidate's own allocation budget: RLIMIT_AS is set to the runner's
+  // address space after loading and mapping the arena plus this.
+  uint64_t memory_bytes = 4ull << 30;
+  double cpu_seconds = 130;          // RLIMIT_CPU backstop; deadlines act long before
+  uint64_t output_bytes = 1u << 20;  // RLIMIT_FSIZE: bounds the candidate's stdout/stderr file
+  int open_files = 16;               // RLIMIT_NOFILE
+};
+
+struct RunnerReply {
+  enum class Status {
+    kOk,        // `body` holds the reply
+    kError,     // the runner reported a failure it survived (dlopen error, an exception
+                // escaping kf_forward); `detail` is its message, body["stage"] where
+    kCrashed,   // the runner died; `detail` is "SIGSEGV", "exit code 3", ...
+    kTimedOut,  // no reply before the deadline; the runner was killed
+    kSandbox,   // a blocked system call; `syscall` names it
+    kProtocol,  // a reply that is not the one expected (forged, garbled, out of order)
+  };
+  Status status = Status::kOk;
+  json body;
+  double round_trip_ms = 0;
+  // CPU time the kernel accounted to the runner during the exchange (read by
+  // us from its CPU clock, so the candidate cannot falsify it); < 0 if unknown.
+  double cpu_ms = -1;
+  std::string detail;
+  std::string syscall;
+  bool ok() const { return status == Status::kOk; }
+};
+
+class RunnerProcess {
+ public:
+  struct Config {
+    std::filesystem::path executable;    // kforge-runner
+    std::filesystem::path scratch_root;  // a sub-directory per runner is created here
+    std::string backend = "cpu";
+  };
+
+  // Starts a runner that waits for `setup`. Throws SystemError if it cannot.
+  static std::unique_ptr<RunnerProcess> spawn(const Config& config);
+  ~RunnerProcess();
+  RunnerProcess(const RunnerProcess&) = delete;
+  RunnerProcess& operator=(const RunnerProcess&) = delete;
+
+  RunnerReply setup(const std::filesystem::path& library, const RunnerLimits& limits, const json& arena,
+                    const std::vector<int>& fds, Deadline deadline);
+  RunnerReply bind(const json& inputs, const json& outputs, Deadline deadline);
+  // On kOk, body has "rc" and "self_ns" (the runner's own measurement).
+  RunnerReply call(bool null_call, Deadline deadline);
+
+  // Kills (SIGKILL), reaps and removes the scratch dir, keeping the output
+  // tail. Idempotent.
+  void terminate();
+  bool alive() const { return child_.running() && control_.valid(); }
+  // Like alive(), but first reaps the process if it exited on its own (a
+  // spare that died while waiting).
+  bool check_alive();
+  pid_t pid() const { return child_.pid(); }
+  const std::filesystem::path& scratch_dir() const { return scratch_; }
+  // The last `max_bytes` of the candidate's stdout/stderr.
+  std::string output_tail(size_t max_bytes = 4096) const;
+
+ private:
+  RunnerProcess() = default;
+  RunnerReply exchange(json request, const std::string& expected_type, Deadline deadline,
+                       const std::vector<int>& fds = {});
+  RunnerReply fail(RunnerReply reply);
+  std::string read_output_tail(size_t max_bytes) const;
+
+  double runner_cpu_ms() const;
+
+  ChildProcess child_;
+  UniqueFd control_;
+  clockid_t cpu_clock_ = 0;
+  bool has_cpu_clock_ = false;
+  std::filesystem::path scratch_;
+  uint64_t seq_ = 0;
+  std::string final_output_;
+  bool terminated_ = false;
+};
+
+const char* runner_status_name(RunnerReply::Status status);
+
+// "openat" for a system call number of this architecture, or "syscall N".
+std::string syscall_name(int number);
+
+}  // namespace kforge::exec

@@ -1,0 +1,22 @@
+// The judge <-> runner conversation (frames from wire.h on the runner's fd 3).
+//
+//   judge -> runner                           runner -> judge
+//   setup {seq, library, limits, arena} +fds   ready {seq, sandbox}  | error {seq, stage, message}
+//   bind  {seq, inputs, outputs}               bound {seq}           | error {...}
+//   call  {seq, null}                          done  {seq, rc, self_ns}
+//   (at any time, from the SIGSYS handler)     sandbox {syscall}     then exit(kSandboxExitCode)
+//
+// Tensors in `bind` are {offset, dtype, shape, stride}, offsets into the arena.
+// A `null` call does everything a call does except calling kf_forward: its
+// round trip is the harness overhead subtracted from candidate timings.
+#pragma once
+
+namespace kforge::exec::runner_protocol {
+
+inline constexpr int kControlFd = 3;
+// Exit status of a runner after it reported a blocked system call.
+inline constexpr int kSandboxExitCode = 159;
+// Exit status when a runner cannot even start its protocol (bad arguments).
+inline constexpr int kUsageExitCode = 158;
+
+}  // namespace kforge::exec::runner_protocol

@@ -1,0 +1,57 @@
+// Length-prefixed MessagePack frames over a stream socket, with deadlines and
+// optional file descriptors (SCM_RIGHTS) attached.
+//
+// Frame: 4-byte little-endian payload length, then the payload, the MessagePack
+// encoding of one JSON object whose "type" names the message. Descriptors ride
+// on the first byte of the frame. The executor<->judge and judge<->runner
+// channels both use it (docs/execution.md lists the messages).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/deadline.h"
+#include "common/unique_fd.h"
+
+namespace kforge::exec {
+
+using json = nlohmann::json;
+
+// Larger frames are refused: a peer that announces more is broken or hostile.
+inline constexpr uint32_t kMaxFrameBytes = 64u << 20;
+inline constexpr size_t kMaxFdsPerFrame = 4;
+
+class WireError : public std::runtime_error {
+ public:
+  enum class Kind { kTimeout, kClosed, kMalformed, kIo };
+  WireError(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+struct Frame {
+  json body;
+  std::vector<UniqueFd> fds;  // received descriptors, close-on-exec
+};
+
+// Encodes a frame into bytes (header + payload); also used by code that must
+// write a frame with a single write(2), such as a signal handler's prepared message.
+std::vector<uint8_t> encode_frame(const json& body);
+
+// Sends one frame. Never raises SIGPIPE; a closed peer is WireError kClosed.
+void send_frame(int fd, const json& body, Deadline deadline, const std::vector<int>& fds = {});
+
+// Receives one frame. A deadline that is never() blocks without poll(2), so the
+// sandboxed runner needs no poll syscall while it waits.
+Frame recv_frame(int fd, Deadline deadline);
+
+// Creates a connected AF_UNIX stream socketpair, both ends close-on-exec.
+void make_socket_pair(UniqueFd* a, UniqueFd* b);
+
+}  // namespace kforge::exec

@@ -1,0 +1,138 @@
+// JSON forms of the evaluation types (eval.h): options from configs, requests
+// on their way to the judge, reports on their way back and into observations.
+#include <array>
+#include <limits>
+
+#include "kforge/core/error.h"
+#include "kforge/env/eval.h"
+
+namespace kforge::env {
+namespace {
+
+Outcome parse_outcome(const std::string& name) {
+  static const std::array<Outcome, 9> kAll = {Outcome::kNotRun,       Outcome::kCompileError, Outcome::kRejected,
+                                              Outcome::kRuntimeError, Outcome::kCrash,        Outcome::kTimeout,
+                                              Outcome::kWrong,        Outcome::kViolation,    Outcome::kCorrect};
+  for (Outcome o : kAll) {
+    if (outcome_name(o) == name) return o;
+  }
+  throw InputError("unknown outcome '" + name + "'");
+}
+
+json artifact_to_json(const Artifact& a) {
+  return {{"hash", a.hash},     {"mode", solution_mode_name(a.mode)}, {"path", a.path.string()},
+          {"launch", a.launch}, {"resources", a.resources},           {"libraries", a.libraries}};
+}
+
+Artifact artifact_from_field(const Field& field) {
+  ObjectReader r = field.as_object();
+  Artifact a;
+  if (auto f = r.optional("hash")) a.hash = f->as_string();
+  a.mode = parse_solution_mode(r.required("mode"));
+  a.path = r.required("path").as_string();
+  if (auto f = r.optional("launch")) a.launch = f->value();
+  if (auto f = r.optional("resources")) a.resources = f->value();
+  if (auto f = r.optional("libraries")) a.libraries = f->as_string_list();
+  r.finish();
+  return a;
+}
+
+}  // namespace
+
+json to_json(const EvalOptions& o) {
+  return {{"seeds", o.seeds},
+          {"float64_reference", o.float64_reference},
+          {"check_determinism", o.check_determinism},
+          {"warmup_ms", o.warmup_ms},
+          {"max_time_ms", o.max_time_ms},
+          {"min_samples", o.min_samples},
+          {"max_samples", o.max_samples},
+          {"target_rse", o.target_rse},
+          {"timing_input_sets", o.timing_input_sets},
+          {"cuda_graph", o.cuda_graph},
+          {"hardware_metrics", o.hardware_metrics},
+          {"call_timeout_ms", o.call_timeout_ms},
+          {"eval_timeout_ms", o.eval_timeout_ms},
+          {"memory_limit_bytes", o.memory_limit_bytes}};
+}
+
+EvalOptions parse_eval_options(const Field& field, EvalOptions base) {
+  ObjectReader r = field.as_object();
+  EvalOptions o = base;
+  if (auto f = r.optional("seeds")) o.seeds = static_cast<int>(f->as_int_in(1, 1000));
+  if (auto f = r.optional("float64_reference")) o.float64_reference = f->as_bool();
+  if (auto f = r.optional("check_determinism")) o.check_determinism = f->as_bool();
+  if (auto f = r.optional("warmup_ms")) o.warmup_ms = f->as_nonnegative_number();
+  if (auto f = r.optional("max_time_ms")) o.max_time_ms = f->as_nonnegative_number();
+  if (auto f = r.optional("min_samples")) o.min_samples = static_cast<int>(f->as_int_in(1, 1000000));
+  if (auto f = r.optional("max_samples")) o.max_samples = static_cast<int>(f->as_int_in(1, 1000000));
+  if (auto f = r.optional("target_rse")) o.target_rse = f->as_nonnegative_number();
+  if (auto f = r.optional("timing_input_sets")) o.timing_input_sets = static_cast<int>(f->as_int_in(1, 64));
+  if (auto f = r.optional("cuda_graph")) o.cuda_graph = f->as_bool();
+  if (auto f = r.optional("hardware_metrics")) o.hardware_metrics = f->as_bool();
+  if (auto f = r.optional("call_timeout_ms")) o.call_timeout_ms = f->as_positive_number();
+  if (auto f = r.optional("eval_timeout_ms")) o.eval_timeout_ms = f->as_positive_number();
+  if (auto f = r.optional("memory_limit_bytes")) {
+    o.memory_limit_bytes = static_cast<uint64_t>(f->as_int_in(1 << 20, std::numeric_limits<int64_t>::max()));
+  }
+  r.finish();
+  if (o.max_samples < o.min_samples) {
+    field.fail_message("max_samples (" + std::to_string(o.max_samples) + ") is below min_samples (" +
+                       std::to_string(o.min_samples) + ")");
+  }
+  return o;
+}
+
+json to_json(const EvalRequest& r) {
+  return {{"task", to_json(r.task)}, {"artifact", artifact_to_json(r.artifact)},
+          {"verify", r.verify},      {"time", r.time},
+          {"profile", r.profile},    {"options", to_json(r.options)}};
+}
+
+EvalRequest eval_request_from_json(const json& j) {
+  Document doc = Document::from_value(j, "<eval request>");
+  ObjectReader r = doc.root_object();
+  EvalRequest req;
+  Field task = r.required("task");
+  req.task = parse_task(Document::from_value(task.value(), "<eval request task>"));
+  req.artifact = artifact_from_field(r.required("artifact"));
+  if (auto f = r.optional("verify")) req.verify = f->as_bool();
+  if (auto f = r.optional("time")) req.time = f->as_bool();
+  if (auto f = r.optional("profile")) req.profile = f->as_bool();
+  if (auto f = r.optional("options")) req.options = parse_eval_options(*f);
+  r.finish();
+  return req;
+}
+
+json to_json(const EvalReport& r) {
+  json violations = json::array();
+  for (const auto& v : r.violations) violations.push_back({{"check", v.check}, {"detail", v.detail}});
+  return {{"outcome", outcome_name(r.outcome)},
+          {"correct", r.correct()},
+          {"summary", r.summary},
+          {"violations", violations},
+          {"verification", r.verification},
+          {"timing", r.timing},
+          {"profile", r.profile},
+          {"candidate_output", r.candidate_output},
+          {"phase_ms", r.phase_ms},
+          {"device", r.device}};
+}
+
+EvalReport eval_report_from_json(const json& j) {
+  EvalReport r;
+  r.outcome = parse_outcome(j.at("outcome").get<std::string>());
+  r.summary = j.value("summary", "");
+  for (const auto& v : j.value("violations", json::array())) {
+    r.violations.push_back({v.at("check").get<std::string>(), v.value("detail", "")});
+  }
+  r.verification = j.value("verification", json::array());
+  r.timing = j.value("timing", json(nullptr));
+  r.profile = j.value("profile", json(nullptr));
+  r.candidate_output = j.value("candidate_output", "");
+  r.phase_ms = j.value("phase_ms", json::object());
+  r.device = j.value("device", "");
+  return r;
+}
+
+}  // namespace kforge::env

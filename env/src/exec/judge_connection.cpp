@@ -1,0 +1,106 @@
+#include "exec/judge_connection.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/wire.h"
+#include "kforge/core/error.h"
+
+namespace kforge::exec {
+namespace {
+
+constexpr double kShutdownGraceMs = 2000;
+
+}  // namespace
+
+void JudgeConnection::start(const JudgeLaunch& launch) {
+  stop();
+  fatal_ = false;
+  UniqueFd ours, theirs;
+  make_socket_pair(&ours, &theirs);
+  UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  SpawnSpec spec;
+  spec.executable = launch.judge;
+  spec.args = {"--backend",    launch.backend,
+               "--device",     std::to_string(launch.device),
+               "--runner",     launch.runner.string(),
+               "--scratch",    launch.scratch.string(),
+               "--parent-pid", std::to_string(::getpid())};
+  // The judge's stdout and stderr (libtorch warnings, crash messages) go to our stderr.
+  spec.fds = {{0, devnull.get()}, {1, STDERR_FILENO}, {2, STDERR_FILENO}, {3, theirs.get()}};
+  try {
+    child_ = ChildProcess::spawn(spec);
+  } catch (const SystemError& e) {
+    throw JudgeFailure(e.what());
+  }
+  {
+    std::lock_guard<std::mutex> lock(control_mutex_);
+    control_ = std::move(ours);
+  }
+  Frame hello;
+  try {
+    hello = recv_frame(control_.get(), Deadline::after_ms(launch.startup_timeout_ms));
+  } catch (const WireError& e) {
+    fail(std::string("judge did not start: ") + e.what());
+  }
+  if (hello.body.value("type", "") != "hello")
+    fail("judge sent '" + hello.body.value("type", "") + "' instead of hello");
+  if (!hello.body.value("ok", false)) {
+    fatal_ = true;
+    std::string error = hello.body.value("error", "unknown error");
+    stop();
+    throw JudgeFailure("judge cannot use its device: " + error);
+  }
+  device_name_ = hello.body.value("device", "");
+}
+
+nlohmann::json JudgeConnection::exchange(const nlohmann::json& message, Deadline deadline) {
+  if (!running() || !control_) throw JudgeFailure("judge is not running");
+  try {
+    send_frame(control_.get(), message, deadline);
+    return recv_frame(control_.get(), deadline).body;
+  } catch (const WireError& e) {
+    if (e.kind() == WireError::Kind::kTimeout) {
+      fail("judge did not answer in time; killed");
+    }
+    fail(std::string("lost the judge: ") + e.what());
+  }
+}
+
+void JudgeConnection::fail(const std::string& what) {
+  {
+    std::lock_guard<std::mutex> lock(control_mutex_);
+    control_.reset();
+  }
+  std::string status;
+  if (child_.running()) {
+    // A closed channel means it is dying; give it a moment to tell us how.
+    auto s = child_.wait_for(200);
+    status = describe_exit_status(s ? *s : child_.kill_and_reap());
+  }
+  throw JudgeFailure(what + (status.empty() ? "" : " (judge exit: " + status + ")"));
+}
+
+void JudgeConnection::stop() {
+  {
+    std::lock_guard<std::mutex> lock(control_mutex_);
+    if (control_ && child_.running()) {
+      try {
+        send_frame(control_.get(), {{"type", "shutdown"}}, Deadline::after_ms(100));
+      } catch (const WireError&) {
+        // Already gone; reaped below.
+      }
+    }
+    control_.reset();
+  }
+  if (child_.running() && !child_.wait_for(kShutdownGraceMs)) child_.kill_and_reap();
+  child_.kill_and_reap();
+}
+
+void JudgeConnection::interrupt() {
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  if (control_) ::shutdown(control_.get(), SHUT_RDWR);
+}
+
+}  // namespace kforge::exec

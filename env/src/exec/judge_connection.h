@@ -1,0 +1,65 @@
+// The env host's handle on one judge process: start it and wait for its
+// hello, exchange frames under deadlines, and stop it (politely, then
+// SIGKILL). Any failure of the judge surfaces as JudgeFailure with a message
+// that says what happened, for the report of the request that was in flight.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "common/child_process.h"
+#include "common/deadline.h"
+#include "common/unique_fd.h"
+
+namespace kforge::exec {
+
+class JudgeFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct JudgeLaunch {
+  std::filesystem::path judge, runner, scratch;
+  std::string backend = "cpu";
+  int device = 0;
+  double startup_timeout_ms = 60000;
+};
+
+class JudgeConnection {
+ public:
+  JudgeConnection() = default;
+  ~JudgeConnection() { stop(); }
+  JudgeConnection(const JudgeConnection&) = delete;
+  JudgeConnection& operator=(const JudgeConnection&) = delete;
+
+  // Spawns the judge and reads its hello. JudgeFailure if it does not start,
+  // or starts and reports that its device is unusable (`fatal()` then says so).
+  void start(const JudgeLaunch& launch);
+  nlohmann::json exchange(const nlohmann::json& message, Deadline deadline);
+  // Asks the judge to exit, waits briefly, then kills it; reaps it either way.
+  void stop();
+  // Makes a blocked exchange() on another thread fail at once (for shutdown).
+  void interrupt();
+
+  bool running() const { return child_.running(); }
+  pid_t pid() const { return child_.pid(); }
+  const std::string& device_name() const { return device_name_; }
+  // The device itself is unusable (e.g. CUDA backend not built): restarting helps nothing.
+  bool fatal() const { return fatal_; }
+
+ private:
+  [[noreturn]] void fail(const std::string& what);
+
+  ChildProcess child_;
+  UniqueFd control_;
+  std::mutex control_mutex_;  // guards interrupt() against reset of control_
+  std::string device_name_;
+  bool fatal_ = false;
+};
+
+}  // namespace kforge::exec

@@ -1,0 +1,70 @@
+#include "judge/candidate_session.h"
+
+#include "kforge/core/reference.h"
+
+namespace kforge::judge {
+namespace {
+
+json describe_tensor(const TensorShape& t, uint64_t offset) {
+  std::vector<int64_t> stride(t.shape.size(), 1);
+  for (size_t i = t.shape.size(); i-- > 1;) stride[i - 1] = stride[i] * t.shape[i];
+  return {{"offset", offset},
+          {"nbytes", t.nbytes()},
+          {"dtype", static_cast<int32_t>(t.dtype)},
+          {"shape", t.shape},
+          {"stride", stride}};
+}
+
+}  // namespace
+
+CandidateSession::CandidateSession(JudgeDevice* device, std::unique_ptr<exec::RunnerProcess> runner,
+                                   const CasePlan* plan)
+    : device_(device), runner_(std::move(runner)), plan_(plan), arena_(device->create_arena(plan->layout)) {}
+
+CandidateSession::~CandidateSession() {
+  // Views alias the arena: drop them before it is unmapped.
+  input_views_.clear();
+  output_views_.clear();
+  runner_->terminate();
+}
+
+exec::RunnerReply CandidateSession::start(const std::string& library, const exec::RunnerLimits& limits,
+                                          exec::Deadline deadline) {
+  exec::RunnerReply r = runner_->setup(library, limits, arena_->descriptor(), arena_->descriptors(), deadline);
+  if (r.ok()) sandbox_ = r.body.value("sandbox", json::object());
+  return r;
+}
+
+exec::RunnerReply CandidateSession::bind(const ShapeCase& c, exec::Deadline deadline) {
+  json inputs = json::array(), outputs = json::array();
+  input_views_.clear();
+  output_views_.clear();
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    uint64_t offset = plan_->layout.data_offset(i, c.inputs[i].nbytes());
+    inputs.push_back(describe_tensor(c.inputs[i], offset));
+    input_views_.push_back(arena_->view(offset, c.inputs[i].shape, ref::to_scalar_type(c.inputs[i].dtype)));
+  }
+  for (size_t i = 0; i < c.outputs.size(); ++i) {
+    uint64_t offset = plan_->layout.data_offset(plan_->num_inputs + i, c.outputs[i].nbytes());
+    outputs.push_back(describe_tensor(c.outputs[i], offset));
+    output_views_.push_back(arena_->view(offset, c.outputs[i].shape, ref::to_scalar_type(c.outputs[i].dtype)));
+  }
+  bound_ = &c;
+  return runner_->bind(inputs, outputs, deadline);
+}
+
+void CandidateSession::load_inputs(const std::vector<at::Tensor>& inputs) {
+  for (size_t i = 0; i < inputs.size() && i < input_views_.size(); ++i) device_->copy_into(input_views_[i], inputs[i]);
+}
+
+void CandidateSession::poison_outputs() {
+  for (auto& view : output_views_) device_->poison(view);
+}
+
+std::vector<at::Tensor> CandidateSession::snapshot_outputs() const {
+  std::vector<at::Tensor> out;
+  for (const auto& view : output_views_) out.push_back(view.clone());
+  return out;
+}
+
+}  // namespace kforge::judge

@@ -1,0 +1,53 @@
+// One candidate loaded in one runner, with its arena: the judge-side object
+// that verification and timing drive. It binds a shape case (arena views for
+// its inputs and outputs, tensor descriptors sent to the runner), fills
+// inputs, poisons outputs and makes calls. Backend-neutral: arena views are
+// tensors of the judge device.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <vector>
+
+#include "common/runner_process.h"
+#include "judge/case_plan.h"
+#include "judge/judge_device.h"
+
+namespace kforge::judge {
+
+class CandidateSession {
+ public:
+  CandidateSession(JudgeDevice* device, std::unique_ptr<exec::RunnerProcess> runner, const CasePlan* plan);
+  ~CandidateSession();
+
+  // Sends `setup`: the runner confines itself, loads the library, maps the arena.
+  exec::RunnerReply start(const std::string& library, const exec::RunnerLimits& limits, exec::Deadline deadline);
+  exec::RunnerReply bind(const ShapeCase& shape_case, exec::Deadline deadline);
+
+  void load_inputs(const std::vector<at::Tensor>& inputs);
+  void poison_outputs();
+  exec::RunnerReply call(exec::Deadline deadline) { return runner_->call(false, deadline); }
+  exec::RunnerReply null_call(exec::Deadline deadline) { return runner_->call(true, deadline); }
+
+  // Views of the bound case's tensors in the arena.
+  const std::vector<at::Tensor>& inputs() const { return input_views_; }
+  const std::vector<at::Tensor>& outputs() const { return output_views_; }
+  // Owned copies of the current outputs (they stay valid after re-poisoning).
+  std::vector<at::Tensor> snapshot_outputs() const;
+  const ShapeCase* bound_case() const { return bound_; }
+
+  exec::RunnerProcess& runner() { return *runner_; }
+  const json& sandbox_state() const { return sandbox_; }
+
+ private:
+  JudgeDevice* device_;
+  std::unique_ptr<exec::RunnerProcess> runner_;
+  const CasePlan* plan_;
+  std::unique_ptr<SharedArena> arena_;
+  const ShapeCase* bound_ = nullptr;
+  std::vector<at::Tensor> input_views_, output_views_;
+  json sandbox_;
+};
+
+}  // namespace kforge::judge

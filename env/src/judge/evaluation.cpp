@@ -1,0 +1,145 @@
+#include "judge/evaluation.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "common/elf_inspector.h"
+#include "judge/candidate_session.h"
+#include "judge/case_plan.h"
+#include "judge/timing.h"
+#include "judge/verification.h"
+
+namespace kforge::judge {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// The runner's output and limits must not let a candidate flood reports.
+constexpr size_t kOutputTailBytes = 4096;
+
+std::string rejection_summary(const std::vector<Violation>& violations) {
+  std::string s = "rejected: ";
+  for (size_t i = 0; i < violations.size() && i < 3; ++i) s += (i ? "; " : "") + violations[i].detail;
+  if (violations.size() > 3) s += "; and " + std::to_string(violations.size() - 3) + " more";
+  return s;
+}
+
+std::string timing_summary(const nlohmann::json& t) {
+  char buf[200];
+  if (!t.contains("speedup")) {
+    std::snprintf(buf, sizeof(buf), "; faster than the harness can resolve (%.4f ms overhead)",
+                  t["overhead"].value("median_ms", 0.0));
+    return buf;
+  }
+  std::snprintf(buf, sizeof(buf), "; %.2fx vs eager (%.4f ms vs %.4f ms by %s, %zu samples, %s)",
+                t["speedup"].get<double>(), t["candidate"]["median_ms"].get<double>(),
+                t["reference"]["median_ms"].get<double>(), t["timer"].get<std::string>().c_str(),
+                t["candidate"]["samples"].get<size_t>(), t["stop_reason"].get<std::string>().c_str());
+  return buf;
+}
+
+}  // namespace
+
+env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, RunnerPool* pool,
+                         EvaluationCounters* counters) {
+  const env::EvalOptions& options = request.options;
+  auto start = Clock::now();
+  exec::Deadline deadline = exec::Deadline::after_ms(options.eval_timeout_ms);
+  env::EvalReport report;
+  report.device = device->name();
+  ++counters->evaluations;
+  auto finish = [&](env::EvalReport r) {
+    r.phase_ms["total"] = ms_since(start);
+    return r;
+  };
+
+  // 1. Static checks: nothing is loaded before the file passes them.
+  if (request.artifact.mode != SolutionMode::kCpp && device->backend() == "cpu") {
+    report.outcome = Outcome::kRejected;
+    report.summary = "rejected: solution mode " + solution_mode_name(request.artifact.mode) +
+                     " cannot run on the cpu backend (use cpp)";
+    return finish(report);
+  }
+  if (!std::filesystem::is_regular_file(request.artifact.path)) {
+    report.outcome = Outcome::kNotRun;
+    report.summary = "system error: artifact " + request.artifact.path.string() + " does not exist";
+    return finish(report);
+  }
+  auto t = Clock::now();
+  exec::ElfInspection inspection =
+      exec::inspect_candidate(request.artifact.path, device->symbol_policy(request.task.libraries));
+  report.phase_ms["inspect"] = ms_since(t);
+  if (!inspection.accepted) {
+    report.outcome = Outcome::kRejected;
+    report.violations = inspection.violations;
+    report.summary = rejection_summary(inspection.violations);
+    return finish(report);
+  }
+  if (!request.verify && !request.time) {
+    report.outcome = Outcome::kNotRun;
+    report.summary = "inspected only: neither verify nor time was requested";
+    return finish(report);
+  }
+
+  // 2. Shapes, arena and a runner with the candidate loaded.
+  CasePlan plan = plan_cases(request.task, device->page_size());
+  t = Clock::now();
+  CandidateSession session(device, pool->take(), &plan);
+  exec::RunnerLimits limits;
+  limits.memory_bytes = options.memory_limit_bytes;
+  limits.cpu_seconds = options.eval_timeout_ms / 1000.0 + 5;
+  exec::Deadline load_deadline =
+      exec::Deadline::earliest(deadline, exec::Deadline::after_ms(std::max(options.call_timeout_ms, 5000.0)));
+  exec::RunnerReply ready = session.start(request.artifact.path.string(), limits, load_deadline);
+  report.phase_ms["spawn"] = ms_since(t);
+
+  Verdict verdict;
+  if (ready.status == exec::RunnerReply::Status::kError && ready.body.value("stage", "") == "load") {
+    verdict.outcome = Outcome::kRejected;
+    verdict.summary = "rejected: the runner could not load the candidate: " + ready.body.value("message", "");
+  } else if (ready.status == exec::RunnerReply::Status::kError) {
+    verdict.outcome = Outcome::kNotRun;
+    verdict.summary = "system error: the runner could not set up its sandbox: " + ready.detail;
+  } else if (!ready.ok()) {
+    verdict = verdict_from_runner_failure(ready, "while loading the candidate (static constructors)",
+                                          std::max(options.call_timeout_ms, 5000.0), session.runner().output_tail());
+  }
+
+  // 3. Verification, always before timing.
+  if (!verdict.failed()) {
+    t = Clock::now();
+    VerificationResult v = verify_candidate(plan, options, &session, device, deadline);
+    report.phase_ms["verify"] = ms_since(t);
+    report.verification = std::move(v.cases);
+    verdict = std::move(v.verdict);
+  }
+
+  // 4. Timing.
+  if (!verdict.failed() && request.time) {
+    t = Clock::now();
+    TimingResult timing = time_candidate(plan, options, &session, device, deadline);
+    report.phase_ms["time"] = ms_since(t);
+    report.timing = std::move(timing.timing);
+    if (timing.verdict.failed()) {
+      verdict = std::move(timing.verdict);
+    } else if (timing.timed) {
+      verdict.summary += timing_summary(report.timing);
+    }
+  }
+  if (!report.timing.is_null()) report.timing["sandbox"] = session.sandbox_state();
+
+  // A runner that is gone already was killed for a fault (crash, hang,
+  // blocked syscall, tampering); healthy ones are retired here.
+  if (!session.runner().alive()) ++counters->runner_faults;
+  session.runner().terminate();
+  report.candidate_output = session.runner().output_tail(kOutputTailBytes);
+  report.outcome = verdict.outcome;
+  report.summary = verdict.summary;
+  report.violations = std::move(verdict.violations);
+  return finish(report);
+}
+
+}  // namespace kforge::judge

@@ -1,0 +1,24 @@
+// One evaluation request from start to report: ELF inspection, the runner
+// session, verification, timing, and the report (outcome, one-line summary,
+// violations, per-case statistics, timings, candidate output, phase times).
+#pragma once
+
+#include "judge/judge_device.h"
+#include "judge/runner_pool.h"
+#include "kforge/env/eval.h"
+
+namespace kforge::judge {
+
+struct EvaluationCounters {
+  int evaluations = 0;
+  // Runners that had to be killed (crash, hang, sandbox, tamper): the judge's
+  // share of Executor::restarts().
+  int runner_faults = 0;
+};
+
+// Never throws for anything the candidate does; SystemError/InputError only
+// for problems of the system or the task, which the caller reports.
+env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, RunnerPool* pool,
+                         EvaluationCounters* counters);
+
+}  // namespace kforge::judge

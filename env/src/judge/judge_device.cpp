@@ -1,0 +1,25 @@
+#include "judge/judge_device.h"
+
+#include <stdexcept>
+
+#include "judge/cpu_judge_device.h"
+
+namespace kforge::judge {
+
+void JudgeDevice::copy_into(at::Tensor& arena_view, const at::Tensor& source) { arena_view.copy_(source); }
+
+void JudgeDevice::poison(at::Tensor& arena_view) {
+  if (at::isFloatingType(arena_view.scalar_type())) {
+    arena_view.fill_(std::numeric_limits<double>::quiet_NaN());
+  } else {
+    arena_view.reshape({-1}).view(at::kByte).fill_(0xA5);
+  }
+}
+
+std::unique_ptr<JudgeDevice> make_judge_device(const std::string& backend, int index) {
+  if (backend == "cpu") return make_cpu_judge_device();
+  if (backend == "cuda") throw std::runtime_error("CUDA backend not built into kforge-judge (only --backend cpu)");
+  throw std::runtime_error("unknown backend '" + backend + "' (expected cpu or cuda)");
+}
+
+}  // namespace kforge::judge

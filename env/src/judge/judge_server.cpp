@@ -1,0 +1,120 @@
+#include "judge/judge_server.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "common/wire.h"
+#include "judge/evaluation.h"
+#include "judge/judge_device.h"
+#include "judge/runner_pool.h"
+#include "kforge/core/error.h"
+#include "kforge/env/eval.h"
+
+namespace kforge::judge {
+namespace {
+
+using exec::Deadline;
+using exec::json;
+
+// The executor is always reading when we answer; this only bounds a broken one.
+constexpr double kSendDeadlineMs = 30000;
+
+void send(int fd, const json& body) { exec::send_frame(fd, body, Deadline::after_ms(kSendDeadlineMs)); }
+
+json health(const JudgeServerConfig& config, const RunnerPool& pool, const EvaluationCounters& counters) {
+  int open_fds = 0, memfds = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    ++open_fds;
+    std::string target = std::filesystem::read_symlink(entry.path(), ec).string();
+    if (target.rfind("/memfd:", 0) == 0) ++memfds;
+  }
+  int scratch_entries = 0;
+  for (auto it = std::filesystem::directory_iterator(config.scratch, ec); !ec && it != std::filesystem::end(it);
+       it.increment(ec)) {
+    ++scratch_entries;
+  }
+  return {{"type", "health"},
+          {"pid", ::getpid()},
+          {"open_fds", open_fds - 1},  // minus the directory iterator's own descriptor
+          {"memfds", memfds},
+          {"spare_runners", pool.spares()},
+          {"scratch_entries", scratch_entries},
+          {"evaluations", counters.evaluations},
+          {"runner_faults", counters.runner_faults}};
+}
+
+env::EvalReport system_failure(const std::string& message) {
+  env::EvalReport r;
+  r.outcome = Outcome::kNotRun;
+  r.summary = "system error: " + message;
+  return r;
+}
+
+}  // namespace
+
+int serve_executor(const JudgeServerConfig& config, int control_fd) {
+  std::unique_ptr<JudgeDevice> device;
+  std::string device_error;
+  try {
+    device = make_judge_device(config.backend, config.device);
+  } catch (const std::exception& e) {
+    device_error = e.what();
+  }
+  json hello = {{"type", "hello"}, {"ok", device != nullptr}, {"backend", config.backend}, {"pid", ::getpid()}};
+  if (device) {
+    hello["device"] = device->name();
+  } else {
+    hello["error"] = device_error;
+  }
+  try {
+    send(control_fd, hello);
+  } catch (const exec::WireError&) {
+    return 1;
+  }
+  if (!device) return 2;
+
+  RunnerPool pool({config.runner, config.scratch, config.backend});
+  pool.refill();
+  EvaluationCounters counters;
+  while (true) {
+    exec::Frame frame;
+    try {
+      frame = exec::recv_frame(control_fd, Deadline::never());
+    } catch (const exec::WireError&) {
+      return 0;  // executor gone
+    }
+    const json& msg = frame.body;
+    std::string type = msg.value("type", "");
+    try {
+      if (type == "eval") {
+        env::EvalReport report;
+        try {
+          report = evaluate(env::eval_request_from_json(msg.at("request")), device.get(), &pool, &counters);
+        } catch (const InputError& e) {
+          report = system_failure(std::string("invalid request: ") + e.what());
+        } catch (const std::exception& e) {
+          report = system_failure(e.what());
+        }
+        send(control_fd, {{"type", "report"},
+                          {"id", msg.value("id", 0)},
+                          {"report", env::to_json(report)},
+                          {"runner_faults", counters.runner_faults},
+                          {"evaluations", counters.evaluations}});
+        pool.refill();
+      } else if (type == "health") {
+        send(control_fd, health(config, pool, counters));
+      } else if (type == "shutdown") {
+        return 0;
+      } else {
+        send(control_fd, {{"type", "error"}, {"message", "unknown message type '" + type + "'"}});
+      }
+    } catch (const exec::WireError&) {
+      return 0;
+    }
+  }
+}
+
+}  // namespace kforge::judge

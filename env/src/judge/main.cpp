@@ -1,0 +1,107 @@
+// kforge-judge: the per-device evaluation process (DESIGN.md §6). Started by
+// the Executor with its control socket on fd 3; makes inputs, computes
+// references, drives sandboxed kforge-runner processes, compares and times.
+#include <ATen/Parallel.h>
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "common/child_process.h"
+#include "judge/judge_server.h"
+
+namespace {
+
+// The judge is a long-lived service: when it dies, the Executor's log should
+// say where. Faulting instruction, faulting address, the word on top of the
+// stack (the caller, when a null function pointer was called) and a
+// backtrace go to stderr (the Executor forwards it); then we die as before.
+void describe_address(const char* what, const void* address) {
+  Dl_info info{};
+  char line[512];
+  int n;
+  if (address != nullptr && ::dladdr(address, &info) != 0 && info.dli_fname != nullptr) {
+    n = std::snprintf(
+        line, sizeof(line), "kforge-judge: %s %p = %s+%#lx (%s)\n", what, address, info.dli_fname,
+        static_cast<unsigned long>(reinterpret_cast<uintptr_t>(address) - reinterpret_cast<uintptr_t>(info.dli_fbase)),
+        info.dli_sname != nullptr ? info.dli_sname : "?");
+  } else {
+    n = std::snprintf(line, sizeof(line), "kforge-judge: %s %p\n", what, address);
+  }
+  ssize_t ignored = ::write(STDERR_FILENO, line, static_cast<size_t>(std::max(n, 0)));
+  (void)ignored;
+}
+
+void on_fatal_signal(int sig, siginfo_t* info, void* context) {
+  static const char kMessage[] = "kforge-judge: fatal signal, backtrace follows\n";
+  ssize_t ignored = ::write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+  (void)ignored;
+  describe_address("fault address", info->si_addr);
+#if defined(__x86_64__)
+  const auto* uc = static_cast<const ucontext_t*>(context);
+  describe_address("instruction", reinterpret_cast<const void*>(uc->uc_mcontext.gregs[REG_RIP]));
+  describe_address("top of stack", *reinterpret_cast<void* const*>(uc->uc_mcontext.gregs[REG_RSP]));
+#endif
+  void* frames[64];
+  int n = ::backtrace(frames, 64);
+  ::backtrace_symbols_fd(frames, n, STDERR_FILENO);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void install_crash_reporter() {
+  void* warm[1];
+  ::backtrace(warm, 1);  // loads the unwinder now, not inside the handler
+  struct sigaction sa {};
+  sa.sa_sigaction = on_fatal_signal;
+  sa.sa_flags = SA_SIGINFO;
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::sigaction(sig, &sa, nullptr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  kforge::judge::JudgeServerConfig config;
+  long parent = 0;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string key = argv[i], value = argv[i + 1];
+    if (key == "--backend") {
+      config.backend = value;
+    } else if (key == "--device") {
+      config.device = std::atoi(value.c_str());
+    } else if (key == "--runner") {
+      config.runner = value;
+    } else if (key == "--scratch") {
+      config.scratch = value;
+    } else if (key == "--parent-pid") {
+      parent = std::strtol(value.c_str(), nullptr, 10);
+    } else {
+      std::fprintf(stderr, "kforge-judge: unknown argument %s\n", key.c_str());
+      return 2;
+    }
+  }
+  if (config.runner.empty() || config.scratch.empty()) {
+    std::fprintf(stderr,
+                 "usage: kforge-judge --backend cpu|cuda --runner PATH --scratch DIR [--device N] [--parent-pid PID]\n"
+                 "Started by the Executor with its control socket on fd 3.\n");
+    return 2;
+  }
+  if (parent > 0) kforge::exec::die_with_parent(static_cast<pid_t>(parent));
+  install_crash_reporter();
+  // Not dumpable: a runner (same uid) cannot open /proc/<judge>/mem and read
+  // reference outputs, even during its loading phase.
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  // The reference runs single-threaded, like the candidate (which may not
+  // create threads): speedups compare one core with one core.
+  at::set_num_threads(1);
+  at::set_num_interop_threads(1);
+  return kforge::judge::serve_executor(config, 3);
+}

@@ -1,0 +1,44 @@
+// Timing (DESIGN.md §8), run only after verification passed.
+//
+// The reference (libtorch in the judge) and the candidate (in the runner) are
+// sampled interleaved, one of each per round, each preceded by a cache flush.
+// The candidate's time is measured by the JUDGE, never taken from the runner:
+//   * wall_round_trip: the round trip of the call minus the median round trip
+//     of null calls to the same runner (the harness overhead);
+//   * cpu_time (primary where the work runs on the host CPU, i.e. the CPU
+//     backend): the CPU time the kernel accounted to the runner process during
+//     the call, read from its CPU clock, minus the same for null calls; the
+//     reference's is the judge thread's CPU time. On a busy machine round trips
+//     include the time a woken runner or judge waits for a core; CPU time does
+//     not, and a single-threaded process with no blocking syscalls cannot do
+//     work that its CPU clock misses.
+// The runner's own clock is only a cross-check (timing_tamper.h). Round k uses
+// input set k mod timing_input_sets, copied into the arena and with outputs
+// poisoned before the call (outside the timed region), and every timed call's
+// outputs are checked against the reference of its set: a mismatch is a
+// stale_output violation (caching across calls, batch-and-skip, warm-up
+// detection). Warm-up runs by time and is checked the same way. Sampling stops
+// by sample_stats.h's rule, applied to the primary clock.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "common/deadline.h"
+#include "judge/candidate_session.h"
+#include "judge/case_plan.h"
+#include "judge/judge_device.h"
+#include "judge/verdict.h"
+#include "kforge/env/eval.h"
+
+namespace kforge::judge {
+
+struct TimingResult {
+  Verdict verdict;        // kCorrect unless the candidate misbehaved while being timed
+  nlohmann::json timing;  // EvalReport::timing
+  bool timed = false;     // samples were taken and summarized
+};
+
+TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& options, CandidateSession* session,
+                            JudgeDevice* device, exec::Deadline request_deadline);
+
+}  // namespace kforge::judge

@@ -1,0 +1,31 @@
+// Verification (DESIGN.md §7): for every shape case (base, then each variant)
+// and every seed, fresh inputs and a fresh reference; inputs copied into the
+// arena, outputs poisoned, kf_forward called, then checked: return code,
+// inputs untouched (bitwise), outputs against the reference (allclose with
+// tolerance.h); then once more with re-poisoned outputs, which must pass too
+// and whose distance to the first run is reported. Stops at the first failing
+// case. A mismatching output that equals the reference of the previous seed
+// is a stale_output violation (results cached across calls), not just wrong.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "common/deadline.h"
+#include "judge/candidate_session.h"
+#include "judge/case_plan.h"
+#include "judge/judge_device.h"
+#include "judge/verdict.h"
+#include "kforge/env/eval.h"
+
+namespace kforge::judge {
+
+struct VerificationResult {
+  Verdict verdict;  // kCorrect when every case passed
+  nlohmann::json cases = nlohmann::json::array();
+  int cases_passed = 0;
+};
+
+VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions& options, CandidateSession* session,
+                                    JudgeDevice* device, exec::Deadline request_deadline);
+
+}  // namespace kforge::judge

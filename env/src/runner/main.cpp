@@ -1,0 +1,61 @@
+// kforge-runner: loads one candidate shared object in a sandbox and calls its
+// kf_forward on arena memory shared with the judge (DESIGN.md §6). Started
+// only by the judge; speaks runner_protocol.h on fd 3. Never links libtorch.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "common/child_process.h"
+#include "common/errno_text.h"
+#include "common/runner_protocol.h"
+#include "runner/request_loop.h"
+#include "runner/runner_device.h"
+#include "runner/sandbox.h"
+
+namespace {
+
+int usage(const char* message) {
+  std::fprintf(stderr, "kforge-runner: %s\nusage: kforge-runner --backend cpu --scratch DIR --parent-pid PID\n",
+               message);
+  return kforge::exec::runner_protocol::kUsageExitCode;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string backend = "cpu", scratch;
+  long parent = 0;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string key = argv[i];
+    if (key == "--backend") {
+      backend = argv[i + 1];
+    } else if (key == "--scratch") {
+      scratch = argv[i + 1];
+    } else if (key == "--parent-pid") {
+      parent = std::strtol(argv[i + 1], nullptr, 10);
+    } else {
+      return usage(("unknown argument " + key).c_str());
+    }
+  }
+  if (scratch.empty() || parent <= 0) return usage("--scratch and --parent-pid are required");
+  kforge::exec::die_with_parent(static_cast<pid_t>(parent));
+  kforge::exec::close_descriptors_from(kforge::exec::runner_protocol::kControlFd + 1);
+  // A write to a judge that went away must fail, not kill us before we exit.
+  ::signal(SIGPIPE, SIG_IGN);
+  if (::chdir(scratch.c_str()) != 0)
+    return usage(("cannot enter scratch dir: " + kforge::exec::errno_text(errno)).c_str());
+
+  kforge::runner::SandboxState sandbox;
+  kforge::runner::isolate_network(&sandbox);
+  std::unique_ptr<kforge::runner::RunnerDevice> device;
+  try {
+    device = kforge::runner::make_runner_device(backend);
+  } catch (const std::exception& e) {
+    return usage(e.what());
+  }
+  return kforge::runner::serve_requests(device.get(), std::move(sandbox));
+}

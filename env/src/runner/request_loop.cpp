@@ -1,0 +1,143 @@
+#include "runner/request_loop.h"
+
+#include <time.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "common/runner_protocol.h"
+#include "common/wire.h"
+#include "runner/candidate_library.h"
+
+namespace kforge::runner {
+namespace {
+
+using exec::Deadline;
+using exec::Frame;
+using exec::json;
+namespace protocol = exec::runner_protocol;
+
+uint64_t now_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Blocking send without a deadline: a deadline needs poll(2), which the
+// running filter does not allow. A judge that stops reading kills us on its
+// own deadline anyway.
+void reply(const json& body) { exec::send_frame(protocol::kControlFd, body, Deadline::never()); }
+
+void reply_error(uint64_t seq, const std::string& stage, const std::string& message) {
+  reply({{"type", "error"}, {"seq", seq}, {"stage", stage}, {"message", message}});
+}
+
+// Builds the kf_tensor array for one side of a call, validating that every
+// tensor lies inside the arena.
+std::vector<kf_tensor> parse_tensors(const json& list, const RunnerDevice& device) {
+  std::vector<kf_tensor> out;
+  for (const auto& t : list) {
+    kf_tensor k{};
+    auto offset = t.at("offset").get<uint64_t>();
+    auto nbytes = t.at("nbytes").get<uint64_t>();
+    if (offset > device.arena_bytes() || nbytes > device.arena_bytes() - offset) {
+      throw std::runtime_error("tensor outside the arena");
+    }
+    k.data = device.arena_address(offset);
+    k.dtype = t.at("dtype").get<int32_t>();
+    const auto& shape = t.at("shape");
+    const auto& stride = t.at("stride");
+    if (shape.size() > KF_MAX_DIMS || stride.size() != shape.size()) throw std::runtime_error("bad tensor rank");
+    k.ndim = static_cast<int32_t>(shape.size());
+    for (size_t i = 0; i < shape.size(); ++i) {
+      k.shape[i] = shape[i].get<int64_t>();
+      k.stride[i] = stride[i].get<int64_t>();
+    }
+    out.push_back(k);
+  }
+  return out;
+}
+
+SandboxLimits parse_limits(const json& j) {
+  SandboxLimits l;
+  l.memory_bytes = j.at("memory_bytes").get<uint64_t>();
+  l.cpu_seconds = j.at("cpu_seconds").get<double>();
+  l.output_bytes = j.at("output_bytes").get<uint64_t>();
+  l.open_files = j.at("open_files").get<int>();
+  return l;
+}
+
+}  // namespace
+
+int serve_requests(RunnerDevice* device, SandboxState sandbox) {
+  KfForward forward = nullptr;
+  std::vector<kf_tensor> inputs, outputs;
+  while (true) {
+    Frame frame;
+    try {
+      frame = exec::recv_frame(protocol::kControlFd, Deadline::never());
+    } catch (const exec::WireError&) {
+      return 0;  // the judge went away: nothing left to do
+    }
+    const json& msg = frame.body;
+    std::string type = msg.value("type", "");
+    uint64_t seq = msg.value("seq", uint64_t{0});
+    try {
+      if (type == "call") {
+        if (forward == nullptr) {
+          reply_error(seq, "call", "no candidate loaded");
+          continue;
+        }
+        bool null_call = msg.value("null", false);
+        int rc = 0;
+        uint64_t start = now_ns();
+        if (!null_call) {
+          // The ABI is C, but a C++ candidate can still let an exception
+          // escape (std::bad_alloc at the memory limit): a failure of the call,
+          // not of the runner.
+          try {
+            rc = forward(inputs.data(), static_cast<int>(inputs.size()), outputs.data(),
+                         static_cast<int>(outputs.size()), device->stream());
+            device->synchronize();
+          } catch (const std::exception& e) {
+            reply_error(seq, "kf_forward", std::string("kf_forward threw ") + e.what());
+            continue;
+          } catch (...) {
+            reply_error(seq, "kf_forward", "kf_forward threw an exception that is not a std::exception");
+            continue;
+          }
+        }
+        uint64_t elapsed = now_ns() - start;
+        reply({{"type", "done"}, {"seq", seq}, {"rc", rc}, {"self_ns", elapsed}});
+      } else if (type == "bind") {
+        inputs = parse_tensors(msg.at("inputs"), *device);
+        outputs = parse_tensors(msg.at("outputs"), *device);
+        reply({{"type", "bound"}, {"seq", seq}});
+      } else if (type == "setup") {
+        if (forward != nullptr) {
+          reply_error(seq, "setup", "already set up");
+          continue;
+        }
+        SandboxLimits limits = parse_limits(msg.at("limits"));
+        enter_loading_phase(limits, device->extra_syscalls(), &sandbox);
+        CandidateLibrary lib = load_candidate(msg.at("library").get<std::string>());
+        if (lib.forward == nullptr) {
+          reply_error(seq, "load", lib.error);
+          continue;
+        }
+        device->map_arena(msg.at("arena"), &frame.fds);
+        enter_running_phase(limits, &sandbox);
+        forward = lib.forward;
+        reply({{"type", "ready"}, {"seq", seq}, {"sandbox", sandbox.to_json()}});
+      } else {
+        reply_error(seq, "protocol", "unknown message type '" + type + "'");
+      }
+    } catch (const exec::WireError&) {
+      return 0;
+    } catch (const std::exception& e) {
+      reply_error(seq, type, e.what());
+    }
+  }
+}
+
+}  // namespace kforge::runner

@@ -1,0 +1,278 @@
+#include "runner/sandbox.h"
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+
+#include "common/errno_text.h"
+#include "common/runner_protocol.h"
+#include "common/unique_fd.h"
+
+namespace kforge::runner {
+namespace {
+
+using exec::UniqueFd;
+namespace protocol = exec::runner_protocol;
+
+[[noreturn]] void fail(const std::string& what, int err) {
+  throw std::runtime_error(what + ": " + exec::errno_text(err));
+}
+
+// --- SIGSYS reporter -------------------------------------------------------
+// Async-signal-safe: the frame is MessagePack written by hand into a stack
+// buffer, sent with one write(2) (allowed on the control fd) and followed by
+// exit_group. {"type": "sandbox", "syscall": <int32>}.
+void on_sigsys(int, siginfo_t* info, void*) {
+  int32_t nr = info->si_syscall;
+  unsigned char payload[] = {0x82,                                     // map of 2
+                             0xa4, 't', 'y', 'p', 'e',                 // "type"
+                             0xa7, 's', 'a', 'n', 'd', 'b', 'o', 'x',  // "sandbox"
+                             0xa7, 's', 'y', 's', 'c', 'a', 'l', 'l',  // "syscall"
+                             0xd2, 0,   0,   0,   0};                  // int32, big-endian
+  size_t n = sizeof(payload);
+  payload[n - 4] = static_cast<unsigned char>((nr >> 24) & 0xff);
+  payload[n - 3] = static_cast<unsigned char>((nr >> 16) & 0xff);
+  payload[n - 2] = static_cast<unsigned char>((nr >> 8) & 0xff);
+  payload[n - 1] = static_cast<unsigned char>(nr & 0xff);
+  unsigned char frame[4 + sizeof(payload)];
+  frame[0] = static_cast<unsigned char>(n);
+  frame[1] = frame[2] = frame[3] = 0;
+  std::memcpy(frame + 4, payload, n);
+  ssize_t ignored = ::write(protocol::kControlFd, frame, sizeof(frame));
+  (void)ignored;
+  ::syscall(SYS_exit_group, protocol::kSandboxExitCode);
+}
+
+void install_sigsys_reporter() {
+  struct sigaction sa {};
+  sa.sa_sigaction = on_sigsys;
+  sa.sa_flags = SA_SIGINFO;
+  sigfillset(&sa.sa_mask);
+  if (::sigaction(SIGSYS, &sa, nullptr) != 0) fail("sigaction(SIGSYS)", errno);
+}
+
+// --- limits and privileges ---------------------------------------------------
+
+void set_limit(int resource, rlim_t value, const char* name) {
+  rlimit rl{value, value};
+  if (::setrlimit(resource, &rl) != 0) fail(std::string("setrlimit(") + name + ")", errno);
+}
+
+// A runner started as root would otherwise keep CAP_SYS_PTRACE (reading the
+// judge's memory through /proc while the loading filter allows read-only
+// opens), CAP_DAC_OVERRIDE and friends.
+bool drop_capabilities(SandboxState* state) {
+  for (int cap = 0; cap < 64; ++cap) {
+    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno == EINVAL) break;  // past the last capability
+  }
+  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (::syscall(SYS_capset, &header, data) != 0) {
+    state->notes.push_back(std::string("capset: ") + exec::errno_text(errno));
+    return false;
+  }
+  return true;
+}
+
+// --- seccomp -----------------------------------------------------------------
+
+class Filter {
+ public:
+  Filter() : ctx_(seccomp_init(SCMP_ACT_TRAP)) {
+    if (ctx_ == nullptr) throw std::runtime_error("seccomp_init failed");
+    // no_new_privs is set once, explicitly, by enter_loading_phase.
+    seccomp_attr_set(ctx_, SCMP_FLTATR_CTL_NNP, 0);
+  }
+  ~Filter() { seccomp_release(ctx_); }
+  Filter(const Filter&) = delete;
+  Filter& operator=(const Filter&) = delete;
+
+  void allow(const char* name) { add(name, {}); }
+  void allow_if(const char* name, scmp_arg_cmp cmp) { add(name, {cmp}); }
+  void allow_on_fds(const char* name, std::initializer_list<int> fds) {
+    for (int fd : fds) allow_if(name, SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(fd)));
+  }
+  void allow_any(const std::vector<std::string>& names) {
+    for (const auto& n : names) allow(n.c_str());
+  }
+
+  // The compiled BPF program: built while the process may still do anything,
+  // loaded later with the raw seccomp(2) call the loading filter allows.
+  std::vector<sock_filter> export_program() const {
+    UniqueFd mem(static_cast<int>(::syscall(SYS_memfd_create, "kforge-bpf", MFD_CLOEXEC)));
+    if (!mem) fail("memfd_create", errno);
+    int rc = seccomp_export_bpf(ctx_, mem.get());
+    if (rc != 0) fail("seccomp_export_bpf", -rc);
+    off_t size = ::lseek(mem.get(), 0, SEEK_END);
+    if (size <= 0 || size % sizeof(sock_filter) != 0) throw std::runtime_error("seccomp_export_bpf: bad program size");
+    std::vector<sock_filter> prog(static_cast<size_t>(size) / sizeof(sock_filter));
+    if (::pread(mem.get(), prog.data(), static_cast<size_t>(size), 0) != size) fail("read BPF program", errno);
+    return prog;
+  }
+
+  void load() {
+    int rc = seccomp_load(ctx_);
+    if (rc != 0) fail("seccomp_load", -rc);
+  }
+
+ private:
+  void add(const char* name, std::vector<scmp_arg_cmp> cmps) {
+    int nr = seccomp_syscall_resolve_name(name);
+    if (nr == __NR_SCMP_ERROR) return;  // does not exist on this architecture
+    int rc = seccomp_rule_add_array(ctx_, SCMP_ACT_ALLOW, nr, static_cast<unsigned>(cmps.size()),
+                                    cmps.empty() ? nullptr : cmps.data());
+    if (rc != 0 && rc != -EEXIST) fail(std::string("seccomp rule for ") + name, -rc);
+  }
+
+  scmp_filter_ctx ctx_;
+};
+
+// What a running kernel (and the runner's own request loop) needs.
+void add_running_rules(Filter* f, const std::vector<std::string>& extra) {
+  const int control = protocol::kControlFd;
+  f->allow_on_fds("read", {control});
+  f->allow_on_fds("recvmsg", {control});
+  f->allow_on_fds("recvfrom", {control});
+  f->allow_on_fds("sendmsg", {control});
+  f->allow_on_fds("sendto", {control});
+  f->allow_on_fds("write", {1, 2, control});
+  f->allow_on_fds("writev", {1, 2});
+  // stdio asks for the block size of stdout/stderr on first use.
+  f->allow_on_fds("fstat", {1, 2});
+  f->allow_on_fds("newfstatat", {1, 2});
+  f->allow_on_fds("lseek", {1, 2});
+  // Memory: anonymous or not, never executable.
+  f->allow_if("mmap", SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+  f->allow("munmap");
+  f->allow("mremap");
+  f->allow("brk");
+  f->allow("madvise");
+  f->allow("futex");
+  f->allow("sched_yield");
+  f->allow("clock_gettime");
+  f->allow("clock_getres");
+  f->allow("gettimeofday");
+  f->allow("getpid");
+  f->allow("gettid");
+  f->allow("rt_sigprocmask");
+  f->allow("rt_sigreturn");
+  f->allow("restart_syscall");
+  // abort() and raise() signal the calling thread; nothing else may be signalled.
+  f->allow_if("tgkill", SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(::getpid())));
+  f->allow("exit");
+  f->allow("exit_group");
+  f->allow_any(extra);
+}
+
+// Additionally, what dlopen and the arena mapping need: read-only file opens,
+// executable mappings, mprotect (guard pages), and seccomp(2) to stack the
+// running filter.
+void add_loading_rules(Filter* f) {
+  constexpr scmp_datum_t kWriteFlags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
+  f->allow_if("openat", SCMP_A2(SCMP_CMP_MASKED_EQ, kWriteFlags, 0));
+  f->allow_if("open", SCMP_A1(SCMP_CMP_MASKED_EQ, kWriteFlags, 0));
+  f->allow("read");
+  f->allow("pread64");
+  f->allow("close");
+  f->allow("fstat");
+  f->allow("newfstatat");
+  f->allow("statx");
+  f->allow("lseek");
+  f->allow("mmap");
+  f->allow("mprotect");
+  f->allow("access");
+  f->allow("faccessat");
+  f->allow("faccessat2");
+  f->allow("getcwd");
+  f->allow("readlink");
+  f->allow("readlinkat");
+  f->allow("getrlimit");
+  f->allow("prlimit64");
+  f->allow_if("seccomp", SCMP_A0(SCMP_CMP_EQ, SECCOMP_SET_MODE_FILTER));
+}
+
+std::vector<sock_filter> g_running_program;
+
+uint64_t current_address_space() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t pages = 0;
+  if (!(statm >> pages)) throw std::runtime_error("cannot read /proc/self/statm");
+  return pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+
+nlohmann::json SandboxState::to_json() const {
+  return {{"network", network},
+          {"capabilities_dropped", capabilities_dropped},
+          {"no_new_privs", no_new_privs},
+          {"seccomp", loading_filter && running_filter},
+          {"address_space_limit", address_space_limit},
+          {"notes", notes}};
+}
+
+void isolate_network(SandboxState* state) {
+  if (::unshare(CLONE_NEWNET) == 0) {
+    state->network = "private";
+    return;
+  }
+  int err = errno;
+  // Unprivileged: a user namespace makes the network namespace possible.
+  if (::unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0) {
+    state->network = "private (user namespace)";
+    return;
+  }
+  state->notes.push_back(std::string("unshare(CLONE_NEWNET): ") + exec::errno_text(err) +
+                         "; network stays shared, seccomp still blocks sockets");
+}
+
+void enter_loading_phase(const SandboxLimits& limits, const std::vector<std::string>& extra_syscalls,
+                         SandboxState* state) {
+  set_limit(RLIMIT_CORE, 0, "RLIMIT_CORE");
+  set_limit(RLIMIT_FSIZE, limits.output_bytes, "RLIMIT_FSIZE");
+  set_limit(RLIMIT_NOFILE, static_cast<rlim_t>(limits.open_files), "RLIMIT_NOFILE");
+  set_limit(RLIMIT_CPU, static_cast<rlim_t>(std::ceil(std::max(limits.cpu_seconds, 1.0))), "RLIMIT_CPU");
+  // Past RLIMIT_FSIZE a write must fail, not kill the runner with SIGXFSZ.
+  ::signal(SIGXFSZ, SIG_IGN);
+  state->capabilities_dropped = drop_capabilities(state);
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("PR_SET_NO_NEW_PRIVS", errno);
+  state->no_new_privs = true;
+  install_sigsys_reporter();
+
+  Filter running;
+  add_running_rules(&running, extra_syscalls);
+  g_running_program = running.export_program();
+
+  Filter loading;
+  add_running_rules(&loading, extra_syscalls);
+  add_loading_rules(&loading);
+  loading.load();
+  state->loading_filter = true;
+}
+
+void enter_running_phase(const SandboxLimits& limits, SandboxState* state) {
+  uint64_t limit = current_address_space() + limits.memory_bytes;
+  set_limit(RLIMIT_AS, limit, "RLIMIT_AS");
+  state->address_space_limit = limit;
+  sock_fprog prog{static_cast<unsigned short>(g_running_program.size()), g_running_program.data()};
+  if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) fail("seccomp(running filter)", errno);
+  state->running_filter = true;
+}
+
+}  // namespace kforge::runner

@@ -1,0 +1,61 @@
+// The runner's confinement (DESIGN.md §6), applied in steps because loading
+// the candidate needs more than running it:
+//
+//   at startup       die with the judge, close stray fds, own network namespace
+//                    (when permitted), cwd = scratch dir
+//   before loading   rlimits (core 0, file size, open files, CPU time), all
+//                    capabilities dropped, no_new_privs, SIGSYS reporter, and the
+//                    LOADING seccomp filter: what the dynamic loader needs
+//                    (read-only openat, mmap/mprotect, ...) plus the RUNNING set
+//   after loading    RLIMIT_AS, then the RUNNING filter stacked on top: memory,
+//                    futex, I/O on the control socket and stdout/stderr only,
+//                    clocks, exit. Everything else traps.
+//
+// A trapped system call runs the SIGSYS reporter, which writes a `sandbox`
+// frame naming the call number to the control socket and exits, so the judge
+// reports a violation rather than a crash. The candidate's static constructors
+// run during loading, inside the LOADING filter.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace kforge::runner {
+
+struct SandboxLimits {
+  uint64_t memory_bytes = 4ull << 30;
+  double cpu_seconds = 130;
+  uint64_t output_bytes = 1u << 20;
+  int open_files = 16;
+};
+
+// What could and could not be applied; the judge puts it in the report.
+struct SandboxState {
+  std::string network = "shared";  // "private" | "private (user namespace)" | "shared"
+  bool capabilities_dropped = false;
+  bool no_new_privs = false;
+  bool loading_filter = false;
+  bool running_filter = false;
+  uint64_t address_space_limit = 0;
+  std::vector<std::string> notes;  // failures of optional steps
+  nlohmann::json to_json() const;
+};
+
+// Startup steps (no filter yet).
+void isolate_network(SandboxState* state);
+
+// Limits, capabilities, no_new_privs, the SIGSYS reporter and the loading
+// filter. `extra_syscalls` are the device's additional needs in both phases
+// (none on CPU). Throws std::runtime_error if a mandatory step fails.
+void enter_loading_phase(const SandboxLimits& limits, const std::vector<std::string>& extra_syscalls,
+                         SandboxState* state);
+
+// RLIMIT_AS = current address space + limits.memory_bytes, then the running
+// filter. Throws std::runtime_error on failure.
+void enter_running_phase(const SandboxLimits& limits, SandboxState* state);
+
+}  // namespace kforge::runner

@@ -1,0 +1,149 @@
+// The static check that runs before any candidate is loaded: real shared
+// objects built by g++, inspected against the CPU allow-list.
+#include "common/elf_inspector.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "candidates.h"
+#include "test_support.h"
+
+namespace kforge::exec {
+namespace {
+
+namespace cand = testing::candidates;
+
+std::vector<std::string> checks_of(const ElfInspection& r) {
+  std::vector<std::string> out;
+  for (const auto& v : r.violations) out.push_back(v.check);
+  return out;
+}
+
+bool has_violation(const ElfInspection& r, const std::string& check, const std::string& needle) {
+  return std::any_of(r.violations.begin(), r.violations.end(), [&](const Violation& v) {
+    return v.check == check && v.detail.find(needle) != std::string::npos;
+  });
+}
+
+const SymbolPolicy& cpu() {
+  static const SymbolPolicy p = SymbolPolicy::for_backend("cpu");
+  return p;
+}
+
+TEST(ElfInspector, AcceptsAPlainKernel) {
+  ElfInspection r = inspect_candidate(testing::compile_candidate(cand::kChainCorrect), cpu());
+  EXPECT_TRUE(r.accepted) << ::testing::PrintToString(checks_of(r));
+  EXPECT_NE(std::find(r.facts.exported_functions.begin(), r.facts.exported_functions.end(), "kf_forward"),
+            r.facts.exported_functions.end());
+  EXPECT_TRUE(r.facts.syscall_offsets.empty());
+}
+
+TEST(ElfInspector, AcceptsCxxRuntimeUse) {
+  // std::vector: operator new/delete, __throw_length_error, exception personality.
+  ElfInspection r = inspect_candidate(testing::compile_candidate(cand::kUnboundedAllocation), cpu());
+  EXPECT_TRUE(r.accepted) << ::testing::PrintToString(checks_of(r));
+  bool imports_new = std::any_of(r.facts.undefined.begin(), r.facts.undefined.end(),
+                                 [](const ElfSymbolRef& s) { return s.name.rfind("_Znw", 0) == 0; });
+  EXPECT_TRUE(imports_new);
+}
+
+TEST(ElfInspector, NamesForbiddenSymbols) {
+  ElfInspection file = inspect_candidate(testing::compile_candidate(cand::kUsesFopen), cpu());
+  EXPECT_FALSE(file.accepted);
+  EXPECT_TRUE(has_violation(file, "forbidden_symbol", "fopen")) << ::testing::PrintToString(checks_of(file));
+  EXPECT_TRUE(has_violation(file, "forbidden_symbol", "file access"));
+
+  ElfInspection threads = inspect_candidate(testing::compile_candidate(cand::kUsesPthread, {"-pthread"}), cpu());
+  EXPECT_FALSE(threads.accepted);
+  EXPECT_TRUE(has_violation(threads, "forbidden_symbol", "pthread_create"));
+}
+
+TEST(ElfInspector, FindsRawSyscallInstructions) {
+  ElfInspection r = inspect_candidate(testing::compile_candidate(cand::kRawOpenat), cpu());
+  EXPECT_FALSE(r.accepted);
+  EXPECT_EQ(r.facts.syscall_offsets.size(), 1u);
+  EXPECT_TRUE(has_violation(r, "raw_syscall", "system-call instruction"));
+}
+
+TEST(ElfInspector, RequiresTheEntryPoint) {
+  ElfInspection r = inspect_candidate(testing::compile_candidate(cand::kNoEntryPoint), cpu());
+  EXPECT_FALSE(r.accepted);
+  EXPECT_TRUE(has_violation(r, "missing_entry_point", "kf_forward"));
+}
+
+TEST(ElfInspector, HiddenEntryPointDoesNotCount) {
+  std::string src = std::string("#include <kforge/kernel_abi.h>\n") +
+                    "extern \"C\" __attribute__((visibility(\"hidden\"))) int kf_forward(const kf_tensor*, int, "
+                    "kf_tensor*, int, void*) { return 0; }\n";
+  ElfInspection r = inspect_candidate(testing::compile_candidate(src), cpu());
+  EXPECT_TRUE(has_violation(r, "missing_entry_point", "kf_forward"));
+}
+
+TEST(ElfInspector, RejectsWritableExecutableSegments) {
+  ElfInspection r = inspect_candidate(testing::compile_candidate(cand::kWritableExecutable), cpu());
+  EXPECT_FALSE(r.accepted);
+  EXPECT_TRUE(has_violation(r, "writable_executable", "WX")) << ::testing::PrintToString(checks_of(r));
+}
+
+TEST(ElfInspector, RejectsLibrariesOutsideTheAllowList) {
+  ElfInspection r =
+      inspect_candidate(testing::compile_candidate(cand::kChainCorrect, {"-Wl,--no-as-needed", "-lz"}), cpu());
+  EXPECT_FALSE(r.accepted);
+  EXPECT_TRUE(has_violation(r, "forbidden_library", "libz.so")) << ::testing::PrintToString(checks_of(r));
+}
+
+TEST(ElfInspector, MalformedFilesAreViolationsNotExceptions) {
+  auto path = std::filesystem::path(KFORGE_BINARY_DIR) / "tests" / "exec" / "not_an_elf.so";
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path) << "#!/bin/sh\necho hi\n";
+  ElfInspection r = inspect_candidate(path, cpu());
+  EXPECT_FALSE(r.accepted);
+  EXPECT_TRUE(has_violation(r, "malformed_elf", "not an ELF file"));
+
+  // A real object cut in half: offsets point past the end.
+  auto so = testing::compile_candidate(cand::kChainCorrect);
+  std::ifstream in(so, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto cut = path.parent_path() / "truncated.so";
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, 200);
+  ElfInspection t = inspect_candidate(cut, cpu());
+  EXPECT_FALSE(t.accepted);
+  EXPECT_TRUE(has_violation(t, "malformed_elf", "truncated"));
+}
+
+TEST(SymbolPolicy, CpuTable) {
+  const SymbolPolicy& p = cpu();
+  for (const char* ok : {"memcpy", "expf", "tanhf", "sqrt", "malloc", "_Znwm", "_ZdlPvm", "__cxa_throw",
+                         "_ZSt20__throw_length_errorPKc", "__stack_chk_fail", "printf", "_ZGVdN8v_expf"}) {
+    EXPECT_TRUE(p.allows_symbol(ok)) << ok;
+  }
+  for (const char* bad :
+       {"fopen", "open",     "pthread_create", "fork",    "execve", "system",    "socket",           "dlopen",
+        "dlsym", "mprotect", "mmap",           "syscall", "signal", "sigaction", "clock_gettime",    "gettimeofday",
+        "time",  "getenv",   "ptrace",         "prctl",   "kill",   "setjmp",    "_ZN2at6TensorC1Ev"}) {
+    EXPECT_FALSE(p.allows_symbol(bad)) << bad;
+  }
+  EXPECT_TRUE(p.allows_library("libm.so.6"));
+  EXPECT_TRUE(p.allows_library("libstdc++.so.6"));
+  EXPECT_FALSE(p.allows_library("libm.so_evil"));
+  EXPECT_FALSE(p.allows_library("libcudart.so.12"));
+  EXPECT_EQ(SymbolPolicy::refusal_reason("pthread_create"), "threads");
+  EXPECT_EQ(SymbolPolicy::refusal_reason("socket"), "network");
+}
+
+TEST(SymbolPolicy, CudaAddsTheRuntimeAndTaskLibraries) {
+  SymbolPolicy plain = SymbolPolicy::for_backend("cuda");
+  EXPECT_TRUE(plain.allows_symbol("cudaLaunchKernel"));
+  EXPECT_TRUE(plain.allows_library("libcudart.so.12"));
+  EXPECT_FALSE(plain.allows_symbol("cublasSgemm_v2"));
+  EXPECT_FALSE(plain.allows_symbol("cudaDeviceSynchronize"));
+  SymbolPolicy with_cublas = SymbolPolicy::for_backend("cuda", {"cublas"});
+  EXPECT_TRUE(with_cublas.allows_symbol("cublasSgemm_v2"));
+  EXPECT_TRUE(with_cublas.allows_library("libcublas.so.12"));
+  EXPECT_THROW(SymbolPolicy::for_backend("tpu"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace kforge::exec

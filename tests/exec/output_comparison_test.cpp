@@ -1,0 +1,89 @@
+// allclose statistics and per-dtype tolerances of the judge.
+#include "judge/output_comparison.h"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "judge/tolerance.h"
+
+namespace kforge::judge {
+namespace {
+
+TEST(OutputComparison, CountsMismatchesAndFindsTheFirst) {
+  at::Tensor expected = at::arange(12, at::kFloat).reshape({3, 4});
+  at::Tensor got = expected.clone();
+  got[1][2] = 100;
+  got[2][3] = 11.05f;  // within atol + rtol * 11
+  ComparisonStats s = compare_output(got, expected, {1e-2, 1e-2});
+  EXPECT_EQ(s.numel, 12);
+  EXPECT_EQ(s.mismatches, 1);
+  EXPECT_FALSE(s.passed());
+  ASSERT_TRUE(s.first_mismatch.has_value());
+  EXPECT_EQ(s.first_mismatch->index, (std::vector<int64_t>{1, 2}));
+  EXPECT_DOUBLE_EQ(s.first_mismatch->got, 100);
+  EXPECT_DOUBLE_EQ(s.first_mismatch->expected, 6);
+  EXPECT_DOUBLE_EQ(s.max_abs_err, 94);
+  EXPECT_NEAR(s.max_rel_err, 94.0 / 6.0, 1e-9);
+  EXPECT_EQ(s.nan_count, 0);
+}
+
+TEST(OutputComparison, NanNeverMatches) {
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  at::Tensor expected = at::ones({4}, at::kFloat);
+  at::Tensor poisoned = at::full({4}, nan, at::kFloat);
+  ComparisonStats s = compare_output(poisoned, expected, {1e9, 1e9});
+  EXPECT_EQ(s.mismatches, 4);
+  EXPECT_EQ(s.nan_count, 4);
+  // NaN in both is still a mismatch.
+  EXPECT_EQ(compare_output(poisoned, poisoned, {1e9, 1e9}).mismatches, 4);
+  // Equal infinities agree.
+  at::Tensor inf = at::full({2}, std::numeric_limits<double>::infinity(), at::kFloat);
+  EXPECT_TRUE(compare_output(inf, inf, {0, 0}).passed());
+}
+
+TEST(OutputComparison, IntegersAndBoolsAreExact) {
+  at::Tensor a = at::arange(5, at::kLong);
+  at::Tensor b = a.clone();
+  b[4] = 5;
+  EXPECT_EQ(compare_output(b, a, {0, 0}).mismatches, 1);
+  at::Tensor t = at::ones({3}, at::kBool);
+  at::Tensor poisoned = t.clone();
+  poisoned.view(at::kByte).fill_(0xA5);  // a byte the candidate never wrote
+  EXPECT_EQ(compare_output(poisoned, t, {0, 0}).mismatches, 3);
+  EXPECT_TRUE(compare_output(t.clone(), t, {0, 0}).passed());
+}
+
+TEST(OutputComparison, MixedPrecisionAgainstAFloat64Reference) {
+  at::Tensor exact = at::full({8}, 1.0 / 3.0, at::kDouble);
+  at::Tensor f32 = exact.to(at::kFloat);
+  ComparisonStats s = compare_output(f32, exact, {1e-6, 1e-6});
+  EXPECT_TRUE(s.passed());
+  EXPECT_GT(s.max_abs_err, 0);
+  EXPECT_LT(s.max_abs_err, 1e-7);
+}
+
+TEST(OutputComparison, RunDifferenceAndBitwiseEquality) {
+  at::Tensor a = at::randn({16});
+  at::Tensor b = a.clone();
+  EXPECT_EQ(max_abs_difference(a, b), 0);
+  EXPECT_TRUE(bitwise_equal(a, b));
+  b[3] = b[3] + 0.5;
+  EXPECT_NEAR(max_abs_difference(a, b), 0.5, 1e-6);
+  EXPECT_FALSE(bitwise_equal(a, b));
+}
+
+TEST(Tolerance, DefaultsPerDtypeAndTaskOverride) {
+  EXPECT_DOUBLE_EQ(default_tolerance(DType::kFloat32).atol, 1e-2);
+  EXPECT_DOUBLE_EQ(default_tolerance(DType::kFloat16).rtol, 2e-2);
+  EXPECT_DOUBLE_EQ(default_tolerance(DType::kBFloat16).atol, 2e-2);
+  EXPECT_DOUBLE_EQ(default_tolerance(DType::kFloat64).atol, 1e-6);
+  TaskSpec task;
+  EXPECT_DOUBLE_EQ(tolerance_for(task, DType::kInt32).atol, 0);
+  task.tolerance = Tolerance{1e-3, 5e-3};
+  EXPECT_DOUBLE_EQ(tolerance_for(task, DType::kFloat32).rtol, 5e-3);
+  EXPECT_DOUBLE_EQ(tolerance_for(task, DType::kInt64).rtol, 0);  // ints stay exact
+}
+
+}  // namespace
+}  // namespace kforge::judge

@@ -1,0 +1,129 @@
+// Length-prefixed MessagePack frames over socketpairs: round trips, descriptor
+// passing, deadlines, closed and hostile peers.
+#include "common/wire.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+namespace kforge::exec {
+namespace {
+
+struct Pair {
+  UniqueFd a, b;
+  Pair() { make_socket_pair(&a, &b); }
+};
+
+TEST(Wire, RoundTripsObjects) {
+  Pair p;
+  json sent = {{"type", "call"}, {"seq", 42}, {"shape", {4096, 1024}}, {"x", 1.5}, {"s", std::string(1000, 'a')}};
+  send_frame(p.a.get(), sent, Deadline::after_ms(1000));
+  Frame got = recv_frame(p.b.get(), Deadline::after_ms(1000));
+  EXPECT_EQ(got.body, sent);
+  EXPECT_TRUE(got.fds.empty());
+}
+
+TEST(Wire, EncodesLittleEndianLength) {
+  std::vector<uint8_t> bytes = encode_frame({{"type", "x"}});
+  std::vector<uint8_t> payload = json::to_msgpack(json{{"type", "x"}});
+  ASSERT_EQ(bytes.size(), payload.size() + 4);
+  EXPECT_EQ(bytes[0], payload.size());
+  EXPECT_EQ(bytes[1], 0);
+  EXPECT_TRUE(std::equal(payload.begin(), payload.end(), bytes.begin() + 4));
+}
+
+TEST(Wire, LargeFramesCrossTheSocketBuffer) {
+  Pair p;
+  json big = {{"type", "big"}, {"blob", std::string(8 << 20, 'z')}};
+  std::thread reader([&] {
+    Frame f = recv_frame(p.b.get(), Deadline::after_ms(20000));
+    EXPECT_EQ(f.body["blob"].get<std::string>().size(), 8u << 20);
+  });
+  send_frame(p.a.get(), big, Deadline::after_ms(20000));
+  reader.join();
+}
+
+TEST(Wire, PassesDescriptorsThatStayUsable) {
+  Pair p;
+  UniqueFd mem(::memfd_create("wire-test", MFD_CLOEXEC));
+  ASSERT_TRUE(mem);
+  ASSERT_EQ(::write(mem.get(), "hello", 5), 5);
+  send_frame(p.a.get(), {{"type", "setup"}}, Deadline::after_ms(1000), {mem.get()});
+  Frame got = recv_frame(p.b.get(), Deadline::after_ms(1000));
+  ASSERT_EQ(got.fds.size(), 1u);
+  EXPECT_NE(got.fds[0].get(), mem.get());
+  char buf[5] = {};
+  ASSERT_EQ(::pread(got.fds[0].get(), buf, 5, 0), 5);
+  EXPECT_EQ(std::string(buf, 5), "hello");
+  // Received descriptors are close-on-exec like every other fd of ours.
+  EXPECT_TRUE(::fcntl(got.fds[0].get(), F_GETFD) & FD_CLOEXEC);
+}
+
+TEST(Wire, TimesOutWhenNothingArrives) {
+  Pair p;
+  try {
+    recv_frame(p.b.get(), Deadline::after_ms(30));
+    FAIL() << "expected a timeout";
+  } catch (const WireError& e) {
+    EXPECT_EQ(e.kind(), WireError::Kind::kTimeout);
+  }
+}
+
+TEST(Wire, TimesOutOnAHalfFrame) {
+  Pair p;
+  std::vector<uint8_t> bytes = encode_frame({{"type", "x"}, {"pad", std::string(100, 'p')}});
+  ASSERT_EQ(::write(p.a.get(), bytes.data(), 10), 10);
+  try {
+    recv_frame(p.b.get(), Deadline::after_ms(30));
+    FAIL() << "expected a timeout";
+  } catch (const WireError& e) {
+    EXPECT_EQ(e.kind(), WireError::Kind::kTimeout);
+  }
+}
+
+TEST(Wire, ReportsAClosedPeer) {
+  Pair p;
+  p.a.reset();
+  try {
+    recv_frame(p.b.get(), Deadline::after_ms(1000));
+    FAIL() << "expected closed";
+  } catch (const WireError& e) {
+    EXPECT_EQ(e.kind(), WireError::Kind::kClosed);
+  }
+  // Sending to a closed peer must not raise SIGPIPE (the test would die).
+  try {
+    send_frame(p.b.get(), {{"type", "x"}}, Deadline::after_ms(1000));
+    FAIL() << "expected closed";
+  } catch (const WireError& e) {
+    EXPECT_EQ(e.kind(), WireError::Kind::kClosed);
+  }
+}
+
+TEST(Wire, RejectsOversizedAndGarbledFrames) {
+  Pair p;
+  uint8_t huge[4] = {0xff, 0xff, 0xff, 0x7f};
+  ASSERT_EQ(::write(p.a.get(), huge, 4), 4);
+  try {
+    recv_frame(p.b.get(), Deadline::after_ms(1000));
+    FAIL() << "expected malformed";
+  } catch (const WireError& e) {
+    EXPECT_EQ(e.kind(), WireError::Kind::kMalformed);
+  }
+
+  Pair q;
+  uint8_t garbage[] = {3, 0, 0, 0, 0xc1, 0xc1, 0xc1};  // 0xc1 is never valid MessagePack
+  ASSERT_EQ(::write(q.a.get(), garbage, sizeof(garbage)), static_cast<ssize_t>(sizeof(garbage)));
+  try {
+    recv_frame(q.b.get(), Deadline::after_ms(1000));
+    FAIL() << "expected malformed";
+  } catch (const WireError& e) {
+    EXPECT_EQ(e.kind(), WireError::Kind::kMalformed);
+  }
+}
+
+}  // namespace
+}  // namespace kforge::exec
