@@ -1,0 +1,115 @@
+// Configuration of an environment (DESIGN.md §5): backend, episode budgets,
+// evaluation protocol, reward schedule, prompt material and the services the
+// environment runs on. Read from YAML or JSON (configs/env/*.yaml); unknown
+// keys are errors that name the file, field and line.
+//
+// Layout (every key optional; configs/env/default.yaml lists them all):
+//   backend: cpu | cuda          device: 0
+//   solution_mode: cpp | cuda | nvrtc | torch_ext   (default: cpp on cpu, cuda on cuda)
+//   episode: {max_turns, time_budget_s}
+//   eval: EvalOptions keys (eval.h)
+//   reward: {function, paid_on, step_terms, on_truncation}
+//   prompt: {skills, system}
+//   compile: {cache_dir, threads, arch, timeout_s, max_source_bytes, per_mode_limit: {mode: n}}
+//   executor: {tools_dir, scratch_dir}
+//   step_threads: n
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kforge/core/document.h"
+#include "kforge/core/solution.h"
+#include "kforge/env/compile_service.h"
+#include "kforge/env/eval.h"
+#include "kforge/env/executor.h"
+
+namespace kforge::env {
+
+// Which step's reward carries the reward function's full value.
+enum class RewardPaidOn {
+  // The final step of an episode (submit, or the truncating step) pays the
+  // full reward; earlier steps pay only the `step_terms` components. The
+  // usual choice for multi-turn RL: exploring (compile/verify/profile) is
+  // neither rewarded nor punished beyond shaping.
+  kSubmit,
+  // Every step pays its own full reward (dense; single-turn or bandit setups).
+  kEveryStep,
+};
+
+// What the final step pays when an episode is truncated without a submit.
+enum class TruncationReward {
+  // The episode's last solution is evaluated as if it had been submitted, and
+  // the truncating step pays that reward: running out of turns is not worse
+  // than submitting the last attempt.
+  kAutoSubmit,
+  // The truncating step pays the reward of a failed submission (what the
+  // reward function gives a submit that was never judged).
+  kFail,
+};
+
+const std::string& reward_paid_on_name(RewardPaidOn v);
+const std::string& truncation_reward_name(TruncationReward v);
+
+struct RewardSchedule {
+  // A preset of configs/rewards/ by name, or a path to a reward YAML
+  // (RewardFunction::load). Paths in a config file are relative to it.
+  std::string function = "default";
+  RewardPaidOn paid_on = RewardPaidOn::kSubmit;
+  // Components of the reward function paid on every step when paid_on is
+  // kSubmit (e.g. "turn_cost"); each must be a component of `function`.
+  std::vector<std::string> step_terms = {"turn_cost"};
+  TruncationReward on_truncation = TruncationReward::kAutoSubmit;
+};
+
+struct PromptConfig {
+  // Markdown optimization guide appended to the first observation. Empty: the
+  // backend's guide, <config_dir>/skills/<backend>.md.
+  std::filesystem::path skills;
+  // A text file that replaces the built-in system message; empty: built-in.
+  std::filesystem::path system;
+};
+
+struct EnvConfig {
+  std::string source = "<defaults>";  // where the config was read from, for messages
+  BackendKind backend = BackendKind::kCpu;
+  int device = 0;
+  // Mode of solutions that do not name one (tool calls without "mode").
+  SolutionMode default_mode = SolutionMode::kCpp;
+  // Episode budgets. A step that reaches either truncates the episode.
+  int max_turns = 8;
+  // Environment time an episode may use, in seconds: the sum over its steps of
+  // compile and evaluation time (queueing behind other episodes and the
+  // policy's own thinking time do not count). 0: no limit.
+  double time_budget_s = 600.0;
+  EvalOptions eval;
+  RewardSchedule reward;
+  PromptConfig prompt;
+  CompileServiceConfig compile;
+  std::string arch = "sm_90a";  // CUDA modes
+  double compile_timeout_s = 120.0;
+  size_t max_source_bytes = 1 << 20;
+  std::filesystem::path tools_dir;    // judge/runner binaries; empty: executor's default
+  std::filesystem::path scratch_dir;  // runner scratch; empty: executor's default
+  // Threads that drive steps (wait on compiles and evaluations, build
+  // observations). Steps beyond this many wait in a queue; compiles are
+  // submitted at send() time regardless, so they still overlap.
+  int step_threads = 16;
+};
+
+// The defaults for a backend (its solution mode and guide).
+EnvConfig default_env_config(BackendKind backend = BackendKind::kCpu);
+// Reads a config document on top of the backend's defaults (the backend key
+// is read first). Relative paths resolve against the document's directory.
+EnvConfig parse_env_config(const Document& doc);
+// A file path, or a preset name ("default", "cpu", "cuda") looked up as
+// <config_dir>/env/<name>.yaml (see reward::config_dir()).
+EnvConfig load_env_config(const std::string& path_or_preset);
+json to_json(const EnvConfig& config);
+
+// The skills text for a config: its prompt.skills file, or the backend's
+// built-in guide. InputError naming the path if it cannot be read.
+std::string load_skills(const EnvConfig& config);
+
+}  // namespace kforge::env

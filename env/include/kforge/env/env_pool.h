@@ -1,0 +1,106 @@
+// EnvPool: many episodes of the kernel environment in flight at once
+// (DESIGN.md §5), in the style of EnvPool's async API.
+//
+//   EnvPool pool(config, 32);
+//   auto [obs, info] = pool.reset(3, task, seed);
+//   pool.send({action}, {3});              // returns at once
+//   for (auto& r : pool.recv(1)) ...       // {env_id, StepResult}
+//
+// Each env_id holds one episode at a time. send() resolves each action's
+// solution and submits its compile to the CompileService at once, so compiles
+// of all queued steps overlap with the (serialized, one device) evaluations
+// of others. Steps of one episode run one after another, in send order, and
+// their results come out of recv() in that order; results of different
+// episodes interleave in completion order. Every step sent is returned by
+// recv() exactly once.
+//
+// Errors: programming errors of the caller throw InputError and change
+// nothing (an unknown env_id, a step for an env that was never reset or whose
+// episode has finished, a reset while the env still has steps not received,
+// mismatched argument lengths). What the policy got wrong is an observation,
+// counted as a turn: a malformed tool call, an unknown tool, a mode the
+// backend lacks, an action without a solution when the episode has none yet.
+// A step queued behind the one that ended its episode returns an
+// "episode_finished" error result (no turn, reward 0).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "kforge/core/action.h"
+#include "kforge/core/step.h"
+#include "kforge/core/task_spec.h"
+#include "kforge/env/compile_service.h"
+#include "kforge/env/env_config.h"
+#include "kforge/env/executor.h"
+#include "kforge/env/prompt.h"
+#include "kforge/env/tools.h"
+
+namespace kforge::env {
+
+struct ResetOptions {
+  // Earlier solutions shown in the prompt; their speedups feed contrastive
+  // rewards (RewardContext::exemplar_speedups).
+  std::vector<Exemplar> exemplars;
+};
+
+struct ResetResult {
+  Observation observation;  // the complete prompt (prompt.h)
+  // {"env_id", "episode", "task_id", "seed", "budgets", "tools", "reward"}
+  json info = json::object();
+};
+
+struct EnvStep {
+  int env_id = -1;
+  StepResult result;
+};
+
+// Services an EnvPool runs on. Left null, the pool creates its own from the
+// config; shared ones let several pools (or a pool and a benchmark) use one
+// compile cache and one device queue.
+struct EnvServices {
+  std::shared_ptr<CompileService> compiler;
+  std::shared_ptr<Executor> executor;
+};
+
+class EnvPool {
+ public:
+  EnvPool(EnvConfig config, int num_envs, EnvServices services = {});
+  // Drops steps that have not started and waits for running ones.
+  ~EnvPool();
+  EnvPool(const EnvPool&) = delete;
+  EnvPool& operator=(const EnvPool&) = delete;
+
+  int size() const;
+  const EnvConfig& config() const;
+  const Toolset& tools() const;
+
+  // Starts a new episode on `env_id`. InputError when the task does not
+  // type-check, and for the caller errors listed above.
+  ResetResult reset(int env_id, const TaskSpec& task, uint64_t seed = 0, const ResetOptions& options = {});
+
+  // Queues one step per (action, env_id) pair and returns at once.
+  void send(const std::vector<Action>& actions, const std::vector<int>& env_ids);
+  // The same for raw tool calls from the policy (tools.h); malformed calls
+  // become error observations.
+  void send_tool_calls(const std::vector<json>& calls, const std::vector<int>& env_ids);
+
+  // Waits until `min_count` results are ready (fewer if fewer steps are in
+  // flight, or when `timeout` passes) and returns the ready ones, at most
+  // `max_count`, in completion order.
+  std::vector<EnvStep> recv(size_t min_count = 1, std::optional<std::chrono::milliseconds> timeout = std::nullopt,
+                            size_t max_count = SIZE_MAX);
+
+  // Steps sent and not yet returned by recv().
+  size_t pending() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kforge::env

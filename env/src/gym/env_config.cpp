@@ -1,0 +1,204 @@
+#include "kforge/env/env_config.h"
+
+#include <algorithm>
+
+#include "kforge/reward/reward.h"
+
+namespace kforge::env {
+namespace {
+
+const std::vector<std::string>& paid_on_names() {
+  static const std::vector<std::string> kNames = {"submit", "every_step"};
+  return kNames;
+}
+
+const std::vector<std::string>& truncation_names() {
+  static const std::vector<std::string> kNames = {"auto_submit", "fail"};
+  return kNames;
+}
+
+const std::vector<std::string>& backend_names() {
+  static const std::vector<std::string> kNames = {"cpu", "cuda"};
+  return kNames;
+}
+
+// Paths in a config file are relative to the file, so a config and the files
+// it names can move together.
+std::filesystem::path resolve_path(const Document& doc, const std::string& text) {
+  std::filesystem::path p(text);
+  if (p.empty() || p.is_absolute() || doc.source.empty() || doc.source.front() == '<') return p;
+  return std::filesystem::path(doc.source).parent_path() / p;
+}
+
+// A reward function is a preset name unless it looks like a path (the same
+// rule RewardFunction::load applies); only paths are made config-relative.
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string resolve_reward(const Document& doc, const std::string& text) {
+  const bool is_path = text.find('/') != std::string::npos || ends_with(text, ".yaml") || ends_with(text, ".yml") ||
+                       ends_with(text, ".json");
+  return is_path ? resolve_path(doc, text).string() : text;
+}
+
+SolutionMode mode_from_name(const std::string& name) {
+  for (SolutionMode m : {SolutionMode::kCuda, SolutionMode::kNvrtc, SolutionMode::kTorchExt, SolutionMode::kCpp}) {
+    if (solution_mode_name(m) == name) return m;
+  }
+  return SolutionMode::kCuda;
+}
+
+void read_episode(ObjectReader r, EnvConfig& c) {
+  if (auto f = r.optional("max_turns")) c.max_turns = static_cast<int>(f->as_int_in(1, 1000));
+  if (auto f = r.optional("time_budget_s")) c.time_budget_s = f->as_nonnegative_number();
+  r.finish();
+}
+
+void read_reward(const Document& doc, ObjectReader r, RewardSchedule& s) {
+  if (auto f = r.optional("function")) {
+    const std::string v = f->as_string();
+    if (v.empty()) f->fail("a reward preset name or a path to a reward YAML");
+    s.function = resolve_reward(doc, v);
+  }
+  if (auto f = r.optional("paid_on")) {
+    s.paid_on = f->as_enum(paid_on_names()) == "submit" ? RewardPaidOn::kSubmit : RewardPaidOn::kEveryStep;
+  }
+  if (auto f = r.optional("step_terms")) s.step_terms = f->as_string_list();
+  if (auto f = r.optional("on_truncation")) {
+    s.on_truncation =
+        f->as_enum(truncation_names()) == "auto_submit" ? TruncationReward::kAutoSubmit : TruncationReward::kFail;
+  }
+  r.finish();
+}
+
+void read_prompt(const Document& doc, ObjectReader r, PromptConfig& p) {
+  if (auto f = r.optional("skills")) p.skills = resolve_path(doc, f->as_string());
+  if (auto f = r.optional("system")) p.system = resolve_path(doc, f->as_string());
+  r.finish();
+}
+
+void read_compile(const Document& doc, ObjectReader r, EnvConfig& c) {
+  if (auto f = r.optional("cache_dir")) c.compile.cache_dir = resolve_path(doc, f->as_string());
+  if (auto f = r.optional("threads")) c.compile.threads = static_cast<int>(f->as_int_in(1, 256));
+  if (auto f = r.optional("arch")) {
+    c.arch = f->as_string();
+    if (c.arch.rfind("sm_", 0) != 0) f->fail("a CUDA architecture such as \"sm_90a\"");
+  }
+  if (auto f = r.optional("timeout_s")) c.compile_timeout_s = f->as_positive_number();
+  if (auto f = r.optional("max_source_bytes")) {
+    c.max_source_bytes = static_cast<size_t>(f->as_int_in(1, int64_t{1} << 30));
+  }
+  if (auto f = r.optional("per_mode_limit")) {
+    ObjectReader limits = f->as_object();
+    for (const auto& name : solution_mode_names()) {
+      if (auto g = limits.optional(name)) {
+        c.compile.per_mode_limit[mode_from_name(name)] = static_cast<int>(g->as_int_in(1, 256));
+      }
+    }
+    limits.finish();
+  }
+  r.finish();
+}
+
+void read_executor(const Document& doc, ObjectReader r, EnvConfig& c) {
+  if (auto f = r.optional("tools_dir")) c.tools_dir = resolve_path(doc, f->as_string());
+  if (auto f = r.optional("scratch_dir")) c.scratch_dir = resolve_path(doc, f->as_string());
+  r.finish();
+}
+
+}  // namespace
+
+const std::string& reward_paid_on_name(RewardPaidOn v) { return paid_on_names()[v == RewardPaidOn::kSubmit ? 0 : 1]; }
+
+const std::string& truncation_reward_name(TruncationReward v) {
+  return truncation_names()[v == TruncationReward::kAutoSubmit ? 0 : 1];
+}
+
+EnvConfig default_env_config(BackendKind backend) {
+  EnvConfig c;
+  c.backend = backend;
+  c.default_mode = backend == BackendKind::kCuda ? SolutionMode::kCuda : SolutionMode::kCpp;
+  return c;
+}
+
+EnvConfig parse_env_config(const Document& doc) {
+  ObjectReader r = doc.root_object();
+  BackendKind backend = BackendKind::kCpu;
+  if (auto f = r.optional("backend")) backend = parse_backend(f->as_enum(backend_names()));
+  EnvConfig c = default_env_config(backend);
+  c.source = doc.source;
+  if (auto f = r.optional("device")) c.device = static_cast<int>(f->as_int_in(0, 1023));
+  if (auto f = r.optional("solution_mode")) c.default_mode = parse_solution_mode(*f);
+  if (auto f = r.optional("episode")) read_episode(f->as_object(), c);
+  if (auto f = r.optional("eval")) c.eval = parse_eval_options(*f, c.eval);
+  if (auto f = r.optional("reward")) read_reward(doc, f->as_object(), c.reward);
+  if (auto f = r.optional("prompt")) read_prompt(doc, f->as_object(), c.prompt);
+  if (auto f = r.optional("compile")) read_compile(doc, f->as_object(), c);
+  if (auto f = r.optional("executor")) read_executor(doc, f->as_object(), c);
+  if (auto f = r.optional("step_threads")) c.step_threads = static_cast<int>(f->as_int_in(1, 1024));
+  r.finish();
+  return c;
+}
+
+EnvConfig load_env_config(const std::string& path_or_preset) {
+  const bool is_path =
+      path_or_preset.find('/') != std::string::npos || std::filesystem::path(path_or_preset).has_extension();
+  if (is_path) return parse_env_config(Document::from_file(path_or_preset));
+  const std::filesystem::path dir = reward::config_dir() / "env";
+  const std::filesystem::path file = dir / (path_or_preset + ".yaml");
+  if (!std::filesystem::exists(file)) {
+    std::vector<std::string> presets;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      if (e.path().extension() == ".yaml") presets.push_back(e.path().stem().string());
+    }
+    std::sort(presets.begin(), presets.end());
+    std::string list;
+    for (const auto& p : presets) list += (list.empty() ? "" : ", ") + p;
+    const std::string hint = closest_match(path_or_preset, presets);
+    throw InputError("no environment preset \"" + path_or_preset + "\" in " + dir.string() +
+                     (hint.empty() ? "" : " (did you mean \"" + hint + "\"?)") +
+                     "; presets: " + (list.empty() ? "(none)" : list) + "; or give a path to a YAML/JSON config");
+  }
+  return parse_env_config(Document::from_file(file));
+}
+
+json to_json(const EnvConfig& c) {
+  json limits = json::object();
+  for (const auto& [mode, n] : c.compile.per_mode_limit) limits[solution_mode_name(mode)] = n;
+  return {{"source", c.source},
+          {"backend", backend_name(c.backend)},
+          {"device", c.device},
+          {"solution_mode", solution_mode_name(c.default_mode)},
+          {"episode", {{"max_turns", c.max_turns}, {"time_budget_s", c.time_budget_s}}},
+          {"eval", to_json(c.eval)},
+          {"reward",
+           {{"function", c.reward.function},
+            {"paid_on", reward_paid_on_name(c.reward.paid_on)},
+            {"step_terms", c.reward.step_terms},
+            {"on_truncation", truncation_reward_name(c.reward.on_truncation)}}},
+          {"prompt", {{"skills", c.prompt.skills.string()}, {"system", c.prompt.system.string()}}},
+          {"compile",
+           {{"cache_dir", c.compile.cache_dir.string()},
+            {"threads", c.compile.threads},
+            {"arch", c.arch},
+            {"timeout_s", c.compile_timeout_s},
+            {"max_source_bytes", c.max_source_bytes},
+            {"per_mode_limit", limits}}},
+          {"executor", {{"tools_dir", c.tools_dir.string()}, {"scratch_dir", c.scratch_dir.string()}}},
+          {"step_threads", c.step_threads}};
+}
+
+std::string load_skills(const EnvConfig& config) {
+  std::filesystem::path path = config.prompt.skills;
+  if (path.empty()) path = reward::config_dir() / "skills" / (backend_name(config.backend) + ".md");
+  try {
+    return read_text_file(path);
+  } catch (const InputError& e) {
+    throw InputError(std::string(e.what()) + " (the skills guide of " + config.source +
+                     "; set prompt.skills to a markdown file)");
+  }
+}
+
+}  // namespace kforge::env

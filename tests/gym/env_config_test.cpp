@@ -1,0 +1,127 @@
+#include "kforge/env/env_config.h"
+
+#include <gtest/gtest.h>
+
+#include "gym_test_util.h"
+#include "kforge/env/env_pool.h"
+#include "kforge/reward/reward.h"
+
+namespace kforge::env {
+namespace {
+
+json without_source(json j) {
+  j.erase("source");
+  return j;
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(EnvConfigTest, DefaultPresetSpellsOutTheBuiltInDefaults) {
+  // configs/env/default.yaml documents every key; it must not drift from the code.
+  const EnvConfig file = load_env_config("default");
+  EXPECT_EQ(without_source(to_json(file)), without_source(to_json(default_env_config())));
+  EXPECT_NE(file.source.find("default.yaml"), std::string::npos);
+}
+
+TEST(EnvConfigTest, BackendPresetsPickTheirModeAndGuide) {
+  const EnvConfig cpu = load_env_config("cpu");
+  EXPECT_EQ(cpu.backend, BackendKind::kCpu);
+  EXPECT_EQ(cpu.default_mode, SolutionMode::kCpp);
+  EXPECT_NE(load_skills(cpu).find("one thread"), std::string::npos);
+
+  const EnvConfig cuda = load_env_config("cuda");
+  EXPECT_EQ(cuda.backend, BackendKind::kCuda);
+  EXPECT_EQ(cuda.default_mode, SolutionMode::kCuda);
+  EXPECT_NE(load_skills(cuda).find("wgmma"), std::string::npos);
+}
+
+TEST(EnvConfigTest, BackendKeyDecidesTheDefaultMode) {
+  EXPECT_EQ(parse_env_config(Document::from_yaml_text("backend: cuda\n", "c.yaml")).default_mode, SolutionMode::kCuda);
+  EXPECT_EQ(parse_env_config(Document::from_yaml_text("backend: cuda\nsolution_mode: nvrtc\n", "c.yaml")).default_mode,
+            SolutionMode::kNvrtc);
+  EXPECT_EQ(parse_env_config(Document::from_yaml_text("device: 1\n", "c.yaml")).default_mode, SolutionMode::kCpp);
+}
+
+TEST(EnvConfigTest, UnknownKeyNamesFileFieldAndLine) {
+  const std::string msg = error_of(
+      [] { parse_env_config(Document::from_yaml_text("backend: cpu\nepisode:\n  max_turn: 3\n", "/cfg/my.yaml")); });
+  EXPECT_NE(msg.find("/cfg/my.yaml:3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("max_turn"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean \"max_turns\""), std::string::npos) << msg;
+}
+
+TEST(EnvConfigTest, BadValuesAreRejectedWithTheirField) {
+  EXPECT_NE(error_of([] { parse_env_config(Document::from_yaml_text("backend: gpu\n", "c.yaml")); }).find("/backend"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of([] { parse_env_config(Document::from_yaml_text("eval:\n  seeds: 0\n", "c.yaml")); }).find("/eval/seeds"),
+      std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_env_config(Document::from_yaml_text("eval:\n  min_samples: 9\n  max_samples: 3\n", "c.yaml"));
+            }).find("min_samples"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_env_config(Document::from_yaml_text("reward:\n  paid_on: never\n", "c.yaml"));
+            }).find("every_step"),
+            std::string::npos);
+}
+
+TEST(EnvConfigTest, PathsAreRelativeToTheConfigFile) {
+  const EnvConfig c = parse_env_config(Document::from_yaml_text(
+      "prompt:\n  skills: ../skills/mine.md\nreward:\n  function: rewards/r.yaml\ncompile:\n  cache_dir: cache\n",
+      "/etc/kforge/env/c.yaml"));
+  EXPECT_EQ(c.prompt.skills, std::filesystem::path("/etc/kforge/env/../skills/mine.md"));
+  EXPECT_EQ(c.reward.function, "/etc/kforge/env/rewards/r.yaml");
+  EXPECT_EQ(c.compile.cache_dir, std::filesystem::path("/etc/kforge/env/cache"));
+  // A preset name is not a path.
+  EXPECT_EQ(parse_env_config(Document::from_yaml_text("reward:\n  function: tiered\n", "/x/c.yaml")).reward.function,
+            "tiered");
+}
+
+TEST(EnvConfigTest, EvalOptionsAndScheduleAreRead) {
+  const EnvConfig c = parse_env_config(
+      Document::from_yaml_text("eval:\n  seeds: 3\n  float64_reference: true\n  max_time_ms: 15\n"
+                               "reward:\n  paid_on: every_step\n  on_truncation: fail\n  step_terms: []\n"
+                               "compile:\n  per_mode_limit: {cpp: 7}\n",
+                               "c.yaml"));
+  EXPECT_EQ(c.eval.seeds, 3);
+  EXPECT_TRUE(c.eval.float64_reference);
+  EXPECT_DOUBLE_EQ(c.eval.max_time_ms, 15.0);
+  EXPECT_EQ(c.eval.min_samples, EvalOptions{}.min_samples);
+  EXPECT_EQ(c.reward.paid_on, RewardPaidOn::kEveryStep);
+  EXPECT_EQ(c.reward.on_truncation, TruncationReward::kFail);
+  EXPECT_TRUE(c.reward.step_terms.empty());
+  EXPECT_EQ(c.compile.per_mode_limit.at(SolutionMode::kCpp), 7);
+}
+
+TEST(EnvConfigTest, UnknownPresetListsThePresets) {
+  const std::string msg = error_of([] { load_env_config("cpuu"); });
+  EXPECT_NE(msg.find("did you mean \"cpu\""), std::string::npos) << msg;
+  EXPECT_NE(msg.find("default"), std::string::npos) << msg;
+}
+
+TEST(EnvConfigTest, MissingSkillsFileIsNamed) {
+  EnvConfig c = default_env_config();
+  c.prompt.skills = "/nonexistent/guide.md";
+  const std::string msg = error_of([&] { load_skills(c); });
+  EXPECT_NE(msg.find("/nonexistent/guide.md"), std::string::npos) << msg;
+}
+
+TEST(EnvConfigTest, StepTermsMustBeTermsOfTheRewardFunction) {
+  EnvConfig c = testing::fast_config();
+  c.reward.function = "tiered";
+  c.reward.step_terms = {"turn_cost"};
+  const std::string msg = error_of([&] { EnvPool pool(c, 1); });
+  EXPECT_NE(msg.find("reward.step_terms"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("tiered"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace kforge::env

@@ -1,0 +1,165 @@
+// EnvPool's async API with many episodes in flight on the CPU backend.
+#include "kforge/env/env_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "gym_test_util.h"
+
+namespace kforge::env {
+namespace {
+
+using testing::make_action;
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+class EnvPoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_ = testing::fast_config();
+    task_ = testing::test_task();
+  }
+  EnvConfig config_;
+  TaskSpec task_;
+};
+
+TEST_F(EnvPoolTest, ManyEpisodesInFlightEachResultOnceAndInOrder) {
+  constexpr int kEnvs = 24;
+  const std::vector<std::string> kinds = {"correct", "wrong", "crash"};
+  EnvPool pool(config_, kEnvs);
+  for (int i = 0; i < kEnvs; ++i) pool.reset(i, task_, static_cast<uint64_t>(i));
+
+  // Three batches sent back to back without receiving: every episode has
+  // three steps queued, and compiles of later steps overlap evaluations.
+  std::vector<int> ids;
+  std::vector<Action> compiles, verifies, submits;
+  for (int i = 0; i < kEnvs; ++i) {
+    ids.push_back(i);
+    compiles.push_back(make_action(ActionType::kCompile, kinds[static_cast<size_t>(i) % kinds.size()]));
+    verifies.push_back(make_action(ActionType::kVerify));
+    submits.push_back(make_action(ActionType::kSubmit));
+  }
+  pool.send(compiles, ids);
+  pool.send(verifies, ids);
+  // The last batch as tool calls, in reverse env order.
+  std::vector<json> calls(kEnvs, json{{"name", "submit"}, {"arguments", "{}"}});
+  std::vector<int> reversed(ids.rbegin(), ids.rend());
+  pool.send_tool_calls(calls, reversed);
+  EXPECT_EQ(pool.pending(), static_cast<size_t>(3 * kEnvs));
+
+  std::map<int, std::vector<StepResult>> by_env;
+  size_t received = 0;
+  while (received < static_cast<size_t>(3 * kEnvs)) {
+    auto batch = pool.recv(4);
+    ASSERT_FALSE(batch.empty());
+    for (auto& r : batch) {
+      by_env[r.env_id].push_back(std::move(r.result));
+      ++received;
+    }
+  }
+  EXPECT_EQ(pool.pending(), 0u);
+  EXPECT_TRUE(pool.recv(1, std::chrono::milliseconds(0)).empty()) << "nothing is delivered twice";
+
+  ASSERT_EQ(by_env.size(), static_cast<size_t>(kEnvs));
+  for (const auto& [env_id, steps] : by_env) {
+    SCOPED_TRACE("env " + std::to_string(env_id));
+    ASSERT_EQ(steps.size(), 3u);
+    const std::vector<std::string> actions = {"compile", "verify", "submit"};
+    for (size_t t = 0; t < 3; ++t) {
+      EXPECT_EQ(steps[t].info["turn"], t);
+      EXPECT_EQ(steps[t].info["action"], actions[t]);
+      EXPECT_EQ(steps[t].info["env_id"], env_id);
+    }
+    EXPECT_TRUE(steps[2].terminated);
+    const std::string kind = kinds[static_cast<size_t>(env_id) % kinds.size()];
+    const std::string outcome = steps[2].info["measurement"]["outcome"];
+    if (kind == "correct") {
+      EXPECT_EQ(outcome, "correct") << steps[2].observation.text;
+      EXPECT_GT(steps[2].reward, 0.0);
+    } else {
+      EXPECT_EQ(outcome, kind) << steps[2].observation.text;
+      EXPECT_LT(steps[2].reward, 0.0);
+    }
+    EXPECT_EQ(steps[1].info["measurement"]["outcome"], outcome) << "verify and submit agree";
+  }
+}
+
+TEST_F(EnvPoolTest, CallerErrorsThrowAndChangeNothing) {
+  EnvPool pool(config_, 2);
+  EXPECT_NE(error_of([&] { pool.reset(2, task_); }).find("unknown env_id 2"), std::string::npos);
+  EXPECT_NE(error_of([&] { pool.send({make_action(ActionType::kCompile, "correct")}, {0}); }).find("reset(0"),
+            std::string::npos);
+  pool.reset(0, task_);
+  EXPECT_NE(error_of([&] {
+              pool.send({make_action(ActionType::kCompile, "correct")}, {0, 0});
+            }).find("one env_id"),
+            std::string::npos);
+  // One bad id rejects the whole batch.
+  EXPECT_FALSE(error_of([&] {
+                 pool.send({make_action(ActionType::kCompile, "correct"), make_action(ActionType::kCompile)}, {0, 1});
+               }).empty());
+  EXPECT_EQ(pool.pending(), 0u);
+
+  pool.send({make_action(ActionType::kSubmit, "correct")}, {0});
+  EXPECT_NE(error_of([&] { pool.reset(0, task_); }).find("not yet returned by recv"), std::string::npos);
+  const auto r = pool.recv(1);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_TRUE(r[0].result.terminated);
+  EXPECT_NE(error_of([&] { pool.send({make_action(ActionType::kCompile)}, {0}); }).find("has finished"),
+            std::string::npos);
+  EXPECT_NO_THROW(pool.reset(0, task_));
+}
+
+TEST_F(EnvPoolTest, StepQueuedBehindASubmitReportsTheFinishedEpisode) {
+  EnvPool pool(config_, 1);
+  pool.reset(0, task_);
+  pool.send({make_action(ActionType::kSubmit, "correct"), make_action(ActionType::kVerify)}, {0, 0});
+  std::vector<EnvStep> got;
+  while (got.size() < 2) {
+    for (auto& r : pool.recv(2)) got.push_back(std::move(r));
+  }
+  EXPECT_TRUE(got[0].result.terminated);
+  EXPECT_EQ(got[1].result.info["error"]["kind"], "episode_finished");
+  EXPECT_FALSE(got[1].result.info["counted_turn"].get<bool>());
+  EXPECT_DOUBLE_EQ(got[1].result.reward, 0.0);
+  EXPECT_TRUE(got[1].result.terminated) << "the flags describe the episode";
+}
+
+TEST_F(EnvPoolTest, RecvReturnsAtOnceWhenNothingIsInFlight) {
+  EnvPool pool(config_, 1);
+  EXPECT_TRUE(pool.recv(5).empty());
+  pool.reset(0, task_);
+  pool.send({make_action(ActionType::kCompile, "compile_error")}, {0});
+  const auto r = pool.recv(5);  // only one can come: returns with it
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].result.info["measurement"]["outcome"], "compile_error");
+}
+
+TEST_F(EnvPoolTest, PoolsShareServices) {
+  EnvPool first(config_, 1);
+  first.reset(0, task_);
+  first.send({make_action(ActionType::kCompile, "correct")}, {0});
+  const auto a = first.recv(1);
+  ASSERT_EQ(a.size(), 1u);
+  EnvServices shared;
+  shared.compiler = std::make_shared<CompileService>(config_.compile);
+  add_default_compilers(*shared.compiler, "cpu");
+  EnvPool second(config_, 1, shared);
+  second.reset(0, task_);
+  second.send({make_action(ActionType::kCompile, "correct")}, {0});
+  const auto b = second.recv(1);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_TRUE(b[0].result.info["cache_hit"].get<bool>()) << "the on-disk cache is shared";
+  EXPECT_EQ(b[0].result.info["solution_hash"], a[0].result.info["solution_hash"]);
+}
+
+}  // namespace
+}  // namespace kforge::env

@@ -1,0 +1,298 @@
+// The synchronous Env end to end on the CPU backend: real compiles through
+// the compile service, real judge and runner processes.
+#include "kforge/env/env.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "gym_test_util.h"
+#include "kforge/env/analysis.h"
+
+namespace kforge::env {
+namespace {
+
+using testing::candidate;
+using testing::make_action;
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// An analysis plugin for C++ solutions (the built-in tools read CUDA
+// binaries, so the CPU backend offers none): reports the source's size and
+// the artifact's, which exercises the whole analyze path on this backend.
+class SourceStatsTool : public AnalysisTool {
+ public:
+  std::string name() const override { return "source_stats"; }
+  std::string description() const override { return "Lines of the solution's source and size of its build."; }
+  json parameters() const override {
+    return {{"type", "object"},
+            {"properties", {{"verbose", {{"type", "boolean"}, {"description", "also list the longest line"}}}}},
+            {"additionalProperties", false}};
+  }
+  std::vector<SolutionMode> modes() const override { return {SolutionMode::kCpp}; }
+  void validate_args(const json& args) const override {
+    Document doc = Document::from_value(args, "<source_stats arguments>");
+    ObjectReader r = doc.root_object();
+    if (auto f = r.optional("verbose")) f->as_bool();
+    r.finish();
+  }
+  AnalysisResult run(const AnalysisInput& in) const override {
+    AnalysisResult r;
+    r.ok = true;
+    std::istringstream src(in.solution->source);
+    std::string line;
+    int lines = 0;
+    while (std::getline(src, line)) ++lines;
+    r.facts = {{"lines", lines}, {"artifact_bytes", std::filesystem::file_size(in.artifact->path)}};
+    r.text = "source_stats: " + std::to_string(lines) + " lines";
+    r.hints.push_back("keep kf_forward short");
+    return r;
+  }
+};
+
+void register_source_stats() {
+  static const bool registered = [] {
+    AnalysisRegistry::global().add(std::make_shared<const SourceStatsTool>());
+    return true;
+  }();
+  (void)registered;
+}
+
+// Every step's info carries the same bookkeeping, whatever happened.
+void expect_complete_info(const StepResult& r) {
+  const json& info = r.info;
+  ASSERT_TRUE(info.contains("reward_components")) << info.dump(2);
+  EXPECT_DOUBLE_EQ(info["reward_components"]["total"].get<double>(), r.reward);
+  EXPECT_TRUE(info["measurement"].contains("outcome"));
+  for (const char* key : {"compile_ms", "eval_ms", "step_ms", "env_ms", "queue_ms"}) {
+    EXPECT_TRUE(info["timings"][key].is_number()) << key;
+  }
+  EXPECT_TRUE(info["cache_hit"].is_boolean());
+  EXPECT_TRUE(info["budget"]["turns_used"].is_number());
+}
+
+class EnvTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_ = testing::fast_config();
+    task_ = testing::test_task();
+  }
+  Env& env() {
+    if (!env_) env_ = std::make_unique<Env>(config_);
+    return *env_;
+  }
+
+  EnvConfig config_;
+  TaskSpec task_;
+  std::unique_ptr<Env> env_;
+};
+
+TEST_F(EnvTest, ResetProducesACompletePrompt) {
+  const ResetResult r = env().reset(task_, 7);
+  const std::string& text = r.observation.text;
+  EXPECT_TRUE(has(text, "class Model")) << "the PyTorch code";
+  EXPECT_TRUE(has(text, "def get_inputs")) << "the PyTorch code";
+  EXPECT_TRUE(has(text, "int kf_forward(const kf_tensor* inputs")) << "the ABI header";
+  EXPECT_TRUE(has(text, "| inputs[0] | x | input | [64, 32]")) << "the ABI table";
+  EXPECT_TRUE(has(text, "x [17, 32] -> y [17, 32]")) << "the shape variants";
+  EXPECT_TRUE(has(text, "Workflow that wins")) << "the skills guide (configs/skills/cpu.md)";
+  const json& data = r.observation.data;
+  ASSERT_EQ(data["messages"].size(), 2u);
+  EXPECT_EQ(data["messages"][0]["role"], "system");
+  std::vector<std::string> tools;
+  for (const auto& t : data["tools"]) tools.push_back(t["function"]["name"]);
+  ASSERT_GE(tools.size(), 4u);
+  EXPECT_EQ(std::vector<std::string>(tools.begin(), tools.begin() + 4),
+            (std::vector<std::string>{"compile", "verify", "profile", "submit"}));
+  EXPECT_EQ(r.info["seed"], 7);
+  EXPECT_EQ(r.info["task_id"], "test/scale_bias_relu");
+}
+
+TEST_F(EnvTest, CorrectSubmitEarnsAPositiveRewardAndEndsTheEpisode) {
+  env().reset(task_);
+  const StepResult r = env().step(make_action(ActionType::kSubmit, "correct"));
+  expect_complete_info(r);
+  EXPECT_TRUE(r.terminated);
+  EXPECT_FALSE(r.truncated);
+  EXPECT_GT(r.reward, 0.0) << r.observation.text;
+  EXPECT_EQ(r.info["measurement"]["outcome"], "correct");
+  EXPECT_GT(r.info["measurement"]["speedup_eager"].get<double>(), 0.0);
+  EXPECT_TRUE(r.info["eval_report"]["timing"]["candidate"].contains("p25_ms"));
+  EXPECT_TRUE(has(r.observation.text, "Correct")) << r.observation.text;
+  EXPECT_TRUE(has(r.observation.text, "p25-p75")) << r.observation.text;
+  EXPECT_TRUE(r.info["final"].get<bool>());
+  // Gymnasium: the episode is over; stepping it again is the caller's error.
+  EXPECT_THROW(env().step(make_action(ActionType::kCompile, "correct")), InputError);
+}
+
+TEST_F(EnvTest, WrongCandidateGetsMismatchStatistics) {
+  env().reset(task_);
+  const StepResult r = env().step(make_action(ActionType::kVerify, "wrong"));
+  expect_complete_info(r);
+  EXPECT_FALSE(r.terminated);
+  EXPECT_EQ(r.info["measurement"]["outcome"], "wrong");
+  EXPECT_TRUE(has(r.observation.text, "Mismatch in")) << r.observation.text;
+  ASSERT_TRUE(r.observation.data.contains("correctness")) << r.observation.data.dump(2);
+  const json& failure = r.observation.data["correctness"]["failures"][0];
+  EXPECT_GT(failure["max_abs_err"].get<double>(), 1e-5);
+  // Only the per-step shaping is paid before the episode ends.
+  EXPECT_LE(r.reward, 0.0);
+  EXPECT_EQ(r.info["reward_components"].size(), 2u) << "total and turn_cost";
+
+  const StepResult s = env().step(make_action(ActionType::kSubmit));  // acts on the wrong solution
+  EXPECT_TRUE(s.terminated);
+  EXPECT_LT(s.reward, 0.0);
+  EXPECT_EQ(s.info["measurement"]["outcome"], "wrong");
+}
+
+TEST_F(EnvTest, CompileErrorReturnsDiagnostics) {
+  env().reset(task_);
+  const StepResult r = env().step(make_action(ActionType::kCompile, "compile_error"));
+  expect_complete_info(r);
+  EXPECT_EQ(r.info["measurement"]["outcome"], "compile_error");
+  EXPECT_EQ(r.info["measurement"]["compile_errors_so_far"], 1);
+  EXPECT_TRUE(has(r.observation.text, "Compilation failed")) << r.observation.text;
+  EXPECT_TRUE(has(r.observation.text, "undeclared_scale")) << r.observation.text;
+  EXPECT_FALSE(r.observation.data["compile"]["diagnostics"].get<std::string>().empty());
+}
+
+TEST_F(EnvTest, CrashIsAnObservationAndTheEnvKeepsWorking) {
+  env().reset(task_);
+  const StepResult r = env().step(make_action(ActionType::kVerify, "crash"));
+  EXPECT_EQ(r.info["measurement"]["outcome"], "crash") << r.observation.text;
+  EXPECT_TRUE(r.observation.data.contains("crash")) << r.observation.data.dump(2);
+  const StepResult next = env().step(make_action(ActionType::kVerify, "correct"));
+  EXPECT_EQ(next.info["measurement"]["outcome"], "correct") << next.observation.text;
+}
+
+TEST_F(EnvTest, ActionsWithoutSourceActOnTheLastSolution) {
+  env().reset(task_);
+  const StepResult first =
+      env().step_tool_call({{"name", "compile"}, {"arguments", json{{"source", candidate("correct").source}}.dump()}});
+  EXPECT_EQ(first.info["measurement"]["compiled"], true) << first.observation.text;
+  const StepResult second = env().step_tool_call({{"name", "verify"}, {"arguments", "{}"}});
+  EXPECT_EQ(second.info["measurement"]["outcome"], "correct") << second.observation.text;
+  EXPECT_EQ(second.info["solution_hash"], first.info["solution_hash"]);
+  EXPECT_TRUE(second.info["cache_hit"].get<bool>()) << "the same solution is not compiled twice";
+}
+
+TEST_F(EnvTest, NoSolutionYetIsAnObservationThatCostsATurn) {
+  env().reset(task_);
+  const StepResult r = env().step_tool_call({{"name", "verify"}, {"arguments", "{}"}});
+  expect_complete_info(r);
+  EXPECT_EQ(r.info["error"]["kind"], "no_solution");
+  EXPECT_TRUE(has(r.observation.text, "source")) << r.observation.text;
+  EXPECT_EQ(r.info["budget"]["turns_used"], 1);
+  EXPECT_FALSE(r.terminated);
+}
+
+TEST_F(EnvTest, MalformedToolCallIsAnErrorObservation) {
+  env().reset(task_);
+  const StepResult r = env().step_tool_call({{"name", "verify"}, {"arguments", "{\"source\": \"int x"}});
+  expect_complete_info(r);
+  EXPECT_EQ(r.info["error"]["kind"], "invalid_action");
+  EXPECT_TRUE(has(r.observation.text, "Invalid tool call")) << r.observation.text;
+  EXPECT_TRUE(has(r.observation.text, "not valid JSON")) << r.observation.text;
+  EXPECT_EQ(r.info["budget"]["turns_used"], 1);
+
+  const StepResult u = env().step_tool_call({{"name", "sumbit"}, {"arguments", "{}"}});
+  EXPECT_TRUE(has(u.observation.text, "did you mean \"submit\"")) << u.observation.text;
+  EXPECT_FALSE(u.terminated);
+  EXPECT_EQ(u.info["budget"]["turns_used"], 2);
+}
+
+TEST_F(EnvTest, TruncationAtMaxTurnsScoresTheLastSolution) {
+  config_.max_turns = 2;
+  env().reset(task_);
+  const StepResult a = env().step(make_action(ActionType::kCompile, "correct"));
+  EXPECT_FALSE(a.truncated);
+  const StepResult b = env().step(make_action(ActionType::kCompile));
+  EXPECT_TRUE(b.truncated);
+  EXPECT_FALSE(b.terminated);
+  EXPECT_EQ(b.info["truncation_reason"], "max_turns");
+  EXPECT_TRUE(b.info["final_evaluation"]["auto_submitted"].get<bool>());
+  EXPECT_EQ(b.info["final_evaluation"]["measurement"]["outcome"], "correct");
+  EXPECT_GT(b.reward, 0.0) << b.observation.text;
+  EXPECT_TRUE(has(b.observation.text, "evaluated as your submission")) << b.observation.text;
+  EXPECT_THROW(env().step(make_action(ActionType::kCompile)), InputError);
+}
+
+TEST_F(EnvTest, TruncationWithoutAutoSubmitCountsAsFailure) {
+  config_.max_turns = 1;
+  config_.reward.on_truncation = TruncationReward::kFail;
+  env().reset(task_);
+  const StepResult r = env().step(make_action(ActionType::kVerify, "correct"));
+  EXPECT_TRUE(r.truncated);
+  EXPECT_FALSE(r.info["final_evaluation"]["auto_submitted"].get<bool>());
+  EXPECT_LT(r.reward, 0.0);
+  EXPECT_TRUE(has(r.observation.text, "counts as failed")) << r.observation.text;
+}
+
+TEST_F(EnvTest, TimeBudgetTruncates) {
+  config_.time_budget_s = 0.0001;  // any evaluation uses more
+  env().reset(task_);
+  const StepResult r = env().step(make_action(ActionType::kVerify, "correct"));
+  EXPECT_TRUE(r.truncated);
+  EXPECT_EQ(r.info["truncation_reason"], "time_budget");
+  EXPECT_GT(r.info["budget"]["time_used_s"].get<double>(), 0.0001);
+}
+
+TEST_F(EnvTest, EveryStepPaysItsFullRewardWhenConfigured) {
+  config_.reward.paid_on = RewardPaidOn::kEveryStep;
+  env().reset(task_);
+  const StepResult r = env().step(make_action(ActionType::kProfile, "correct"));
+  EXPECT_FALSE(r.terminated);
+  EXPECT_GT(r.reward, 0.0);
+  EXPECT_EQ(r.info["reward_components"], r.info["step_reward"]);
+}
+
+TEST_F(EnvTest, AnalysisToolsFromTheRegistryAreOfferedAndRun) {
+  register_source_stats();
+  const ResetResult reset = env().reset(task_);
+  EXPECT_TRUE(has(reset.observation.text, "`source_stats`")) << "offered in the prompt";
+  bool offered = false;
+  for (const auto& t : reset.observation.data["tools"]) offered |= t["function"]["name"] == "source_stats";
+  EXPECT_TRUE(offered);
+
+  env().step(make_action(ActionType::kCompile, "correct"));
+  const StepResult r = env().step_tool_call({{"name", "source_stats"}, {"arguments", {{"verbose", true}}}});
+  expect_complete_info(r);
+  EXPECT_EQ(r.info["action"], "analyze");
+  EXPECT_TRUE(has(r.observation.text, "source_stats: 19 lines")) << r.observation.text;
+  EXPECT_TRUE(has(r.observation.text, "keep kf_forward short")) << r.observation.text;
+  EXPECT_GT(r.observation.data["analysis"]["result"]["facts"]["artifact_bytes"].get<int64_t>(), 0);
+
+  // Bad arguments come back from the registry as an observation.
+  const StepResult bad = env().step_tool_call({{"name", "source_stats"}, {"arguments", {{"verbose", 3}}}});
+  EXPECT_TRUE(has(bad.observation.text, "bad arguments")) << bad.observation.text;
+}
+
+TEST_F(EnvTest, SystemFailureIsNotTheCandidatesFault) {
+  // No judge where the executor is told to look: every evaluation fails for
+  // reasons of the system, which must not cost the policy a turn or reward.
+  config_.tools_dir = std::filesystem::path(KFORGE_BINARY_DIR) / "tests/gym/empty-tools-dir";
+  std::filesystem::create_directories(config_.tools_dir);
+  env().reset(task_);
+  const StepResult r = env().step(make_action(ActionType::kSubmit, "correct"));
+  expect_complete_info(r);
+  EXPECT_EQ(r.info["error"]["kind"], "system") << r.observation.text;
+  EXPECT_FALSE(r.terminated);
+  EXPECT_FALSE(r.info["counted_turn"].get<bool>());
+  EXPECT_EQ(r.info["budget"]["turns_used"], 0);
+  EXPECT_DOUBLE_EQ(r.reward, 0.0);
+  EXPECT_TRUE(has(r.observation.text, "not your fault")) << r.observation.text;
+}
+
+TEST_F(EnvTest, ResetStartsAFreshEpisode) {
+  env().reset(task_);
+  env().step(make_action(ActionType::kSubmit, "correct"));
+  const ResetResult again = env().reset(task_, 1);
+  EXPECT_EQ(again.info["episode"], 2);
+  // The new episode has no solution yet.
+  const StepResult r = env().step(make_action(ActionType::kVerify));
+  EXPECT_EQ(r.info["error"]["kind"], "no_solution");
+  EXPECT_EQ(r.info["turn"], 0);
+}
+
+}  // namespace
+}  // namespace kforge::env
