@@ -240,9 +240,11 @@ TEST_F(EnvTest, TimeBudgetTruncates) {
 TEST_F(EnvTest, EveryStepPaysItsFullRewardWhenConfigured) {
   config_.reward.paid_on = RewardPaidOn::kEveryStep;
   env().reset(task_);
-  const StepResult r = env().step(make_action(ActionType::kProfile, "correct"));
+  // A wrong candidate, so the value does not depend on how noisy this machine's
+  // timing is: the failure value is paid now, not deferred to the final step.
+  const StepResult r = env().step(make_action(ActionType::kProfile, "wrong"));
   EXPECT_FALSE(r.terminated);
-  EXPECT_GT(r.reward, 0.0);
+  EXPECT_LT(r.reward, -0.5);
   EXPECT_EQ(r.info["reward_components"], r.info["step_reward"]);
 }
 
