@@ -1,0 +1,107 @@
+// The env server (DESIGN.md §5): one EnvPool exposed over a ZeroMQ ROUTER
+// socket with MessagePack messages, for trainers that run their own agent loop
+// (the Python `kforge.RemoteEnv` is its client). Protocol:
+// trainer_bridge/PROTOCOL.md.
+//
+//   ServerConfig config;
+//   config.env = load_env_config("cpu");
+//   config.bind = "tcp://127.0.0.1:0";      // port 0: any free port
+//   Server server(std::move(config));       // binds; the judge is up
+//   std::cout << server.endpoint();         // tcp://127.0.0.1:41234
+//   std::thread t([&] { server.run(); });   // until stop()
+//   ...
+//   server.stop(); t.join();
+//
+// Threads: run() owns the sockets and never waits on a step: EnvPool::send
+// returns at once, a completion thread blocks in EnvPool::recv and wakes the
+// socket loop through an inproc socket for every finished step, so a reply
+// leaves as soon as its step is done, in completion order (replies to one
+// client may come out of order; they carry the request id).
+//
+// Clients are told apart by their ZeroMQ routing id. An env belongs to the
+// client that made it; other clients get unknown_env for it. A client whose
+// routing id can no longer be reached (a reply bounced) or that sent nothing
+// and had nothing in flight for idle_timeout_s loses its envs; replies to it
+// are dropped.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kforge/core/document.h"
+#include "kforge/core/task_spec.h"
+#include "kforge/env/env_config.h"
+#include "kforge/env/env_pool.h"
+
+namespace kforge::env {
+
+struct ServerConfig {
+  EnvConfig env;
+  int num_envs = 8;
+  // A ZeroMQ endpoint. Port 0 or "*" picks a free port (see endpoint()).
+  // Anything but loopback, ipc:// or inproc:// is reachable from other hosts
+  // and logs a warning: there is no authentication yet (CurveZMQ is planned).
+  std::string bind = "tcp://127.0.0.1:5555";
+  // A client that sent nothing and had no request in flight for this long
+  // loses its envs. It must exceed the longest pause between a client's
+  // requests (an LLM's generation time); `ping` keeps a client alive. 0: never.
+  double idle_timeout_s = 900.0;
+  // Larger messages make ZeroMQ drop the connection (ZMQ_MAXMSGSIZE).
+  size_t max_message_bytes = 64u << 20;
+  // Steps one client may have in flight at once (one per env in any case).
+  int max_inflight_per_client = 256;
+  // On stop(): how long in-flight steps may still finish and be answered;
+  // those still running after it are answered with shutting_down.
+  double drain_timeout_s = 30.0;
+  // The task set that `reset` with a task_id and the `tasks` method read.
+  std::vector<TaskSpec> tasks;
+  std::string tasks_source;  // where the task set came from, for `hello`
+  // Where the server writes its log lines (one line each, no newline);
+  // default: stderr with a "kforge serve: " prefix.
+  std::function<void(const std::string&)> log;
+};
+
+class Server {
+ public:
+  // Builds the pool, binds the socket and waits for the judge to start, so
+  // the server is ready for requests when this returns. InputError for a bad
+  // config or an endpoint that cannot be bound.
+  explicit Server(ServerConfig config, EnvServices services = {});
+  // Stops (as stop() + the end of run()) if still running.
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // The endpoint actually bound, with the port filled in
+  // ("tcp://127.0.0.1:41234"); for "*" hosts, the address ZeroMQ reports.
+  const std::string& endpoint() const;
+  // What `hello` returns (versions, backend, device, tools, reward, limits).
+  json info() const;
+
+  // Serves until stop(); then stops accepting requests (answering them with
+  // shutting_down), lets in-flight steps finish for drain_timeout_s, answers
+  // the rest with shutting_down, and returns. Call at most once.
+  void run();
+  // Thread-safe and idempotent; returns at once (run() does the draining).
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Reads a task set: a .jsonl file (one task per line), a single task file
+// (.json/.yaml), or a directory holding task files and/or sub-directories with
+// a task.json (the examples/ layout). InputError naming the file and line for
+// a bad task or a duplicate id.
+std::vector<TaskSpec> load_task_set(const std::filesystem::path& path);
+
+// True for endpoints only this host can reach: tcp:// on a loopback address
+// (127.0.0.0/8, ::1, localhost, lo), ipc:// and inproc://.
+bool is_local_endpoint(const std::string& endpoint);
+
+}  // namespace kforge::env

@@ -1,0 +1,909 @@
+#include "kforge/env/server.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <utility>
+#include <zmq.hpp>
+
+#include "kforge/core/action.h"
+#include "kforge/core/solution.h"
+#include "protocol.h"
+
+#ifndef KFORGE_VERSION
+#define KFORGE_VERSION "0.0.0"
+#endif
+
+namespace kforge::env {
+namespace {
+
+using protocol::ErrorCode;
+using protocol::ProtocolError;
+using Clock = std::chrono::steady_clock;
+
+const std::vector<std::string> kMethods = {"hello", "ping", "make", "reset", "step", "close", "tasks"};
+
+// Housekeeping (idle clients) runs this often at most; it is not on the path
+// of any reply.
+constexpr std::chrono::milliseconds kHousekeeping{500};
+// Requests handled per wake-up before completions get their turn, so a flood
+// from one client cannot hold finished steps back.
+constexpr int kRequestsPerTurn = 256;
+
+// Where a reply goes: the client's routing id, and whether it framed its
+// request REQ-style with an empty delimiter (then the reply must be too).
+struct Envelope {
+  std::string routing_id;
+  bool delimiter = false;
+};
+
+struct Peer {
+  Clock::time_point last_seen;
+  int inflight = 0;
+  std::set<int> envs;
+};
+
+struct Slot {
+  bool held = false;
+  std::string owner;  // routing id of the client that made it
+  bool has_episode = false;
+  bool finished = false;  // the last step terminated or truncated the episode
+  bool busy = false;      // a step is in flight
+  uint64_t request_id = 0;
+  Envelope reply_to;
+  // The step in flight outlived its reason to be answered or kept: free the
+  // slot when it returns (orphan: the client is gone, the reply is dropped;
+  // closing: close() came during the step, the reply is still sent).
+  bool orphan = false;
+  bool closing = false;
+};
+
+std::string printable_id(const std::string& id) {
+  const bool text = !id.empty() && std::all_of(id.begin(), id.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+  if (text) return id;
+  static const char* kHex = "0123456789abcdef";
+  std::string hex = "0x";
+  for (unsigned char c : id) {
+    hex += kHex[c >> 4];
+    hex += kHex[c & 15];
+  }
+  return hex;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string s;
+  for (const auto& i : items) s += (s.empty() ? "" : ", ") + i;
+  return s;
+}
+
+void default_log(const std::string& line) { std::fprintf(stderr, "kforge serve: %s\n", line.c_str()); }
+
+// Params are read through ObjectReader like every other input, so unknown
+// keys and wrong types are reported with their field.
+template <class F>
+auto reading_params(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const InputError& e) {
+    throw protocol::from_input_error(e, ErrorCode::kBadRequest, "params", "/params");
+  }
+}
+
+// A solution object from the wire. "source_file" is refused: it would read
+// files of the server's host on behalf of a remote client.
+Solution wire_solution(const json& value, SolutionMode default_mode, const std::string& pointer) {
+  if (value.is_object() && value.contains("source_file")) {
+    throw ProtocolError(ErrorCode::kBadRequest,
+                        "field " + pointer + "/source_file: not accepted over the wire; send the code as \"source\"",
+                        pointer + "/source_file");
+  }
+  json v = value;
+  if (v.is_object() && !v.contains("mode")) v["mode"] = solution_mode_name(default_mode);
+  try {
+    return parse_solution(Document::from_value(v, "solution"));
+  } catch (const InputError& e) {
+    throw protocol::from_input_error(e, ErrorCode::kBadRequest, "solution", pointer);
+  }
+}
+
+}  // namespace
+
+bool is_local_endpoint(const std::string& endpoint) {
+  const size_t scheme_end = endpoint.find("://");
+  if (scheme_end == std::string::npos) return false;
+  const std::string scheme = endpoint.substr(0, scheme_end);
+  if (scheme == "ipc" || scheme == "inproc") return true;
+  if (scheme != "tcp") return false;
+  std::string rest = endpoint.substr(scheme_end + 3);
+  // "tcp://source;host:port" binds to `host`.
+  if (size_t semi = rest.find(';'); semi != std::string::npos) rest = rest.substr(semi + 1);
+  const size_t colon = rest.rfind(':');
+  std::string host = colon == std::string::npos ? rest : rest.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host == "localhost" || host == "lo" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+std::vector<TaskSpec> load_task_set(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  std::vector<TaskSpec> tasks;
+  std::map<std::string, std::string> first_seen;
+  auto add = [&](TaskSpec task, const std::string& origin) {
+    auto [it, inserted] = first_seen.emplace(task.id, origin);
+    if (!inserted) {
+      throw InputError(origin + ": duplicate task id \"" + task.id + "\" (also in " + it->second + ")");
+    }
+    tasks.push_back(std::move(task));
+  };
+  auto load_file = [&](const fs::path& file) {
+    if (file.extension() != ".jsonl") {
+      add(load_task(file), file.string());
+      return;
+    }
+    const std::string text = read_text_file(file);
+    size_t line_no = 0;
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      const std::string line = text.substr(start, end - start);
+      start = end + 1;
+      ++line_no;
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      const std::string origin = file.string() + ":" + std::to_string(line_no);
+      add(parse_task(Document::from_json_text(line, origin)), origin);
+    }
+  };
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw InputError(path.string() + ": no such file or directory (the task set)");
+  if (!fs::is_directory(path, ec)) {
+    load_file(path);
+  } else {
+    const std::set<std::string> task_ext = {".json", ".yaml", ".yml", ".jsonl"};
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(path)) {
+      if (entry.is_regular_file() && task_ext.count(entry.path().extension().string())) {
+        files.push_back(entry.path());
+      } else if (entry.is_directory()) {
+        for (const char* name : {"task.json", "task.yaml", "task.yml"}) {
+          if (fs::is_regular_file(entry.path() / name)) files.push_back(entry.path() / name);
+        }
+      }
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) load_file(f);
+  }
+  if (tasks.empty()) {
+    throw InputError(path.string() +
+                     ": no tasks found (expected a .jsonl file, a task file, or a directory of task files or of "
+                     "folders with a task.json)");
+  }
+  return tasks;
+}
+
+struct Server::Impl {
+  ServerConfig config;
+  std::shared_ptr<Executor> executor;
+  std::unique_ptr<EnvPool> pool;
+  std::map<std::string, const TaskSpec*> task_index;
+  std::string device_name;
+  json static_info;
+
+  zmq::context_t ctx;
+  zmq::socket_t router;
+  zmq::socket_t wake;  // PULL: one empty message per batch of finished steps, and from stop()
+  std::string wake_endpoint;
+  std::string endpoint;
+
+  // Socket-thread state.
+  std::map<std::string, Peer> peers;
+  std::vector<Slot> slots;
+  std::vector<std::string> gone;  // routing ids found unreachable, handled between requests
+  bool draining = false;
+  Clock::time_point last_housekeeping;
+  Clock::time_point started = Clock::now();
+
+  // Handoff between the completion thread and the socket thread.
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t outstanding = 0;  // steps sent to the pool and not yet taken by recv()
+  bool completion_stop = false;
+  std::deque<EnvStep> finished_steps;
+  std::thread completion;
+
+  std::atomic<bool> stop_requested{false};
+  std::atomic<bool> ran{false};
+  std::atomic<bool> run_done{false};
+
+  Impl(ServerConfig c, EnvServices services);
+  void log(const std::string& line) const { config.log ? config.log(line) : default_log(line); }
+
+  void run();
+  void completion_loop();
+  // One turn of the socket loop: wait up to `timeout` for requests or
+  // finished steps, handle them, and do the housekeeping that is due.
+  void serve_once(std::chrono::milliseconds timeout);
+  void wake_up();
+  void receive_one();
+  void handle(const Envelope& from, std::string_view payload);
+  void dispatch(Peer& peer, const Envelope& from, const protocol::Request& req);
+  void send_reply(const Envelope& to, const std::string& payload);
+  void deliver_completions();
+  void release(int env_id);
+  void forget_peer(const std::string& routing_id, const std::string& why);
+  void housekeeping();
+  size_t busy_count() const;
+  size_t held_count() const;
+
+  Slot& owned_slot(const Peer& peer, const std::string& routing_id, const json& params);
+  json do_hello(const Peer& peer, const json& params);
+  json do_make(Peer& peer, const std::string& routing_id, const json& params);
+  json do_reset(Peer& peer, const std::string& routing_id, const json& params);
+  // Replies later, when the step finishes.
+  void do_step(Peer& peer, const Envelope& from, uint64_t id, const json& params);
+  json do_close(Peer& peer, const std::string& routing_id, const json& params);
+  json do_tasks(const json& params) const;
+};
+
+Server::Impl::Impl(ServerConfig c, EnvServices services) : config(std::move(c)), ctx(1) {
+  if (config.num_envs < 1) throw InputError("serve: --envs must be at least 1, got " + std::to_string(config.num_envs));
+  if (config.max_inflight_per_client < 1) {
+    throw InputError("serve: the in-flight limit per client must be at least 1");
+  }
+  for (const auto& t : config.tasks) {
+    if (!task_index.emplace(t.id, &t).second) throw InputError("serve: duplicate task id \"" + t.id + "\"");
+  }
+  // Bind first: a taken port should fail before the judge is started.
+  router = zmq::socket_t(ctx, zmq::socket_type::router);
+  // Bounced replies (EHOSTUNREACH) are how a vanished client is noticed at once.
+  router.set(zmq::sockopt::router_mandatory, 1);
+  // A client that reconnects under the same routing id takes its identity back.
+  router.set(zmq::sockopt::router_handover, 1);
+  router.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(config.max_message_bytes));
+  router.set(zmq::sockopt::linger, 1000);
+  try {
+    router.bind(config.bind);
+  } catch (const zmq::error_t& e) {
+    throw InputError("serve: cannot bind " + config.bind + ": " + e.what());
+  }
+  endpoint = router.get(zmq::sockopt::last_endpoint);
+  if (!is_local_endpoint(config.bind)) {
+    log("warning: " + endpoint +
+        " is reachable from other hosts and CurveZMQ authentication is not configured yet: anyone who can reach it "
+        "can run code in the sandbox");
+  }
+  wake = zmq::socket_t(ctx, zmq::socket_type::pull);
+  wake_endpoint = "inproc://kforge-server-wake-" + std::to_string(reinterpret_cast<uintptr_t>(this));
+  wake.bind(wake_endpoint);
+
+  // The server builds the executor itself (unless given one) so that it can
+  // wait for the judge before declaring itself ready.
+  if (!services.executor) {
+    ExecutorConfig ec;
+    ec.backend = config.env.backend;
+    ec.device = config.env.device;
+    ec.tools_dir = config.env.tools_dir;
+    ec.scratch_dir = config.env.scratch_dir;
+    services.executor = make_executor(ec);
+  }
+  executor = services.executor;
+  pool = std::make_unique<EnvPool>(config.env, config.num_envs, services);
+  device_name = executor->device_name();
+  if (device_name.empty()) log("warning: the judge did not start; steps will report system errors");
+  slots.resize(static_cast<size_t>(config.num_envs));
+
+  const json env_json = to_json(config.env);
+  json modes = json::array();
+  for (SolutionMode m : pool->tools().modes()) modes.push_back(solution_mode_name(m));
+  static_info = {
+      {"server", "kforge"},
+      {"server_version", KFORGE_VERSION},
+      {"protocol_version", protocol::kVersion},
+      {"backend", backend_name(config.env.backend)},
+      {"device", {{"index", config.env.device}, {"name", device_name}}},
+      {"solution_mode", solution_mode_name(config.env.default_mode)},
+      {"modes", modes},
+      {"tools", pool->tools().definitions()},
+      {"reward", env_json["reward"]},
+      {"episode", env_json["episode"]},
+      {"config_source", config.env.source},
+      {"limits",
+       {{"num_envs", config.num_envs},
+        {"max_message_bytes", config.max_message_bytes},
+        {"max_inflight_per_client", config.max_inflight_per_client},
+        {"idle_timeout_s", config.idle_timeout_s}}},
+      {"tasks", {{"count", config.tasks.size()}, {"source", config.tasks_source}}},
+      {"methods", kMethods},
+      {"error_codes", protocol::error_code_names()},
+  };
+}
+
+void Server::Impl::wake_up() {
+  zmq::socket_t push(ctx, zmq::socket_type::push);
+  push.set(zmq::sockopt::linger, 0);
+  push.connect(wake_endpoint);
+  (void)push.send(zmq::message_t(), zmq::send_flags::dontwait);
+}
+
+void Server::Impl::completion_loop() {
+  zmq::socket_t push(ctx, zmq::socket_type::push);
+  push.set(zmq::sockopt::linger, 0);
+  push.connect(wake_endpoint);
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [this] { return completion_stop || outstanding > 0; });
+      if (completion_stop) return;
+    }
+    // The timeout only bounds how long a stop waits; a finished step wakes
+    // recv() at once.
+    std::vector<EnvStep> steps = pool->recv(1, std::chrono::milliseconds(200), 64);
+    if (steps.empty()) continue;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      outstanding -= steps.size();
+      for (auto& s : steps) finished_steps.push_back(std::move(s));
+    }
+    // A full queue means wake-ups are already pending; nothing is lost.
+    (void)push.send(zmq::message_t(), zmq::send_flags::dontwait);
+  }
+}
+
+size_t Server::Impl::busy_count() const {
+  return static_cast<size_t>(std::count_if(slots.begin(), slots.end(), [](const Slot& s) { return s.busy; }));
+}
+
+size_t Server::Impl::held_count() const {
+  return static_cast<size_t>(std::count_if(slots.begin(), slots.end(), [](const Slot& s) { return s.held; }));
+}
+
+void Server::Impl::run() {
+  completion = std::thread([this] { completion_loop(); });
+  last_housekeeping = Clock::now();
+  Clock::time_point drain_deadline;
+  for (;;) {
+    if (stop_requested.load() && !draining) {
+      draining = true;
+      drain_deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(config.drain_timeout_s * 1000));
+      log("stopping: " + std::to_string(busy_count()) + " step(s) in flight");
+    }
+    if (draining && (busy_count() == 0 || Clock::now() >= drain_deadline)) break;
+
+    auto timeout = kHousekeeping;
+    if (draining) {
+      timeout = std::min(timeout, std::chrono::duration_cast<std::chrono::milliseconds>(drain_deadline - Clock::now()));
+      timeout = std::max(timeout, std::chrono::milliseconds(1));
+    }
+    try {
+      serve_once(timeout);
+    } catch (const std::exception& e) {
+      // Each request is answered or logged on its own; what reaches here is a
+      // bug of ours, and one bad turn must not end the server.
+      log(std::string("internal error in the server loop: ") + e.what());
+    }
+  }
+
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    completion_stop = true;
+  }
+  cv.notify_all();
+  completion.join();
+  deliver_completions();
+  size_t cancelled = 0;
+  for (Slot& s : slots) {
+    if (!s.busy || s.orphan) continue;
+    send_reply(s.reply_to,
+               protocol::encode_error(s.request_id, ErrorCode::kShuttingDown,
+                                      "the server stopped before this step finished; the step was cancelled"));
+    ++cancelled;
+  }
+  if (cancelled > 0) log("cancelled " + std::to_string(cancelled) + " step(s) still in flight");
+  router.close();  // linger flushes the last replies
+  wake.close();
+  log("stopped");
+}
+
+void Server::Impl::serve_once(std::chrono::milliseconds timeout) {
+  zmq::pollitem_t items[] = {{router.handle(), 0, ZMQ_POLLIN, 0}, {wake.handle(), 0, ZMQ_POLLIN, 0}};
+  try {
+    zmq::poll(items, 2, timeout);
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EINTR) return;
+    throw;
+  }
+  if (items[1].revents & ZMQ_POLLIN) {
+    zmq::message_t m;
+    while (wake.recv(m, zmq::recv_flags::dontwait)) {
+    }
+    deliver_completions();
+  }
+  if (items[0].revents & ZMQ_POLLIN) {
+    for (int i = 0; i < kRequestsPerTurn && (router.get(zmq::sockopt::events) & ZMQ_POLLIN); ++i) receive_one();
+  }
+  for (const auto& id : std::exchange(gone, {})) forget_peer(id, "unreachable (a reply bounced)");
+  if (Clock::now() - last_housekeeping >= kHousekeeping) housekeeping();
+}
+
+void Server::Impl::receive_one() {
+  std::vector<zmq::message_t> frames;
+  for (;;) {
+    zmq::message_t m;
+    if (!router.recv(m, zmq::recv_flags::dontwait)) break;
+    const bool more = m.more();
+    frames.push_back(std::move(m));
+    if (!more) break;
+  }
+  if (frames.empty()) return;
+  Envelope from;
+  from.routing_id = frames[0].to_string();
+  // DEALER: [id, payload]; REQ: [id, "", payload].
+  if (frames.size() == 2) {
+    handle(from, frames[1].to_string_view());
+  } else if (frames.size() == 3 && frames[1].size() == 0) {
+    from.delimiter = true;
+    handle(from, frames[2].to_string_view());
+  } else {
+    log("malformed message from " + printable_id(from.routing_id) + ": " + std::to_string(frames.size() - 1) +
+        " frames");
+    send_reply(from, protocol::encode_error(nullptr, ErrorCode::kBadRequest,
+                                            "expected exactly one frame holding one MessagePack map, got " +
+                                                std::to_string(frames.size() - 1) + " frames"));
+  }
+}
+
+void Server::Impl::handle(const Envelope& from, std::string_view payload) {
+  json id;
+  try {
+    const protocol::Request req = protocol::decode_request(payload, &id);
+    Peer& peer = peers[from.routing_id];
+    peer.last_seen = Clock::now();
+    if (draining) throw ProtocolError(ErrorCode::kShuttingDown, "the server is shutting down");
+    if (std::find(kMethods.begin(), kMethods.end(), req.method) == kMethods.end()) {
+      const std::string hint = closest_match(req.method, kMethods);
+      throw ProtocolError(ErrorCode::kUnknownMethod,
+                          "unknown method \"" + req.method + "\"" +
+                              (hint.empty() ? "" : " (did you mean \"" + hint + "\"?)") +
+                              "; methods: " + join(kMethods),
+                          "/method");
+    }
+    dispatch(peer, from, req);
+    return;
+  } catch (const ProtocolError& e) {
+    if (id.is_null()) log("unroutable request from " + printable_id(from.routing_id) + ": " + e.what());
+    send_reply(from, protocol::encode_error(id, e));
+  } catch (const InputError& e) {
+    send_reply(from, protocol::encode_error(id, ErrorCode::kBadRequest, e.what()));
+  } catch (const std::exception& e) {
+    log(std::string("internal error: ") + e.what());
+    send_reply(from, protocol::encode_error(id, ErrorCode::kInternal, std::string("server error: ") + e.what()));
+  }
+}
+
+void Server::Impl::dispatch(Peer& peer, const Envelope& from, const protocol::Request& req) {
+  const std::string& m = req.method;
+  if (m == "step") {
+    do_step(peer, from, req.id, req.params);  // replies when the step finishes
+    return;
+  }
+  json result;
+  if (m == "hello") {
+    result = do_hello(peer, req.params);
+  } else if (m == "ping") {
+    reading_params([&] {
+      Document doc = Document::from_value(req.params, "params");
+      doc.root_object().finish();
+      return 0;
+    });
+    result = {{"envs", peer.envs}, {"uptime_s", std::chrono::duration<double>(Clock::now() - started).count()}};
+  } else if (m == "make") {
+    result = do_make(peer, from.routing_id, req.params);
+  } else if (m == "reset") {
+    result = do_reset(peer, from.routing_id, req.params);
+  } else if (m == "close") {
+    result = do_close(peer, from.routing_id, req.params);
+  } else if (m == "tasks") {
+    result = do_tasks(req.params);
+  }
+  send_reply(from, protocol::encode_result(req.id, result));
+}
+
+Slot& Server::Impl::owned_slot(const Peer& peer, const std::string& routing_id, const json& params) {
+  const int64_t env_id = reading_params([&] {
+    Document doc = Document::from_value(params, "params");
+    return doc.root_object().required("env_id").as_int();
+  });
+  if (env_id < 0 || env_id >= config.num_envs || !slots[static_cast<size_t>(env_id)].held ||
+      slots[static_cast<size_t>(env_id)].owner != routing_id || slots[static_cast<size_t>(env_id)].closing ||
+      slots[static_cast<size_t>(env_id)].orphan) {
+    throw ProtocolError(ErrorCode::kUnknownEnv,
+                        "env " + std::to_string(env_id) +
+                            " is not held by this client (make one first; envs of a client that was idle for "
+                            "longer than the idle timeout are released)",
+                        "/params/env_id");
+  }
+  return slots[static_cast<size_t>(env_id)];
+}
+
+json Server::Impl::do_hello(const Peer& peer, const json& params) {
+  reading_params([&] {
+    Document doc = Document::from_value(params, "params");
+    ObjectReader r = doc.root_object();
+    if (auto f = r.optional("client")) f->as_string();  // a name for the client's own logs; not used here
+    r.finish();
+    return 0;
+  });
+  json info = static_info;
+  const size_t held = held_count();
+  info["envs"] = {{"total", config.num_envs}, {"held", held}, {"free", static_cast<size_t>(config.num_envs) - held}};
+  info["client_envs"] = peer.envs;
+  return info;
+}
+
+json Server::Impl::do_make(Peer& peer, const std::string& routing_id, const json& params) {
+  reading_params([&] {
+    Document doc = Document::from_value(params, "params");
+    doc.root_object().finish();
+    return 0;
+  });
+  auto it = std::find_if(slots.begin(), slots.end(), [](const Slot& s) { return !s.held; });
+  if (it == slots.end()) {
+    std::set<std::string> owners;
+    for (const Slot& s : slots) owners.insert(s.owner);
+    throw ProtocolError(ErrorCode::kPoolFull, "all " + std::to_string(config.num_envs) + " envs are held (by " +
+                                                  std::to_string(owners.size()) +
+                                                  " client(s)); close envs, or start the server with more --envs");
+  }
+  const int env_id = static_cast<int>(it - slots.begin());
+  *it = Slot{};
+  it->held = true;
+  it->owner = routing_id;
+  peer.envs.insert(env_id);
+  return {{"env_id", env_id}};
+}
+
+json Server::Impl::do_reset(Peer& peer, const std::string& routing_id, const json& params) {
+  Slot& slot = owned_slot(peer, routing_id, params);
+  const int env_id = static_cast<int>(&slot - slots.data());
+  struct Args {
+    std::optional<json> task;
+    std::string task_id;
+    bool has_task_id = false;
+    uint64_t seed = 0;
+    ResetOptions options;
+  };
+  Args a = reading_params([&] {
+    Args out;
+    Document doc = Document::from_value(params, "params");
+    ObjectReader r = doc.root_object();
+    r.allow("env_id");
+    if (auto f = r.optional("task")) {
+      f->as_object();
+      out.task = f->value();
+    }
+    if (auto f = r.optional("task_id")) {
+      out.task_id = f->as_string();
+      out.has_task_id = true;
+    }
+    if (auto f = r.optional("seed")) {
+      if (f->value().is_number_unsigned()) {
+        out.seed = f->value().get<uint64_t>();
+      } else {
+        out.seed = static_cast<uint64_t>(f->as_int_in(0, INT64_MAX));
+      }
+    }
+    if (auto f = r.optional("exemplars")) {
+      std::vector<Field> items = f->as_array();
+      for (size_t i = 0; i < items.size(); ++i) {
+        ObjectReader er = items[i].as_object();
+        Exemplar e;
+        Field sol = er.required("solution");
+        sol.as_object();
+        e.solution = wire_solution(sol.value(), config.env.default_mode, "/params" + sol.pointer());
+        e.speedup_eager = er.required("speedup_eager").as_nonnegative_number();
+        if (auto n = er.optional("note")) e.note = n->as_string();
+        er.finish();
+        out.options.exemplars.push_back(std::move(e));
+      }
+    }
+    r.finish();
+    return out;
+  });
+  if (a.task && a.has_task_id) {
+    throw ProtocolError(ErrorCode::kBadRequest, "give either \"task\" or \"task_id\", not both", "/params/task_id");
+  }
+  if (!a.task && !a.has_task_id) {
+    throw ProtocolError(ErrorCode::kBadRequest, "reset needs \"task\" (a task object) or \"task_id\"", "/params");
+  }
+  if (slot.busy) {
+    throw ProtocolError(ErrorCode::kEnvBusy,
+                        "env " + std::to_string(env_id) + " has a step in flight; wait for its reply before reset",
+                        "/params/env_id");
+  }
+  TaskSpec parsed;
+  const TaskSpec* task = nullptr;
+  if (a.task) {
+    try {
+      parsed = parse_task(Document::from_value(*a.task, "task"));
+    } catch (const InputError& e) {
+      throw protocol::from_input_error(e, ErrorCode::kInvalidTask, "task", "/params/task");
+    }
+    task = &parsed;
+  } else {
+    auto it = task_index.find(a.task_id);
+    if (it == task_index.end()) {
+      std::vector<std::string> ids;
+      for (const auto& kv : task_index) ids.push_back(kv.first);
+      const std::string hint = ids.size() <= 100000 ? closest_match(a.task_id, ids) : "";
+      throw ProtocolError(ErrorCode::kUnknownTask,
+                          "task_id \"" + a.task_id + "\" is not in the server's task set (" +
+                              std::to_string(ids.size()) + " tasks" +
+                              (config.tasks_source.empty() ? ", none loaded: start with --tasks" : "") + ")" +
+                              (hint.empty() ? "" : "; did you mean \"" + hint + "\"?"),
+                          "/params/task_id");
+    }
+    task = it->second;
+  }
+  ResetResult r;
+  try {
+    r = pool->reset(env_id, *task, a.seed, a.options);
+  } catch (const InputError& e) {
+    // The params and the slot were checked above: what is left is the task
+    // failing to type-check (shapes, dtypes, op attributes).
+    throw protocol::from_input_error(e, ErrorCode::kInvalidTask, "task", a.task ? "/params/task" : "/params/task_id");
+  }
+  slot.has_episode = true;
+  slot.finished = false;
+  return {{"observation", to_json(r.observation)}, {"info", std::move(r.info)}};
+}
+
+void Server::Impl::do_step(Peer& peer, const Envelope& from, uint64_t id, const json& params) {
+  Slot& slot = owned_slot(peer, from.routing_id, params);
+  const int env_id = static_cast<int>(&slot - slots.data());
+  struct Args {
+    std::optional<json> tool_call;
+    std::optional<json> action;
+    std::string action_pointer;
+  };
+  Args a = reading_params([&] {
+    Args out;
+    Document doc = Document::from_value(params, "params");
+    ObjectReader r = doc.root_object();
+    r.allow("env_id");
+    // Any value: what the policy produced is judged by the environment, and a
+    // malformed call is an observation for the policy, not an error.
+    if (r.has("tool_call")) out.tool_call = r.required("tool_call").value();
+    if (auto f = r.optional("action")) {
+      f->as_object();
+      out.action = f->value();
+    }
+    r.finish();
+    return out;
+  });
+  if (a.tool_call && a.action) {
+    throw ProtocolError(ErrorCode::kBadRequest, "give either \"tool_call\" or \"action\", not both", "/params/action");
+  }
+  if (!a.tool_call && !a.action) {
+    throw ProtocolError(ErrorCode::kBadRequest, "step needs \"tool_call\" (an OpenAI-style tool call) or \"action\"",
+                        "/params");
+  }
+  const std::string env = "env " + std::to_string(env_id);
+  if (slot.busy) {
+    throw ProtocolError(ErrorCode::kEnvBusy, env + " has a step in flight; wait for its reply", "/params/env_id");
+  }
+  if (!slot.has_episode) {
+    throw ProtocolError(ErrorCode::kNoEpisode, env + " has no episode; reset it first", "/params/env_id");
+  }
+  if (slot.finished) {
+    throw ProtocolError(ErrorCode::kEpisodeFinished, "the episode on " + env + " has finished; reset it",
+                        "/params/env_id");
+  }
+  if (peer.inflight >= config.max_inflight_per_client) {
+    throw ProtocolError(ErrorCode::kTooManyRequests, "this client has " + std::to_string(peer.inflight) +
+                                                         " steps in flight, the server's limit per client; wait "
+                                                         "for replies first");
+  }
+  if (a.action) {
+    json v = *a.action;
+    // Typed actions come from the trainer's code, so mistakes in them are
+    // errors for the trainer (unlike a policy's tool calls).
+    Action action;
+    try {
+      if (v.contains("solution") && v["solution"].is_object()) {
+        if (v["solution"].contains("source_file")) {
+          throw ProtocolError(ErrorCode::kInvalidAction,
+                              "field /params/action/solution/source_file: not accepted over the wire; send the code "
+                              "as \"source\"",
+                              "/params/action/solution/source_file");
+        }
+        if (!v["solution"].contains("mode")) v["solution"]["mode"] = solution_mode_name(config.env.default_mode);
+      }
+      action = parse_action(Document::from_value(v, "action"));
+    } catch (const InputError& e) {
+      throw protocol::from_input_error(e, ErrorCode::kInvalidAction, "action", "/params/action");
+    }
+    pool->send({action}, {env_id});
+  } else {
+    pool->send_tool_calls({*a.tool_call}, {env_id});
+  }
+  slot.busy = true;
+  slot.request_id = id;
+  slot.reply_to = from;
+  ++peer.inflight;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++outstanding;
+  }
+  cv.notify_one();
+}
+
+json Server::Impl::do_close(Peer& peer, const std::string& routing_id, const json& params) {
+  Slot& slot = owned_slot(peer, routing_id, params);
+  const int env_id = static_cast<int>(&slot - slots.data());
+  reading_params([&] {
+    Document doc = Document::from_value(params, "params");
+    ObjectReader r = doc.root_object();
+    r.allow("env_id");
+    r.finish();
+    return 0;
+  });
+  if (slot.busy) {
+    // The step's own reply still goes out; the env is freed after it.
+    slot.closing = true;
+  } else {
+    release(env_id);
+  }
+  return {{"env_id", env_id}, {"closed", true}};
+}
+
+json Server::Impl::do_tasks(const json& params) const {
+  size_t offset = 0;
+  size_t limit = SIZE_MAX;
+  reading_params([&] {
+    Document doc = Document::from_value(params, "params");
+    ObjectReader r = doc.root_object();
+    if (auto f = r.optional("offset")) offset = static_cast<size_t>(f->as_int_in(0, INT64_MAX));
+    if (auto f = r.optional("limit")) limit = static_cast<size_t>(f->as_int_in(0, INT64_MAX));
+    r.finish();
+    return 0;
+  });
+  json ids = json::array();
+  for (size_t i = offset; i < config.tasks.size() && static_cast<size_t>(ids.size()) < limit; ++i) {
+    ids.push_back(config.tasks[i].id);
+  }
+  return {{"count", config.tasks.size()},
+          {"offset", offset},
+          {"task_ids", std::move(ids)},
+          {"source", config.tasks_source}};
+}
+
+void Server::Impl::send_reply(const Envelope& to, const std::string& payload) {
+  try {
+    zmq::message_t id(to.routing_id.data(), to.routing_id.size());
+    if (!router.send(id, zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+      log("reply to " + printable_id(to.routing_id) + " dropped: its queue is full (it does not read its replies)");
+      return;
+    }
+    if (to.delimiter) (void)router.send(zmq::message_t(), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+    (void)router.send(zmq::message_t(payload.data(), payload.size()), zmq::send_flags::dontwait);
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EHOSTUNREACH) {
+      // Handled between requests: the caller may still hold the peer.
+      gone.push_back(to.routing_id);
+    } else {
+      log("reply to " + printable_id(to.routing_id) + " failed: " + e.what());
+    }
+  }
+}
+
+void Server::Impl::deliver_completions() {
+  std::deque<EnvStep> batch;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    batch.swap(finished_steps);
+  }
+  for (EnvStep& step : batch) {
+    if (step.env_id < 0 || step.env_id >= config.num_envs || !slots[static_cast<size_t>(step.env_id)].busy) {
+      log("internal: a result for env " + std::to_string(step.env_id) + " that has no step in flight; dropped");
+      continue;
+    }
+    Slot& slot = slots[static_cast<size_t>(step.env_id)];
+    slot.busy = false;
+    slot.finished = step.result.terminated || step.result.truncated;
+    const bool release_after = slot.orphan || slot.closing;
+    if (!slot.orphan) {
+      auto peer = peers.find(slot.owner);
+      if (peer != peers.end()) {
+        --peer->second.inflight;
+        peer->second.last_seen = Clock::now();
+      }
+      std::string payload;
+      try {
+        payload = protocol::encode_result(slot.request_id, to_json(step.result));
+      } catch (const std::exception& e) {
+        log(std::string("internal: cannot encode a step result: ") + e.what());
+        payload = protocol::encode_error(slot.request_id, ErrorCode::kInternal,
+                                         std::string("server error: cannot encode the step result: ") + e.what());
+      }
+      send_reply(slot.reply_to, payload);
+    }
+    if (release_after) release(step.env_id);
+  }
+}
+
+void Server::Impl::release(int env_id) {
+  Slot& slot = slots[static_cast<size_t>(env_id)];
+  if (auto peer = peers.find(slot.owner); peer != peers.end()) peer->second.envs.erase(env_id);
+  slot = Slot{};
+}
+
+void Server::Impl::forget_peer(const std::string& routing_id, const std::string& why) {
+  auto it = peers.find(routing_id);
+  if (it == peers.end()) return;
+  const std::set<int> envs = it->second.envs;
+  peers.erase(it);
+  std::string list;
+  for (int env_id : envs) {
+    Slot& slot = slots[static_cast<size_t>(env_id)];
+    list += (list.empty() ? "" : ", ") + std::to_string(env_id);
+    if (slot.busy) {
+      slot.orphan = true;  // freed when its step returns; the reply is dropped
+    } else {
+      slot = Slot{};
+    }
+  }
+  if (!envs.empty()) log("client " + printable_id(routing_id) + " " + why + "; released env(s) " + list);
+}
+
+void Server::Impl::housekeeping() {
+  last_housekeeping = Clock::now();
+  std::vector<std::string> idle;
+  std::vector<std::string> empty;
+  for (const auto& [id, peer] : peers) {
+    if (peer.inflight > 0) continue;
+    if (peer.envs.empty()) {
+      empty.push_back(id);  // nothing to keep for it
+    } else if (config.idle_timeout_s > 0 &&
+               std::chrono::duration<double>(last_housekeeping - peer.last_seen).count() > config.idle_timeout_s) {
+      idle.push_back(id);
+    }
+  }
+  for (const auto& id : empty) peers.erase(id);
+  std::ostringstream limit;
+  limit << config.idle_timeout_s;
+  for (const auto& id : idle) forget_peer(id, "was idle for more than " + limit.str() + " s");
+}
+
+Server::Server(ServerConfig config, EnvServices services)
+    : impl_(std::make_unique<Impl>(std::move(config), std::move(services))) {}
+
+Server::~Server() {
+  // run() owns the sockets; if it never ran, there is nothing in flight.
+  stop();
+}
+
+const std::string& Server::endpoint() const { return impl_->endpoint; }
+
+json Server::info() const { return impl_->static_info; }
+
+void Server::run() {
+  if (impl_->ran.exchange(true)) throw InputError("Server::run() was already called");
+  impl_->run();
+  impl_->run_done = true;
+}
+
+void Server::stop() {
+  if (impl_->stop_requested.exchange(true)) return;
+  if (impl_->ran.load() && !impl_->run_done.load()) impl_->wake_up();
+}
+
+}  // namespace kforge::env
