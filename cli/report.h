@@ -1,0 +1,27 @@
+// Human-readable and JSON reports of one evaluated solution (kforge eval,
+// kforge demo), built from a step's result (its info and observation).
+#pragma once
+
+#include <string>
+
+#include "kforge/core/solution.h"
+#include "kforge/core/step.h"
+#include "kforge/core/task_spec.h"
+
+namespace kforge::cli {
+
+// The headline facts of a submit step, as the CLI shows them.
+struct EvalSummary {
+  std::string verdict;  // measurement outcome, or "error: <kind>"
+  std::string speedup;  // "2.03x" or "-"
+  double reward = 0.0;
+  bool system_error = false;
+};
+
+EvalSummary summarize(const StepResult& step);
+
+std::string format_report(const TaskSpec& task, const Solution& solution, const std::string& backend,
+                          const StepResult& step);
+json report_json(const TaskSpec& task, const Solution& solution, const std::string& backend, const StepResult& step);
+
+}  // namespace kforge::cli

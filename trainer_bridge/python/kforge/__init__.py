@@ -1,0 +1,40 @@
+"""kforge: the Python side of KernelForge.
+
+The environment runs in a separate ``kforge serve`` process (C++); this pure
+Python package talks to it over ZeroMQ + MessagePack, so a trainer never
+loads libtorch, CUDA or any compiled extension of ours, and a crash in the
+environment cannot take the trainer down. Needs only pyzmq and msgpack.
+
+    from kforge import RemoteEnv
+    with RemoteEnv("tcp://127.0.0.1:5555") as env:
+        obs, info = env.reset(task=task_dict, seed=0)
+        obs, reward, terminated, truncated, info = env.step(tool_call)
+
+See docs/python.md and trainer_bridge/PROTOCOL.md.
+"""
+
+from .client import Client
+from .env import RemoteEnv, action_params, load_task, tool_message
+from .errors import KForgeError, KForgeTimeout, ServerExited
+from .pool import RemoteEnvPool, StepResult
+from .protocol import ERROR_CODES, PROTOCOL_VERSION, Reply
+from .server import LocalServer
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client",
+    "ERROR_CODES",
+    "KForgeError",
+    "KForgeTimeout",
+    "LocalServer",
+    "PROTOCOL_VERSION",
+    "RemoteEnv",
+    "RemoteEnvPool",
+    "Reply",
+    "ServerExited",
+    "StepResult",
+    "action_params",
+    "load_task",
+    "tool_message",
+]
