@@ -1,0 +1,184 @@
+// The `kforge` executable end to end: real processes, real files, exit codes.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const fs::path kData = fs::path(KFORGE_SOURCE_DIR) / "tests/gym/data";
+
+struct CmdResult {
+  int code = -1;
+  std::string output;  // stdout and stderr
+  std::string out;     // stdout only
+};
+
+CmdResult run_kforge(const std::string& args, bool merge_stderr = true) {
+  // Compiled candidates are shared with the gym tests through one cache.
+  const std::string cache = std::string(KFORGE_BINARY_DIR) + "/tests/gym/compile-cache";
+  const std::string cmd = "KFORGE_CACHE_DIR='" + cache + "' '" + std::string(KFORGE_BINARY_DIR) + "/cli/kforge' " +
+                          args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  CmdResult r;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) r.output.append(buf, n);
+  const int status = ::pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = r.output;
+  return r;
+}
+
+std::string task_arg() { return "--task '" + (kData / "scale_bias_relu.json").string() + "'"; }
+std::string config_arg() { return "--config '" + (kData / "fast.yaml").string() + "'"; }
+std::string solution_arg(const std::string& name) { return "--solution '" + (kData / (name + ".cpp")).string() + "'"; }
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(CliTest, EvalPrintsAReadableReport) {
+  const CmdResult r = run_kforge("eval " + task_arg() + " " + solution_arg("correct") + " " + config_arg());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "kforge eval: test/scale_bias_relu")) << r.output;
+  EXPECT_TRUE(has(r.output, "verdict    correct")) << r.output;
+  EXPECT_TRUE(has(r.output, "checks passed")) << r.output;
+  EXPECT_TRUE(has(r.output, "candidate")) << r.output;
+  EXPECT_TRUE(has(r.output, "p25")) << r.output;
+  EXPECT_TRUE(has(r.output, "x vs eager")) << r.output;
+  EXPECT_TRUE(has(r.output, "reward")) << r.output;
+}
+
+TEST(CliTest, EvalJsonIsMachineReadable) {
+  const CmdResult r = run_kforge("eval --json " + task_arg() + " " + solution_arg("correct") + " " + config_arg(),
+                                 /*merge_stderr=*/false);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["verdict"], "correct");
+  EXPECT_GT(j["reward"].get<double>(), 0.0);
+  EXPECT_EQ(j["reward_components"]["total"], j["reward"]);
+  EXPECT_TRUE(j["result"]["terminated"].get<bool>());
+  EXPECT_TRUE(j["measurement"]["speedup_eager"].is_number());
+}
+
+TEST(CliTest, EvalOfAWrongSolutionStillSucceeds) {
+  const CmdResult r = run_kforge(
+      "eval --json " + task_arg() + " " + solution_arg("wrong") + " " + config_arg() + " --reward tiered --seeds 1",
+      false);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["verdict"], "wrong");
+  EXPECT_DOUBLE_EQ(j["reward"].get<double>(), -1.0) << "tiered: -1 for a wrong answer";
+  EXPECT_TRUE(j["reward_components"].contains("tiered"));
+}
+
+TEST(CliTest, TaskRenderPrintsKernelBenchPython) {
+  const CmdResult r = run_kforge("task render '" + (kData / "scale_bias_relu.json").string() + "'");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "class Model")) << r.output;
+  EXPECT_TRUE(has(r.output, "def get_inputs")) << r.output;
+  EXPECT_TRUE(has(r.output, "def get_init_inputs")) << r.output;
+}
+
+TEST(CliTest, TaskCheckPrintsInferredShapes) {
+  const CmdResult r = run_kforge("task check '" + (kData / "scale_bias_relu.json").string() + "'");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "ok: test/scale_bias_relu")) << r.output;
+  EXPECT_TRUE(has(r.output, "| outputs[0] | y | output | [64, 32]")) << r.output;
+  EXPECT_TRUE(has(r.output, "x [17, 32] -> y [17, 32]")) << r.output;
+}
+
+TEST(CliTest, BadInputsGiveClearErrorsAndExitCode2) {
+  CmdResult r = run_kforge("task check '" + (kData / "bad_input.json").string() + "'");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "bad_input.json")) << r.output;
+  EXPECT_TRUE(has(r.output, "tolerence")) << r.output;
+  EXPECT_TRUE(has(r.output, "did you mean \"tolerance\"")) << r.output;
+
+  r = run_kforge("eval --task /nonexistent/task.json " + solution_arg("correct") + " " + config_arg());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "/nonexistent/task.json: no such file")) << r.output;
+
+  r = run_kforge("eval " + task_arg() + " --solution /nonexistent/s.cpp " + config_arg());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "/nonexistent/s.cpp")) << r.output;
+
+  r = run_kforge("eval " + task_arg() + " " + solution_arg("correct") + " --config nosuchpreset");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "no environment preset \"nosuchpreset\"")) << r.output;
+
+  r = run_kforge("eval " + task_arg() + " " + solution_arg("correct") + " --backend tpu");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "tpu")) << r.output;
+
+  r = run_kforge("eval " + task_arg());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "--solution")) << r.output;
+
+  r = run_kforge("frobnicate");
+  EXPECT_EQ(r.code, 2) << r.output;
+}
+
+TEST(CliTest, SystemFailureExitsWith3) {
+  const fs::path dir = fs::path(KFORGE_BINARY_DIR) / "tests/cli";
+  fs::create_directories(dir / "empty-tools-dir");
+  const fs::path config = dir / "no-judge.yaml";
+  {
+    FILE* f = std::fopen(config.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fprintf(f, "backend: cpu\nexecutor:\n  tools_dir: empty-tools-dir\n");
+    std::fclose(f);
+  }
+  const CmdResult r =
+      run_kforge("eval " + task_arg() + " " + solution_arg("correct") + " --config '" + config.string() + "'");
+  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_TRUE(has(r.output, "the environment failed")) << r.output;
+}
+
+TEST(CliTest, EveryCommandHasHelp) {
+  for (const std::string cmd : {"", "eval", "task", "task render", "task check", "task prompt", "demo"}) {
+    const CmdResult r = run_kforge(cmd + " --help");
+    EXPECT_EQ(r.code, 0) << cmd << ": " << r.output;
+    EXPECT_TRUE(has(r.output, "Usage")) << cmd << ": " << r.output;
+  }
+  EXPECT_TRUE(has(run_kforge("--help").output, "Exit codes"));
+}
+
+TEST(CliTest, TaskPromptShowsWhatThePolicyReads) {
+  const CmdResult r = run_kforge("task prompt '" + (kData / "scale_bias_relu.json").string() + "' " + config_arg());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "=== system")) << r.output;
+  EXPECT_TRUE(has(r.output, "=== user")) << r.output;
+  EXPECT_TRUE(has(r.output, "kf_forward")) << r.output;
+}
+
+TEST(CliTest, DemoEvaluatesEveryExample) {
+  // A small examples tree in the layout of examples/: <task>/task.json and
+  // <task>/cpu/*.cpp.
+  const fs::path root = fs::path(KFORGE_BINARY_DIR) / "tests/cli/demo-examples";
+  fs::remove_all(root);
+  fs::create_directories(root / "scale_bias_relu/cpu");
+  fs::copy_file(kData / "scale_bias_relu.json", root / "scale_bias_relu/task.json");
+  fs::copy_file(kData / "correct.cpp", root / "scale_bias_relu/cpu/correct.cpp");
+  fs::copy_file(kData / "wrong.cpp", root / "scale_bias_relu/cpu/wrong.cpp");
+  const CmdResult r = run_kforge("demo --examples '" + root.string() + "' --backends cpu " + config_arg());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "verdict")) << r.output;
+  EXPECT_TRUE(has(r.output, "correct.cpp")) << r.output;
+  EXPECT_TRUE(has(r.output, "wrong.cpp")) << r.output;
+  EXPECT_TRUE(has(r.output, "2 solution(s)")) << r.output;
+
+  const CmdResult empty =
+      run_kforge("demo --examples '" + (root / "scale_bias_relu/cpu").string() + "' " + config_arg());
+  EXPECT_EQ(empty.code, 2) << empty.output;
+  EXPECT_TRUE(has(empty.output, "no examples found")) << empty.output;
+}
+
+}  // namespace
