@@ -25,8 +25,10 @@ TEST(TimingTamper, RewoundRunnerClockIsCaughtByCpuTime) {
   // Rewound start time: the runner claims almost nothing for 0.75 ms of CPU.
   std::string e = check_self_covers_cpu_time(around(0.01), around(0.75));
   EXPECT_NE(e.find("kernel accounted"), std::string::npos) << e;
-  // Tiny kernels are below the slack and never flagged.
+  // Tiny kernels are below the slack and never flagged, even when cold-cache
+  // protocol work dominates their CPU time (seen on a loaded machine).
   EXPECT_EQ(check_self_covers_cpu_time(around(0.0), around(0.04)), "");
+  EXPECT_EQ(check_self_covers_cpu_time(around(0.003), around(0.185)), "");
   // Without CPU figures (GPU backends) there is nothing to compare.
   EXPECT_EQ(check_self_covers_cpu_time(around(0.01), exec::summarize({})), "");
 }

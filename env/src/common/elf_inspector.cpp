@@ -1,11 +1,14 @@
 #include "common/elf_inspector.h"
 
 #include <elf.h>
+#include <fnmatch.h>
 
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
+#include <map>
 #include <sstream>
 
 #include "kforge/core/error.h"
@@ -79,6 +82,367 @@ std::string hex(uint64_t v) {
   return s.str();
 }
 
+// Dynamic-section entries that decide what runs, or from where, at load time.
+struct LoadTags {
+  uint64_t init = 0, init_array = 0, init_array_size = 0, preinit_array = 0;
+  uint64_t rela = 0, rela_size = 0, rela_ent = sizeof(Elf64_Rela), jmprel = 0, pltrel_size = 0;
+  uint64_t pltrel = DT_RELA;
+  bool has_init = false, has_init_array = false, textrel = false;
+  // (tag name, string-table offset) of entries that name other files.
+  std::vector<std::pair<std::string, uint64_t>> path_entries;
+  std::vector<std::string> other_hazards;
+
+  void record(const Elf64_Dyn& d) {
+    switch (d.d_tag) {
+      case DT_INIT:
+        has_init = true;
+        init = d.d_un.d_ptr;
+        break;
+      case DT_INIT_ARRAY:
+        has_init_array = true;
+        init_array = d.d_un.d_ptr;
+        break;
+      case DT_INIT_ARRAYSZ:
+        init_array_size = d.d_un.d_val;
+        break;
+      case DT_PREINIT_ARRAY:
+        preinit_array = d.d_un.d_ptr;
+        other_hazards.push_back("DT_PREINIT_ARRAY: functions run before any constructor");
+        break;
+      case DT_RELA:
+        rela = d.d_un.d_ptr;
+        break;
+      case DT_RELASZ:
+        rela_size = d.d_un.d_val;
+        break;
+      case DT_RELAENT:
+        rela_ent = d.d_un.d_val;
+        break;
+      case DT_JMPREL:
+        jmprel = d.d_un.d_ptr;
+        break;
+      case DT_PLTRELSZ:
+        pltrel_size = d.d_un.d_val;
+        break;
+      case DT_PLTREL:
+        pltrel = d.d_un.d_val;
+        break;
+      case DT_TEXTREL:
+        textrel = true;
+        break;
+      case DT_FLAGS:
+        if (d.d_un.d_val & DF_TEXTREL) textrel = true;
+        break;
+      case DT_RPATH:
+        path_entries.emplace_back("DT_RPATH", d.d_un.d_val);
+        break;
+      case DT_RUNPATH:
+        path_entries.emplace_back("DT_RUNPATH", d.d_un.d_val);
+        break;
+      case DT_AUXILIARY:
+        path_entries.emplace_back("DT_AUXILIARY", d.d_un.d_val);
+        break;
+      case DT_FILTER:
+        path_entries.emplace_back("DT_FILTER", d.d_un.d_val);
+        break;
+      case DT_AUDIT:
+        path_entries.emplace_back("DT_AUDIT", d.d_un.d_val);
+        break;
+      case DT_DEPAUDIT:
+        path_entries.emplace_back("DT_DEPAUDIT", d.d_un.d_val);
+        break;
+      default:
+        break;
+    }
+  }
+};
+
+struct DynamicSymbols {
+  uint64_t offset = 0, count = 0, strings = 0, strings_size = 0;
+};
+
+struct SectionInfo {
+  std::string name;
+  Elf64_Shdr header{};
+};
+
+// Section headers are optional for loading (a stripped file may lack them);
+// an empty result means "unknown", never an error.
+std::vector<SectionInfo> read_sections(const ElfImage& img, const Elf64_Ehdr& eh) {
+  std::vector<SectionInfo> out;
+  if (eh.e_shoff == 0 || eh.e_shnum == 0 || eh.e_shentsize != sizeof(Elf64_Shdr)) return out;
+  for (uint16_t i = 0; i < eh.e_shnum; ++i) {
+    out.push_back({"", img.read<Elf64_Shdr>(eh.e_shoff + uint64_t{i} * sizeof(Elf64_Shdr), "section header")});
+  }
+  if (eh.e_shstrndx < out.size()) {
+    const Elf64_Shdr& names = out[eh.e_shstrndx].header;
+    for (auto& s : out) {
+      if (s.header.sh_name < names.sh_size) s.name = img.string_at(names.sh_offset, names.sh_size, s.header.sh_name);
+    }
+  }
+  return out;
+}
+
+// Function names by address: from .symtab when present (it names local
+// functions such as frame_dummy), else from .dynsym.
+struct FunctionNames {
+  std::multimap<uint64_t, std::string> at;
+  std::map<std::string, int> count;
+
+  void add(const Elf64_Sym& s, const std::string& name) {
+    unsigned type = ELF64_ST_TYPE(s.st_info);
+    if (name.empty() || s.st_shndx == SHN_UNDEF || s.st_shndx == SHN_ABS) return;
+    if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE) return;
+    at.emplace(s.st_value, name);
+    ++count[name];
+  }
+};
+
+FunctionNames read_function_names(const ElfImage& img, const std::vector<SectionInfo>& sections,
+                                  const DynamicSymbols& dynsym, bool* from_symtab) {
+  FunctionNames names;
+  *from_symtab = false;
+  for (const auto& sec : sections) {
+    const Elf64_Shdr& h = sec.header;
+    if (h.sh_type != SHT_SYMTAB || h.sh_entsize != sizeof(Elf64_Sym) || h.sh_link >= sections.size()) continue;
+    const Elf64_Shdr& str = sections[h.sh_link].header;
+    for (uint64_t i = 1; i < h.sh_size / sizeof(Elf64_Sym); ++i) {
+      auto s = img.read<Elf64_Sym>(h.sh_offset + i * sizeof(Elf64_Sym), "symbol");
+      names.add(s, img.string_at(str.sh_offset, str.sh_size, s.st_name));
+    }
+    *from_symtab = true;
+    return names;
+  }
+  for (uint64_t i = 1; i < dynsym.count; ++i) {
+    auto s = img.read<Elf64_Sym>(dynsym.offset + i * sizeof(Elf64_Sym), "dynamic symbol");
+    names.add(s, img.string_at(dynsym.strings, dynsym.strings_size, s.st_name));
+  }
+  return names;
+}
+
+// Relocation types that matter here, per machine.
+struct RelocTypes {
+  uint32_t relative, abs64, glob_dat, jump_slot, irelative;
+};
+RelocTypes reloc_types(uint16_t machine) {
+  if (machine == EM_AARCH64) {
+    return {R_AARCH64_RELATIVE, R_AARCH64_ABS64, R_AARCH64_GLOB_DAT, R_AARCH64_JUMP_SLOT, R_AARCH64_IRELATIVE};
+  }
+  return {R_X86_64_RELATIVE, R_X86_64_64, R_X86_64_GLOB_DAT, R_X86_64_JUMP_SLOT, R_X86_64_IRELATIVE};
+}
+
+// What the C runtime's _init (crti.o + crtn.o) assembles to on x86-64: call
+// __gmon_start__ if a profiler defined it, nothing else. 0x100 marks the four
+// bytes of the GOT displacement, which vary. CET-enabled toolchains prepend
+// endbr64.
+const std::vector<int> kX86InitCode = {0x48, 0x83, 0xec, 0x08, 0x48, 0x8b, 0x05, 0x100, 0x100, 0x100, 0x100, 0x48,
+                                       0x85, 0xc0, 0x74, 0x02, 0xff, 0xd0, 0x48, 0x83,  0xc4,  0x08,  0xc3};
+const std::vector<int> kEndbr64 = {0xf3, 0x0f, 0x1e, 0xfa};
+
+bool matches_code(const std::vector<uint8_t>& bytes, uint64_t offset, uint64_t size, const std::vector<int>& code) {
+  if (size != code.size() || offset > bytes.size() || bytes.size() - offset < size) return false;
+  for (size_t i = 0; i < code.size(); ++i) {
+    if (code[i] != 0x100 && bytes[offset + i] != code[i]) return false;
+  }
+  return true;
+}
+
+std::string x86_init_anomaly(const ElfImage& img, const SectionInfo& init) {
+  const Elf64_Shdr& h = init.header;
+  if (matches_code(img.bytes(), h.sh_offset, h.sh_size, kX86InitCode)) return "";
+  std::vector<int> with_endbr = kEndbr64;
+  with_endbr.insert(with_endbr.end(), kX86InitCode.begin(), kX86InitCode.end());
+  if (matches_code(img.bytes(), h.sh_offset, h.sh_size, with_endbr)) return "";
+  return "the .init section (" + std::to_string(h.sh_size) + " bytes) holds code beyond the C runtime's _init";
+}
+
+using AddressToOffset = std::function<uint64_t(uint64_t, const char*)>;
+
+void read_load_time_code(const ElfImage& img, const Elf64_Ehdr& eh, const LoadTags& tags, const DynamicSymbols& dynsym,
+                         const AddressToOffset& to_offset, ElfFacts* facts) {
+  const std::vector<SectionInfo> sections = read_sections(img, eh);
+  const FunctionNames names = read_function_names(img, sections, dynsym, &facts->has_symbol_table);
+  const RelocTypes types = reloc_types(eh.e_machine);
+  auto describe = [&](ElfLoadTimeCode code) {
+    auto [first, last] = names.at.equal_range(code.address);
+    for (auto it = first; it != last; ++it) {
+      code.names.push_back(it->second);
+      code.name_counts.push_back(names.count.at(it->second));
+    }
+    facts->load_time_code.push_back(std::move(code));
+  };
+  auto dynamic_symbol = [&](uint64_t index) {
+    if (index >= dynsym.count) throw InputError("relocation names a symbol out of range");
+    return img.read<Elf64_Sym>(dynsym.offset + index * sizeof(Elf64_Sym), "dynamic symbol");
+  };
+
+  // Arrays of function pointers the loader calls: DT_INIT_ARRAY, and the
+  // legacy .ctors (0 and -1 are its terminators). The slots usually hold 0 in
+  // the file and are filled by relocations; a slot without one holds its
+  // final value (also the case for packed DT_RELR relocations).
+  struct Slots {
+    const char* kind;
+    uint64_t address, size;
+  };
+  std::vector<Slots> arrays;
+  if (tags.has_init_array) arrays.push_back({"init_array", tags.init_array, tags.init_array_size});
+  for (const auto& sec : sections) {
+    if (sec.name == ".ctors" && sec.header.sh_size > 0) {
+      arrays.push_back({"ctors", sec.header.sh_addr, sec.header.sh_size});
+    }
+    if (sec.name == ".preinit_array" || sec.header.sh_type == SHT_PREINIT_ARRAY) {
+      facts->load_hazards.push_back("a .preinit_array section");
+    }
+  }
+  std::map<uint64_t, ElfLoadTimeCode> slot_code;  // by slot address
+  for (const auto& a : arrays) {
+    if (a.size % 8 != 0 || a.size > img.bytes().size()) {
+      throw InputError(std::string(a.kind) + " size " + std::to_string(a.size) + " is not plausible");
+    }
+    for (uint64_t slot = a.address; slot < a.address + a.size; slot += 8) {
+      ElfLoadTimeCode code;
+      code.kind = a.kind;
+      code.address = img.read<uint64_t>(to_offset(slot, a.kind), a.kind);
+      slot_code[slot] = code;
+    }
+  }
+
+  if (tags.rela_ent != sizeof(Elf64_Rela)) throw InputError("unexpected relocation entry size");
+  std::vector<std::pair<uint64_t, uint64_t>> tables;  // (address, bytes)
+  if (tags.rela != 0 && tags.rela_size > 0) tables.emplace_back(tags.rela, tags.rela_size);
+  if (tags.jmprel != 0 && tags.pltrel_size > 0 && tags.pltrel == DT_RELA) {
+    tables.emplace_back(tags.jmprel, tags.pltrel_size);
+  }
+  std::vector<uint64_t> ifunc_addresses;
+  for (const auto& [address, bytes] : tables) {
+    uint64_t base = to_offset(address, "relocation table");
+    for (uint64_t off = 0; off + sizeof(Elf64_Rela) <= bytes; off += sizeof(Elf64_Rela)) {
+      auto r = img.read<Elf64_Rela>(base + off, "relocation");
+      uint32_t type = static_cast<uint32_t>(ELF64_R_TYPE(r.r_info));
+      if (type == types.irelative) {
+        ifunc_addresses.push_back(static_cast<uint64_t>(r.r_addend));
+        continue;
+      }
+      auto slot = slot_code.find(r.r_offset);
+      if (slot == slot_code.end()) continue;
+      if (type == types.relative) {
+        slot->second.address = static_cast<uint64_t>(r.r_addend);
+      } else if ((type == types.abs64 || type == types.glob_dat || type == types.jump_slot) &&
+                 ELF64_R_SYM(r.r_info) == 0) {
+        slot->second.address = static_cast<uint64_t>(r.r_addend);  // no symbol: an absolute address
+      } else if (type == types.abs64 || type == types.glob_dat || type == types.jump_slot) {
+        Elf64_Sym sym = dynamic_symbol(ELF64_R_SYM(r.r_info));
+        if (sym.st_shndx == SHN_UNDEF) {
+          slot->second.address = 0;
+          slot->second.imported = img.string_at(dynsym.strings, dynsym.strings_size, sym.st_name);
+        } else {
+          slot->second.address = sym.st_value + static_cast<uint64_t>(r.r_addend);
+        }
+      }
+    }
+  }
+  for (auto& [slot, code] : slot_code) {
+    if (code.kind == std::string("ctors") && (code.address == 0 || code.address == ~uint64_t{0})) continue;
+    if (code.kind == std::string("init_array") && code.address == 0 && code.imported.empty()) continue;
+    describe(code);
+  }
+
+  // IFUNC resolvers run while relocations are processed: exported ones and
+  // local ones (IRELATIVE relocations).
+  for (uint64_t i = 1; i < dynsym.count; ++i) {
+    auto s = img.read<Elf64_Sym>(dynsym.offset + i * sizeof(Elf64_Sym), "dynamic symbol");
+    if (s.st_shndx != SHN_UNDEF && ELF64_ST_TYPE(s.st_info) == STT_GNU_IFUNC) ifunc_addresses.push_back(s.st_value);
+  }
+  std::sort(ifunc_addresses.begin(), ifunc_addresses.end());
+  ifunc_addresses.erase(std::unique(ifunc_addresses.begin(), ifunc_addresses.end()), ifunc_addresses.end());
+  for (uint64_t address : ifunc_addresses) {
+    ElfLoadTimeCode code;
+    code.kind = "ifunc";
+    code.address = address;
+    describe(code);
+  }
+
+  if (tags.has_init) {
+    ElfLoadTimeCode code;
+    code.kind = "init";
+    code.address = tags.init;
+    auto init = std::find_if(sections.begin(), sections.end(), [](const SectionInfo& s) { return s.name == ".init"; });
+    if (init != sections.end()) {
+      if (init->header.sh_addr != tags.init) {
+        code.anomaly = "DT_INIT points at " + hex(tags.init) + ", not at the .init section";
+      } else if (eh.e_machine == EM_X86_64) {
+        code.anomaly = x86_init_anomaly(img, *init);
+      }
+    }
+    describe(code);
+  }
+
+  if (tags.textrel) facts->load_hazards.push_back("text relocations (DT_TEXTREL): the loader would write to code");
+  for (const auto& h : tags.other_hazards) facts->load_hazards.push_back(h);
+  for (const auto& [tag, offset] : tags.path_entries) {
+    facts->load_hazards.push_back(tag + " " + img.string_at(dynsym.strings, dynsym.strings_size, offset) +
+                                  ": makes the loader read other files");
+  }
+}
+
+// Functions that toolchains put into .init_array themselves (see the header).
+// Exact names must be unique in the object, so that a candidate cannot hide a
+// constructor behind a second "frame_dummy".
+const char* const kToolchainInitFunctions[] = {"frame_dummy", "register_tm_clones", "__do_global_ctors_aux",
+                                               "init_have_lse_atomics"};
+const char* const kToolchainInitPatterns[] = {"*__sti____cudaRegisterAll*", "_GLOBAL__sub_I_*"};
+
+bool is_exact_toolchain_name(const std::string& name) {
+  return std::find(std::begin(kToolchainInitFunctions), std::end(kToolchainInitFunctions), name) !=
+         std::end(kToolchainInitFunctions);
+}
+
+bool is_toolchain_name(const std::string& name) {
+  if (is_exact_toolchain_name(name)) return true;
+  return std::any_of(std::begin(kToolchainInitPatterns), std::end(kToolchainInitPatterns),
+                     [&](const char* p) { return ::fnmatch(p, name.c_str(), 0) == 0; });
+}
+
+const char* const kConstructorAdvice =
+    " (code must run inside kf_forward; do one-time set-up there, e.g. in a function-local static)";
+
+std::string load_time_code_problem(const ElfLoadTimeCode& code, bool has_symbol_table) {
+  std::string where = code.kind == "init_array" ? "an .init_array entry"
+                      : code.kind == "ctors"    ? "a .ctors entry"
+                      : code.kind == "init"     ? "DT_INIT"
+                                                : "an IFUNC resolver";
+  std::string names;
+  for (size_t i = 0; i < code.names.size(); ++i) names += (i ? "/" : "") + code.names[i];
+  if (code.kind == "ifunc") {
+    return where + " (" + (names.empty() ? hex(code.address) : names) +
+           ") runs while the object is relocated; dispatch inside kf_forward instead";
+  }
+  if (code.kind == "init") {
+    if (!code.anomaly.empty()) return where + ": " + code.anomaly;
+    if (std::find(code.names.begin(), code.names.end(), "_init") == code.names.end() && has_symbol_table) {
+      return where + " points at " + (names.empty() ? hex(code.address) : names) + ", not the C runtime's _init";
+    }
+    return "";
+  }
+  if (!code.imported.empty()) {
+    return where + " calls the imported function " + code.imported + " while the object loads" + kConstructorAdvice;
+  }
+  if (code.names.empty()) {
+    return where + " calls an unnamed function at " + hex(code.address) +
+           (has_symbol_table ? "" : " (the object has no symbol table)") + kConstructorAdvice;
+  }
+  for (size_t i = 0; i < code.names.size(); ++i) {
+    if (!is_toolchain_name(code.names[i])) {
+      return where + " runs the constructor " + names + " while the object loads" + kConstructorAdvice;
+    }
+    if (is_exact_toolchain_name(code.names[i]) && code.name_counts[i] > 1) {
+      return where + " runs " + code.names[i] + ", a name " + std::to_string(code.name_counts[i]) +
+             " functions in the object carry (a toolchain name reused for a constructor)";
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 ElfFacts read_elf_facts(const std::filesystem::path& path) {
@@ -96,6 +460,7 @@ ElfFacts read_elf_facts(const std::filesystem::path& path) {
 
   // Program headers: W+X segments, executable bytes, the dynamic section.
   uint64_t dyn_offset = 0, dyn_size = 0;
+  bool has_stack_header = false;
   std::vector<Elf64_Phdr> loads;
   for (uint16_t i = 0; i < eh.e_phnum; ++i) {
     auto ph = img.read<Elf64_Phdr>(eh.e_phoff + uint64_t{i} * sizeof(Elf64_Phdr), "program header");
@@ -109,7 +474,14 @@ ElfFacts read_elf_facts(const std::filesystem::path& path) {
     } else if (ph.p_type == PT_DYNAMIC) {
       dyn_offset = ph.p_offset;
       dyn_size = ph.p_filesz;
+    } else if (ph.p_type == PT_GNU_STACK) {
+      has_stack_header = true;
+      if (ph.p_flags & PF_X) facts.load_hazards.push_back("PT_GNU_STACK asks for an executable stack");
     }
+  }
+  // Without the header the loader assumes the object needs an executable stack.
+  if (!has_stack_header) {
+    facts.load_hazards.push_back("no PT_GNU_STACK header: the loader would make the stack executable");
   }
   if (dyn_size == 0) throw InputError("no dynamic section (a static executable, not a shared object)");
 
@@ -123,6 +495,7 @@ ElfFacts read_elf_facts(const std::filesystem::path& path) {
 
   uint64_t strtab = 0, strsz = 0, symtab = 0, syment = sizeof(Elf64_Sym), hash = 0, gnu_hash = 0;
   std::vector<uint64_t> needed_offsets;
+  LoadTags tags;
   for (uint64_t off = dyn_offset; off + sizeof(Elf64_Dyn) <= dyn_offset + dyn_size; off += sizeof(Elf64_Dyn)) {
     auto d = img.read<Elf64_Dyn>(off, "dynamic entry");
     if (d.d_tag == DT_NULL) break;
@@ -149,6 +522,7 @@ ElfFacts read_elf_facts(const std::filesystem::path& path) {
         needed_offsets.push_back(d.d_un.d_val);
         break;
       default:
+        tags.record(d);
         break;
     }
   }
@@ -197,6 +571,9 @@ ElfFacts read_elf_facts(const std::filesystem::path& path) {
       facts.exported_functions.push_back(name);
     }
   }
+
+  DynamicSymbols dynsym{sym_off, nsyms, str_off, strsz};
+  read_load_time_code(img, eh, tags, dynsym, to_offset, &facts);
   return facts;
 }
 
@@ -239,6 +616,11 @@ ElfInspection inspect_candidate(const std::filesystem::path& path, const SymbolP
   for (const auto& seg : f.wx_segments) {
     r.violations.push_back({"writable_executable", seg + " is both writable and executable"});
   }
+  for (const auto& code : f.load_time_code) {
+    std::string problem = load_time_code_problem(code, f.has_symbol_table);
+    if (!problem.empty()) r.violations.push_back({"load_constructor", problem});
+  }
+  for (const auto& hazard : f.load_hazards) r.violations.push_back({"load_section", hazard});
   if (!f.syscall_offsets.empty()) {
     std::string where;
     for (size_t i = 0; i < f.syscall_offsets.size() && i < 4; ++i) where += (i ? ", " : "") + hex(f.syscall_offsets[i]);

@@ -7,7 +7,33 @@
 //   missing_entry_point  no defined, exported kf_forward function
 //   writable_executable  a loadable segment that is both writable and executable
 //   raw_syscall          a system-call instruction in an executable segment
+//   load_constructor     code the dynamic loader would run before kf_forward that the
+//                        toolchain did not generate (see below)
+//   load_section         a dynamic-section entry, segment or section that changes how
+//                        the object is loaded (text relocations, search paths, filters,
+//                        audit libraries, .preinit_array, an executable stack)
 //   malformed_elf        not a 64-bit little-endian shared object for this machine
+//
+// load_constructor: a candidate's code must run only inside kf_forward, where
+// the runner's strict (running) seccomp filter applies, the judge times it
+// and checks what it did. Code run while dlopen() loads the object runs under
+// the looser loading filter (read-only opens, executable mappings), untimed
+// and unchecked. So every function the loader calls must be one the toolchain
+// generates, identified by its symbol-table name (all names at its address
+// must be such names, and the fixed-name ones must be unique in the object):
+//   frame_dummy, register_tm_clones, __do_global_ctors_aux  (GCC crtstuff)
+//   init_have_lse_atomics                                   (AArch64 libgcc)
+//   *__sti____cudaRegisterAll*                              (nvcc: fatbinary registration)
+//   _GLOBAL__sub_I_*                                        (C++ namespace-scope initialization)
+// DT_INIT must be the C runtime's own _init (crti.o/crtn.o; on x86-64 its bytes
+// are compared with that code, so nothing can be spliced into .init). Refused:
+// __attribute__((constructor)) functions, hand-made .init_array/.ctors
+// entries, entries pointing at imported functions, IFUNC resolvers (they run
+// during relocation) and anything the symbol table does not name.
+// Known gap, accepted: _GLOBAL__sub_I_* runs whatever initializers of
+// namespace-scope objects compute (`static int x = f();`), and an object
+// without a symbol table cannot be judged (the environment's compilers never
+// strip). The loading filter still applies: no writes, network or processes.
 //
 // raw_syscall is a heuristic: it scans bytes, not decoded instructions (x86-64:
 // 0f 05 syscall, 0f 34 sysenter, cd 80 int 0x80; AArch64: the svc #0 word), so
@@ -31,6 +57,18 @@ struct ElfSymbolRef {
   bool weak = false;
 };
 
+// A function the dynamic loader calls while loading the object.
+struct ElfLoadTimeCode {
+  std::string kind;      // "init_array", "ctors", "init" (DT_INIT) or "ifunc"
+  uint64_t address = 0;  // in the object's address space (0: unknown)
+  std::string imported;  // set when the entry points at an imported symbol
+  // Names of the functions defined at `address` (.symtab, else .dynsym), and
+  // how many functions in the object carry each name.
+  std::vector<std::string> names;
+  std::vector<int> name_counts;
+  std::string anomaly;  // kind "init": why it is not the C runtime's _init
+};
+
 // The facts read from the file, independent of any policy.
 struct ElfFacts {
   uint16_t machine = 0;                         // EM_X86_64, EM_AARCH64, ...
@@ -39,6 +77,11 @@ struct ElfFacts {
   std::vector<std::string> needed;              // DT_NEEDED sonames
   std::vector<std::string> wx_segments;         // "segment 2 at 0x4000 (RWX)"
   std::vector<uint64_t> syscall_offsets;        // file offsets of system-call instructions
+  std::vector<ElfLoadTimeCode> load_time_code;  // constructors, DT_INIT, IFUNC resolvers
+  // Entries that change how the object is loaded, described for a report
+  // ("DT_RUNPATH /tmp/x: ..."); every one is refused.
+  std::vector<std::string> load_hazards;
+  bool has_symbol_table = false;  // a .symtab section (names for local functions)
 };
 
 // Parses the file. Throws InputError with a precise message if it is not an

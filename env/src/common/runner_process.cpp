@@ -77,6 +77,10 @@ std::unique_ptr<RunnerProcess> RunnerProcess::spawn(const Config& config) {
   spec.executable = config.executable;
   spec.args = {"--backend",          config.backend, "--scratch",
                r->scratch_.string(), "--parent-pid", std::to_string(::getpid())};
+  if (config.backend != "cpu") {
+    spec.args.insert(spec.args.end(),
+                     {"--device", std::to_string(config.device), "--profiler", config.profiler ? "1" : "0"});
+  }
   spec.fds = {{0, devnull.get()}, {1, output.get()}, {2, output.get()}, {runner_protocol::kControlFd, theirs.get()}};
   r->child_ = ChildProcess::spawn(spec);
   r->has_cpu_clock_ = ::clock_getcpuclockid(r->child_.pid(), &r->cpu_clock_) == 0;
@@ -216,8 +220,17 @@ RunnerReply RunnerProcess::bind(const json& inputs, const json& outputs, Deadlin
   return exchange({{"type", "bind"}, {"inputs", inputs}, {"outputs", outputs}}, "bound", deadline);
 }
 
-RunnerReply RunnerProcess::call(bool null_call, Deadline deadline) {
-  return exchange({{"type", "call"}, {"null", null_call}}, "done", deadline);
+RunnerReply RunnerProcess::call(bool null_call, Deadline deadline, const json& options) {
+  json request = options;
+  request["type"] = "call";
+  request["null"] = null_call;
+  return exchange(std::move(request), "done", deadline);
+}
+
+RunnerReply RunnerProcess::profile(const json& request, Deadline deadline) {
+  json message = request;
+  message["type"] = "profile";
+  return exchange(std::move(message), "profiled", deadline);
 }
 
 }  // namespace kforge::exec

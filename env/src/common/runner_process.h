@@ -60,6 +60,8 @@ class RunnerProcess {
     std::filesystem::path executable;    // kforge-runner
     std::filesystem::path scratch_root;  // a sub-directory per runner is created here
     std::string backend = "cpu";
+    int device = 0;         // GPU index (cuda)
+    bool profiler = false;  // cuda: a runner with CUPTI set up, for `profile` requests
   };
 
   // Starts a runner that waits for `setup`. Throws SystemError if it cannot.
@@ -71,8 +73,13 @@ class RunnerProcess {
   RunnerReply setup(const std::filesystem::path& library, const RunnerLimits& limits, const json& arena,
                     const std::vector<int>& fds, Deadline deadline);
   RunnerReply bind(const json& inputs, const json& outputs, Deadline deadline);
-  // On kOk, body has "rc" and "self_ns" (the runner's own measurement).
-  RunnerReply call(bool null_call, Deadline deadline);
+  // On kOk, body has "rc" and "self_ns" (the runner's own measurement), and
+  // on devices that time on the device "device_ns" and "drain_ns".
+  // `options` are merged into the request ({"graph": true}, {"repeat": n}).
+  RunnerReply call(bool null_call, Deadline deadline, const json& options = json::object());
+  // Profiler runners: kernel attribution and hardware metrics of kf_forward
+  // on the bound tensors; on kOk, body["profile"].
+  RunnerReply profile(const json& request, Deadline deadline);
 
   // Kills (SIGKILL), reaps and removes the scratch dir, keeping the output
   // tail. Idempotent.

@@ -84,6 +84,7 @@ const char* const kCxxRuntime[] = {
     "_ZNSo*",  // std::ostream members
     "_ZStlsI*",
     "_ZSt4endl*",
+    "_ZNKSt5ctypeIcE13_M_widen_initEv",  // std::endl widens '\n' through the stream's locale
     "_ZSt16__ostream_insert*",
     "_ZNSt8ios_base4Init*",
 };
@@ -106,6 +107,10 @@ const char* const kCudaRuntime[] = {
     "__cudaRegisterVar",
     "__cudaPushCallConfiguration",
     "__cudaPopCallConfiguration",
+    // CUDA 13's host stubs for <<<...>>> launch through these two instead of
+    // cudaLaunchKernel; every nvcc-built kernel imports them.
+    "__cudaGetKernel",
+    "__cudaLaunchKernel",
     "cudaLaunchKernel",
     "cudaLaunchKernelExC",
     "cudaGetLastError",

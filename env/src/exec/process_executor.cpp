@@ -159,6 +159,13 @@ void ProcessExecutor::run_eval(JudgeConnection& judge, const env::EvalRequest& r
     }
     report = env::eval_report_from_json(reply.at("report"));
     runner_faults_ = runner_faults_base_ + reply.value("runner_faults", 0);
+    if (reply.contains("retire")) {
+      // The judge's device context broke (judge_server.cpp); it exits after
+      // this report. Reaping it now makes the next request start a new one
+      // instead of finding a dead channel.
+      judge.stop();
+      judge_pid_ = 0;
+    }
   } catch (const JudgeFailure& e) {
     judge_pid_ = 0;
     report = system_report(std::string(e.what()) + "; the judge will be restarted for the next request");

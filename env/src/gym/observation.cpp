@@ -231,6 +231,34 @@ void add_timing(const StepRecord& r, std::ostringstream& text, json& data) {
 void add_profile(const EvalReport& e, std::ostringstream& text, json& data) {
   if (!e.profile.is_object()) return;
   data["profile"] = e.profile;
+  // The measured facts in one line (CUDA profiles, docs/cuda-backend.md), or
+  // why the hardware counters could not be read.
+  const json& m = e.profile.value("metrics", json::object());
+  const json& a = e.profile.value("attribution", json::object());
+  std::vector<std::string> facts;
+  auto pct = [&](const char* key, const char* label) {
+    if (m.contains(key) && m[key].is_number()) facts.push_back(label + num(m[key].get<double>(), 3) + "% of peak");
+  };
+  pct("sm_throughput_pct", "SM throughput ");
+  pct("memory_throughput_pct", "memory throughput ");
+  if (m.contains("dram_bytes") && m["dram_bytes"].is_number()) {
+    facts.push_back("DRAM " + num(m["dram_bytes"].get<double>() / 1e6, 4) + " MB");
+  }
+  if (m.contains("achieved_occupancy_pct") && m["achieved_occupancy_pct"].is_number()) {
+    facts.push_back("achieved occupancy " + num(m["achieved_occupancy_pct"].get<double>(), 3) + "%");
+  }
+  if (a.contains("kernel_launches")) {
+    facts.push_back(compact(a["kernel_launches"]) + " kernel launch(es), " +
+                    num(100 * e.profile.value("own_kernel_fraction", 0.0), 3) + "% of device time in your kernels");
+  }
+  if (!facts.empty()) {
+    text << "Profile:";
+    for (size_t i = 0; i < facts.size(); ++i) text << (i ? ", " : " ") << facts[i];
+    text << ".\n";
+  }
+  if (e.profile.contains("metrics_unavailable")) {
+    text << "Hardware counters unavailable: " << compact(e.profile["metrics_unavailable"]) << "\n";
+  }
   const json hints = e.profile.value("hints", json::array());
   if (hints.is_array() && !hints.empty()) {
     data["hints"] = hints;

@@ -35,6 +35,18 @@ exec::RunnerReply CandidateSession::start(const std::string& library, const exec
   return r;
 }
 
+json CandidateSession::tensor_bindings(const ShapeCase& c) const {
+  json inputs = json::array(), outputs = json::array();
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    inputs.push_back(describe_tensor(c.inputs[i], plan_->layout.data_offset(i, c.inputs[i].nbytes())));
+  }
+  for (size_t i = 0; i < c.outputs.size(); ++i) {
+    outputs.push_back(
+        describe_tensor(c.outputs[i], plan_->layout.data_offset(plan_->num_inputs + i, c.outputs[i].nbytes())));
+  }
+  return {{"inputs", inputs}, {"outputs", outputs}};
+}
+
 exec::RunnerReply CandidateSession::bind(const ShapeCase& c, exec::Deadline deadline) {
   json inputs = json::array(), outputs = json::array();
   input_views_.clear();

@@ -27,8 +27,16 @@ class CandidateSession {
 
   void load_inputs(const std::vector<at::Tensor>& inputs);
   void poison_outputs();
-  exec::RunnerReply call(exec::Deadline deadline) { return runner_->call(false, deadline); }
+  // `options` travel with the call ({"graph": true}, {"repeat": n}).
+  exec::RunnerReply call(exec::Deadline deadline, const json& options = json::object()) {
+    return runner_->call(false, deadline, options);
+  }
   exec::RunnerReply null_call(exec::Deadline deadline) { return runner_->call(true, deadline); }
+
+  // The arena and a case's tensor descriptions ({"inputs", "outputs"} as in
+  // `bind`), for a second runner on the same memory (the CUDA profiler).
+  const SharedArena& arena() const { return *arena_; }
+  json tensor_bindings(const ShapeCase& shape_case) const;
 
   // Views of the bound case's tensors in the arena.
   const std::vector<at::Tensor>& inputs() const { return input_views_; }

@@ -22,7 +22,7 @@ nlohmann::json ShapeCase::shapes_json() const {
   return j;
 }
 
-CasePlan plan_cases(const TaskSpec& task, uint64_t page_size) {
+CasePlan plan_cases(const TaskSpec& task, uint64_t page_size, uint64_t alignment) {
   CasePlan plan;
   for (int v = -1; v < static_cast<int>(task.shape_variants.size()); ++v) {
     ShapeCase c;
@@ -45,7 +45,7 @@ CasePlan plan_cases(const TaskSpec& task, uint64_t page_size) {
       max_bytes[plan.num_inputs + i] = std::max(max_bytes[plan.num_inputs + i], c.outputs[i].nbytes());
     }
   }
-  plan.layout = exec::plan_arena(max_bytes, page_size);
+  plan.layout = exec::plan_arena(max_bytes, page_size, alignment);
   return plan;
 }
 

@@ -40,6 +40,7 @@ struct CasePlan {
 
 // Runs shape inference (op registry) for every variant. Throws InputError for
 // a task whose graph does not type-check.
-CasePlan plan_cases(const TaskSpec& task, uint64_t page_size);
+// `alignment`: start alignment of each tensor in the arena (JudgeDevice::arena_alignment).
+CasePlan plan_cases(const TaskSpec& task, uint64_t page_size, uint64_t alignment = 64);
 
 }  // namespace kforge::judge

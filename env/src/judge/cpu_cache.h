@@ -25,6 +25,12 @@ class CacheFlusher {
   explicit CacheFlusher(uint64_t cache_bytes);
   void flush();
   uint64_t bytes() const { return buffer_.size(); }
+  // Best-of-`runs` memcpy bandwidth between the two halves of the buffer
+  // (at most kCopyBytes each), counting bytes read plus bytes written, on the
+  // calling thread's CPU clock: time the thread spends descheduled on a busy
+  // machine does not count, as it does not for candidates (timing.h).
+  double measure_copy_bandwidth(int runs);
+  static constexpr uint64_t kCopyBytes = 32ull << 20;
 
  private:
   std::vector<unsigned char> buffer_;

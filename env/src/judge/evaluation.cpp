@@ -7,6 +7,7 @@
 #include "common/elf_inspector.h"
 #include "judge/candidate_session.h"
 #include "judge/case_plan.h"
+#include "judge/profile.h"
 #include "judge/timing.h"
 #include "judge/verification.h"
 
@@ -44,7 +45,7 @@ std::string timing_summary(const nlohmann::json& t) {
 }  // namespace
 
 env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, RunnerPool* pool,
-                         EvaluationCounters* counters) {
+                         EvaluationCounters* counters, RunnerPool* profilers) {
   const env::EvalOptions& options = request.options;
   auto start = Clock::now();
   exec::Deadline deadline = exec::Deadline::after_ms(options.eval_timeout_ms);
@@ -61,6 +62,14 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
     report.outcome = Outcome::kRejected;
     report.summary = "rejected: solution mode " + solution_mode_name(request.artifact.mode) +
                      " cannot run on the cpu backend (use cpp)";
+    return finish(report);
+  }
+  // The CUDA runner loads shared objects with a kf_forward over device
+  // memory; NVRTC cubins (launch plans) are not executed by it yet.
+  if (request.artifact.mode != SolutionMode::kCuda && device->backend() == "cuda") {
+    report.outcome = Outcome::kRejected;
+    report.summary = "rejected: solution mode " + solution_mode_name(request.artifact.mode) +
+                     " cannot run on the cuda backend (use cuda)";
     return finish(report);
   }
   if (!std::filesystem::is_regular_file(request.artifact.path)) {
@@ -85,7 +94,7 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
   }
 
   // 2. Shapes, arena and a runner with the candidate loaded.
-  CasePlan plan = plan_cases(request.task, device->page_size());
+  CasePlan plan = plan_cases(request.task, device->page_size(), device->arena_alignment());
   t = Clock::now();
   CandidateSession session(device, pool->take(), &plan);
   exec::RunnerLimits limits;
@@ -128,6 +137,15 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
     } else if (timing.timed) {
       verdict.summary += timing_summary(report.timing);
     }
+  }
+  // 5. Profile (CUDA): energy, kernel attribution, hardware metrics, roofline.
+  if (!verdict.failed() && request.profile && device->backend() == "cuda") {
+    t = Clock::now();
+    ProfileResult profile =
+        profile_candidate(request, plan, &session, device, profilers, limits, deadline, &report.timing);
+    report.phase_ms["profile"] = ms_since(t);
+    report.profile = std::move(profile.profile);
+    if (profile.verdict.failed()) verdict = std::move(profile.verdict);
   }
   if (!report.timing.is_null()) report.timing["sandbox"] = session.sandbox_state();
 

@@ -18,7 +18,9 @@ struct EvaluationCounters {
 
 // Never throws for anything the candidate does; SystemError/InputError only
 // for problems of the system or the task, which the caller reports.
+// `profilers` starts the CUDA profiler runners for `profile` requests (null
+// on backends without one).
 env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, RunnerPool* pool,
-                         EvaluationCounters* counters);
+                         EvaluationCounters* counters, RunnerPool* profilers = nullptr);
 
 }  // namespace kforge::judge

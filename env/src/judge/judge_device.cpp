@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "judge/cpu_judge_device.h"
+#include "judge/cuda_judge_device.h"
 
 namespace kforge::judge {
 
@@ -18,7 +19,13 @@ void JudgeDevice::poison(at::Tensor& arena_view) {
 
 std::unique_ptr<JudgeDevice> make_judge_device(const std::string& backend, int index) {
   if (backend == "cpu") return make_cpu_judge_device();
-  if (backend == "cuda") throw std::runtime_error("CUDA backend not built into kforge-judge (only --backend cpu)");
+  if (backend == "cuda") {
+#if KFORGE_HAVE_CUDA
+    return make_cuda_judge_device(index);
+#else
+    throw std::runtime_error("CUDA backend not built into kforge-judge (the CUDA toolkit was not found at build time)");
+#endif
+  }
   throw std::runtime_error("unknown backend '" + backend + "' (expected cpu or cuda)");
 }
 

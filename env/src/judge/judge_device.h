@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,30 @@ class JudgeDevice {
   // runner's, read from its kernel-kept CPU clock; the judge thread's for the
   // reference) measures it. True on CPU; on GPUs the CPU only launches work.
   virtual bool work_is_host_cpu_time() const { return false; }
+  // An upper bound on the memory bandwidth a kernel can reach, in bytes per
+  // second, for the roofline check (roofline.h); 0 = unknown, and the check
+  // is skipped and says so. Overestimating only weakens the check;
+  // underestimating flags honest kernels, so implementations must err high.
+  // Cheap: called once per timed request, never measured there.
+  virtual double peak_memory_bytes_per_s() const { return 0; }
+
+  // Whether the runner's `done` reply carries the candidate's device time
+  // (`device_ns`: CUDA events on the runner's stream around kf_forward). The
+  // timing phase then uses it as the primary clock, cross-checked against the
+  // judge's own round trip, which the candidate cannot influence (timing_tamper.h).
+  virtual bool runner_times_on_device() const { return false; }
+  // Start alignment of tensors in the arena. GPUs move memory in 128-byte
+  // lines, and the reference's tensors come from an allocator that aligns to
+  // 512 bytes: a less aligned candidate tensor would make the comparison unfair.
+  virtual uint64_t arena_alignment() const { return 64; }
+  // Device facts for Executor::health() (free device memory, live arenas).
+  virtual json health() { return json::object(); }
+  // "" while the judge's own device context is usable, else why not (a sticky
+  // CUDA error). Checked after every request; the judge then exits so that the
+  // Executor starts a fresh one for the next request.
+  virtual std::string context_error() { return ""; }
+  // The device's cumulative energy counter in millijoules, if it has one.
+  virtual std::optional<uint64_t> energy_mj() { return std::nullopt; }
   // Undefined symbols a candidate for this device may import.
   exec::SymbolPolicy symbol_policy(const std::vector<std::string>& task_libraries) const {
     return exec::SymbolPolicy::for_backend(backend(), task_libraries);

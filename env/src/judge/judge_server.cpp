@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 
@@ -23,7 +24,8 @@ constexpr double kSendDeadlineMs = 30000;
 
 void send(int fd, const json& body) { exec::send_frame(fd, body, Deadline::after_ms(kSendDeadlineMs)); }
 
-json health(const JudgeServerConfig& config, const RunnerPool& pool, const EvaluationCounters& counters) {
+json health(const JudgeServerConfig& config, const RunnerPool& pool, const EvaluationCounters& counters,
+            JudgeDevice* device) {
   int open_fds = 0, memfds = 0;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
@@ -36,14 +38,16 @@ json health(const JudgeServerConfig& config, const RunnerPool& pool, const Evalu
        it.increment(ec)) {
     ++scratch_entries;
   }
-  return {{"type", "health"},
-          {"pid", ::getpid()},
-          {"open_fds", open_fds - 1},  // minus the directory iterator's own descriptor
-          {"memfds", memfds},
-          {"spare_runners", pool.spares()},
-          {"scratch_entries", scratch_entries},
-          {"evaluations", counters.evaluations},
-          {"runner_faults", counters.runner_faults}};
+  json reply = {{"type", "health"},
+                {"pid", ::getpid()},
+                {"open_fds", open_fds - 1},  // minus the directory iterator's own descriptor
+                {"memfds", memfds},
+                {"spare_runners", pool.spares()},
+                {"scratch_entries", scratch_entries},
+                {"evaluations", counters.evaluations},
+                {"runner_faults", counters.runner_faults}};
+  reply["device"] = device->health();
+  return reply;
 }
 
 env::EvalReport system_failure(const std::string& message) {
@@ -76,8 +80,15 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
   }
   if (!device) return 2;
 
-  RunnerPool pool({config.runner, config.scratch, config.backend});
+  RunnerPool pool({config.runner, config.scratch, config.backend, config.device}, config.backend == "cuda" ? 2 : 1);
   pool.refill();
+  // CUDA profile requests run CUPTI in runners of their own (profile.h),
+  // started on demand.
+  std::unique_ptr<RunnerPool> profilers;
+  if (config.backend == "cuda") {
+    profilers = std::make_unique<RunnerPool>(
+        exec::RunnerProcess::Config{config.runner, config.scratch, config.backend, config.device, true});
+  }
   EvaluationCounters counters;
   while (true) {
     exec::Frame frame;
@@ -92,20 +103,31 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
       if (type == "eval") {
         env::EvalReport report;
         try {
-          report = evaluate(env::eval_request_from_json(msg.at("request")), device.get(), &pool, &counters);
+          report =
+              evaluate(env::eval_request_from_json(msg.at("request")), device.get(), &pool, &counters, profilers.get());
         } catch (const InputError& e) {
           report = system_failure(std::string("invalid request: ") + e.what());
         } catch (const std::exception& e) {
           report = system_failure(e.what());
         }
-        send(control_fd, {{"type", "report"},
-                          {"id", msg.value("id", 0)},
-                          {"report", env::to_json(report)},
-                          {"runner_faults", counters.runner_faults},
-                          {"evaluations", counters.evaluations}});
+        // A device failure that outlives the request (the judge's own CUDA
+        // context is gone) ends this judge once the report is out; the
+        // Executor starts a fresh one for the next request.
+        std::string broken = device->context_error();
+        json reply = {{"type", "report"},
+                      {"id", msg.value("id", 0)},
+                      {"report", env::to_json(report)},
+                      {"runner_faults", counters.runner_faults},
+                      {"evaluations", counters.evaluations}};
+        if (!broken.empty()) reply["retire"] = broken;
+        send(control_fd, reply);
+        if (!broken.empty()) {
+          std::fprintf(stderr, "kforge-judge: %s; exiting so that the executor starts a new judge\n", broken.c_str());
+          return 3;
+        }
         pool.refill();
       } else if (type == "health") {
-        send(control_fd, health(config, pool, counters));
+        send(control_fd, health(config, pool, counters, device.get()));
       } else if (type == "shutdown") {
         return 0;
       } else {

@@ -5,9 +5,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <random>
 
 #include "common/sample_stats.h"
+#include "judge/leftover_work.h"
 #include "judge/output_comparison.h"
+#include "judge/output_quality.h"
+#include "judge/roofline.h"
+#include "judge/timing_inputs.h"
 #include "judge/timing_tamper.h"
 #include "judge/tolerance.h"
 #include "kforge/core/reference.h"
@@ -15,15 +20,24 @@
 namespace kforge::judge {
 namespace {
 
-// Seeds of timing input sets, far from verification's 0..seeds-1 so that the
-// timed inputs are data the candidate has not seen.
+// Seeds of the timing input pool: far from verification's 0..seeds-1, plus a
+// random part per evaluation, so that the timed inputs are data the candidate
+// has not seen and cannot know in advance.
 constexpr uint64_t kTimingSeedBase = 1000003;
 constexpr int kCalibrationCalls = 25;
+constexpr const char* kTimedOutputMismatch = "timed_output_mismatch";
+
+uint64_t timing_seed() { return kTimingSeedBase + (std::random_device{}() & 0xffffffffu) * 1024; }
 
 double thread_cpu_ms() {
   timespec ts{};
   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+// A nanosecond count of a runner reply in ms (0 when absent: CPU runners).
+double ns_to_ms(const nlohmann::json& body, const char* key) {
+  return static_cast<double>(body.value(key, uint64_t{0})) / 1e6;
 }
 
 double elapsed_ms(std::chrono::steady_clock::time_point since) {
@@ -46,11 +60,6 @@ struct Samples {
   std::vector<double> reference, candidate;
 };
 
-struct InputSet {
-  std::vector<at::Tensor> inputs;
-  std::vector<at::Tensor> reference;
-};
-
 }  // namespace
 
 TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& options, CandidateSession* session,
@@ -69,30 +78,33 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
   exec::RunnerReply bound = session->bind(base, call_deadline());
   if (!bound.ok()) return runner_failed(bound, "while binding the base shape for timing");
 
-  // Harness overhead: the same exchange without the kf_forward call, on both clocks.
+  // Harness overhead: the same exchange without the kf_forward call, on every clock.
   bool use_cpu = device->work_is_host_cpu_time();
-  std::vector<double> null_trips, null_cpu;
+  const bool device_clock = !use_cpu && device->runner_times_on_device();
+  std::vector<double> null_trips, null_cpu, null_device, null_drain;
   for (int i = 0; i < kCalibrationCalls; ++i) {
     exec::RunnerReply r = session->null_call(call_deadline());
     if (!r.ok()) return runner_failed(r, "during overhead calibration");
     null_trips.push_back(r.round_trip_ms);
     null_cpu.push_back(r.cpu_ms);
+    null_device.push_back(ns_to_ms(r.body, "device_ns"));
+    null_drain.push_back(ns_to_ms(r.body, "drain_ns"));
     use_cpu = use_cpu && r.cpu_ms >= 0;
   }
   exec::SampleSummary overhead = exec::summarize(null_trips);
   exec::SampleSummary overhead_cpu = exec::summarize(null_cpu);
+  exec::SampleSummary overhead_device = exec::summarize(null_device);
+  // CUDA: replay a graph of the call instead of calling it (EvalOptions::cuda_graph).
+  const nlohmann::json call_options =
+      device_clock && options.cuda_graph ? nlohmann::json{{"graph", true}} : nlohmann::json::object();
+  nlohmann::json graph_state = nullptr;
 
-  std::vector<InputSet> sets;
-  for (int k = 0; k < std::max(options.timing_input_sets, 1); ++k) {
-    InputSet s;
-    s.inputs = ref::make_inputs(base.task, kTimingSeedBase + static_cast<uint64_t>(k), device->device());
-    s.reference = ref::run_reference(base.task, s.inputs);
-    sets.push_back(std::move(s));
-  }
+  const uint64_t seed = timing_seed();
+  TimingInputs fresh(base.task, options.timing_input_sets, seed, device->device());
 
-  Samples wall, cpu;
-  std::vector<double> self_ms;
-  const Samples& primary = use_cpu ? cpu : wall;
+  Samples wall, cpu, dev;
+  std::vector<double> self_ms, drain_ms;
+  const Samples& primary = use_cpu ? cpu : device_clock ? dev : wall;
   auto phase_start = std::chrono::steady_clock::now();
   bool warming = true;
   int round = 0;
@@ -105,53 +117,66 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
       stop_reason = "eval_timeout";
       break;
     }
-    const InputSet& set = sets[static_cast<size_t>(round) % sets.size()];
-    std::string where = std::string(warming ? "during warm-up" : "in timed call") + " " + std::to_string(round) +
-                        " (input set " + std::to_string(round % static_cast<int>(sets.size())) + ")";
+    // Inputs no call has seen before; the timed reference run on them is also
+    // the reference the candidate's outputs are checked against.
+    const std::vector<at::Tensor> inputs = fresh.round(static_cast<uint64_t>(round));
+    std::vector<at::Tensor> reference;
+    std::string where =
+        std::string(warming ? "during warm-up" : "in timed call") + " " + std::to_string(round) + " (fresh inputs)";
 
     device->flush_cache();
     double cpu_before = thread_cpu_ms();
-    double t_ref = device->time_ms([&] {
-      std::vector<at::Tensor> out = ref::run_reference(base.task, set.inputs);
-      device->synchronize();
-    });
+    auto wall_before = std::chrono::steady_clock::now();
+    // time_ms waits for the device itself after its stop mark; synchronizing
+    // inside fn would add the host's wake-up latency to the reference only
+    // (the runner's stop event is recorded as soon as kf_forward returns).
+    double t_ref = device->time_ms([&] { reference = ref::run_reference(base.task, inputs); });
+    double t_ref_wall = elapsed_ms(wall_before);
     double t_ref_cpu = thread_cpu_ms() - cpu_before;
 
-    session->load_inputs(set.inputs);
+    session->load_inputs(inputs);
     session->poison_outputs();
     device->synchronize();
     device->flush_cache();
-    exec::RunnerReply reply = session->call(call_deadline());
+    exec::RunnerReply reply = session->call(call_deadline(), call_options);
     if (!reply.ok()) return runner_failed(reply, where);
+    if (reply.body.contains("graph")) graph_state = reply.body["graph"];
     int rc = reply.body.value("rc", 0);
     if (rc != 0) {
       result.verdict.outcome = Outcome::kRuntimeError;
       result.verdict.summary = "runtime error: kf_forward returned " + std::to_string(rc) + " " + where;
       return result;
     }
-    double self = static_cast<double>(reply.body.value("self_ns", uint64_t{0})) / 1e6;
-    if (std::string e = check_self_within_round_trip(self, reply.round_trip_ms); !e.empty()) {
+    double self = ns_to_ms(reply.body, "self_ns");
+    double on_device = ns_to_ms(reply.body, "device_ns");
+    if (std::string e = check_self_within_round_trip(device_clock ? on_device : self, reply.round_trip_ms);
+        !e.empty()) {
       result.verdict = Verdict::violation("timing_tamper", e + " " + where);
       return result;
     }
-    for (size_t i = 0; i < set.inputs.size(); ++i) {
-      if (!bitwise_equal(session->inputs()[i], set.inputs[i])) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!bitwise_equal(session->inputs()[i], inputs[i])) {
         result.verdict =
             Verdict::violation("input_mutation", "kf_forward modified input " + base.inputs[i].name + " " + where);
         return result;
       }
     }
-    for (size_t i = 0; i < set.reference.size(); ++i) {
+    for (size_t i = 0; i < reference.size(); ++i) {
       ComparisonStats s =
-          compare_output(session->outputs()[i], set.reference[i], tolerance_for(base.task, base.outputs[i].dtype));
+          compare_output(session->outputs()[i], reference[i], tolerance_for(base.task, base.outputs[i].dtype));
       if (!s.passed()) {
         result.verdict = Verdict::violation(
-            "stale_output", "output " + base.outputs[i].name + " does not match this call's inputs " + where + " (" +
-                                std::to_string(s.mismatches) + " of " + std::to_string(s.numel) +
-                                " elements differ): the candidate passed verification but returned other results "
-                                "while being timed");
+            kTimedOutputMismatch, "output " + base.outputs[i].name + " does not match this call's inputs " + where +
+                                      " (" + std::to_string(s.mismatches) + " of " + std::to_string(s.numel) +
+                                      " elements differ): the candidate passed verification but returned other "
+                                      "results while being timed");
         return result;
       }
+    }
+    if (std::optional<QualityProblem> q =
+            check_outputs_quality(session->outputs(), reference, base, nullptr, kTimedQualitySample)) {
+      result.verdict = Verdict::violation(kTimedOutputMismatch, q->check + ": " + q->detail + " " + where);
+      return result;
     }
     ++round;
 
@@ -162,8 +187,13 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
       }
       continue;
     }
-    wall.reference.push_back(t_ref);
+    wall.reference.push_back(device_clock ? t_ref_wall : t_ref);
     wall.candidate.push_back(std::max(reply.round_trip_ms - overhead.median, 0.0));
+    if (device_clock) {
+      dev.reference.push_back(t_ref);
+      dev.candidate.push_back(on_device);
+      drain_ms.push_back(ns_to_ms(reply.body, "drain_ns"));
+    }
     if (use_cpu) {
       cpu.reference.push_back(t_ref_cpu);
       cpu.candidate.push_back(std::max(reply.cpu_ms - overhead_cpu.median, 0.0));
@@ -179,20 +209,27 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
 
   exec::SampleSummary ref = exec::summarize(primary.reference), cand = exec::summarize(primary.candidate);
   exec::SampleSummary own = exec::summarize(self_ms);
-  result.timing = {{"timer", use_cpu ? "cpu_time" : "wall_round_trip"},
+  const exec::SampleSummary& primary_overhead = use_cpu ? overhead_cpu : device_clock ? overhead_device : overhead;
+  result.timing = {{"timer", use_cpu        ? "cpu_time"
+                             : device_clock ? "device_events"
+                                            : "wall_round_trip"},
                    {"reference", summary_json(ref)},
                    {"candidate", summary_json(cand)},
                    {"candidate_self_reported", summary_json(own)},
-                   {"overhead", summary_json(use_cpu ? overhead_cpu : overhead)},
+                   {"overhead", summary_json(primary_overhead)},
                    {"stop_reason", stop_reason},
                    {"warmup_rounds", round - static_cast<int>(primary.candidate.size())},
-                   {"input_sets", sets.size()},
+                   {"input_sets", fresh.pool_size()},
+                   {"fresh_inputs", true},
+                   {"timing_seed", seed},
                    {"cache_flush_bytes", device->flush_bytes()},
                    {"elapsed_ms", elapsed_ms(phase_start)},
                    {"clocks", device->clocks()},
                    {"device", device->name()}};
-  if (use_cpu) {
-    // The round-trip figures, for comparison (and what GPU backends use).
+  if (!graph_state.is_null()) result.timing["cuda_graph"] = graph_state;
+  if (use_cpu || device_clock) {
+    // The round-trip figures, for comparison: the judge's own clock, which
+    // the candidate cannot influence.
     exec::SampleSummary ref_wall = exec::summarize(wall.reference), cand_wall = exec::summarize(wall.candidate);
     result.timing["reference_wall"] = summary_json(ref_wall);
     result.timing["candidate_wall"] = summary_json(cand_wall);
@@ -204,14 +241,33 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
   // A median at or below zero means the kernel is faster than the overhead
   // can resolve; report no speedup rather than an infinite one.
   if (cand.median > 0) result.timing["speedup"] = ref.median / cand.median;
-  const exec::SampleSummary& resolution = use_cpu ? overhead_cpu : overhead;
-  result.timing["resolution_ms"] = resolution.p75 - resolution.p25;
+  result.timing["resolution_ms"] = primary_overhead.p75 - primary_overhead.p25;
 
   if (use_cpu) {
     if (std::string e = check_self_covers_cpu_time(own, cand); !e.empty()) {
       result.verdict = Verdict::violation("timing_tamper", e);
+      return result;
     }
   }
+  if (device_clock) {
+    result.timing["drain"] = {{"null_median_ms", exec::summarize(null_drain).median},
+                              {"call_median_ms", exec::summarize(drain_ms).median},
+                              {"call_max_ms", exec::summarize(drain_ms).max}};
+    // Leftover work first: it also widens the gap between the round trip
+    // (which includes the runner's wait for it) and the device time.
+    if (std::string w = check_work_after_return(null_drain, drain_ms); !w.empty()) {
+      result.verdict = Verdict::violation("work_after_return", w);
+      return result;
+    }
+    if (std::string e = check_device_time_covers_wall(cand, exec::summarize(wall.candidate)); !e.empty()) {
+      result.verdict = Verdict::violation("timing_tamper", e);
+      return result;
+    }
+  }
+  RooflineCheck roofline = check_roofline(roofline_bytes(base.task), device->peak_memory_bytes_per_s(), cand.median,
+                                          result.timing["resolution_ms"].get<double>());
+  result.timing["roofline"] = roofline.to_json();
+  if (!roofline.violation.empty()) result.verdict = Verdict::violation("below_roofline", roofline.violation);
   return result;
 }
 

@@ -12,13 +12,23 @@
 //     include the time a woken runner or judge waits for a core; CPU time does
 //     not, and a single-threaded process with no blocking syscalls cannot do
 //     work that its CPU clock misses.
-// The runner's own clock is only a cross-check (timing_tamper.h). Round k uses
-// input set k mod timing_input_sets, copied into the arena and with outputs
-// poisoned before the call (outside the timed region), and every timed call's
-// outputs are checked against the reference of its set: a mismatch is a
-// stale_output violation (caching across calls, batch-and-skip, warm-up
+//   * device_events (primary on CUDA, JudgeDevice::runner_times_on_device):
+//     CUDA events on the runner's stream around kf_forward (the reference: on
+//     ATen's stream in the judge). Precise but reported by the runner, so it
+//     is bounded per call and in the median by the judge's round trip, and the
+//     runner's drain time after each call is checked for work left on other
+//     streams (timing_tamper.h, leftover_work.h, docs/cuda-backend.md).
+// Otherwise the runner's own clock is only a cross-check (timing_tamper.h). Every round
+// gets inputs no call has seen (timing_inputs.h: derived from a pool of
+// timing_input_sets sets), copied into the arena and with outputs poisoned
+// before the call (outside the timed region); the round's timed reference run
+// on those inputs is the reference its outputs are checked against, fully
+// (allclose and output_quality.h). A failure is the violation
+// timed_output_mismatch (caching across calls, batch-and-skip, warm-up
 // detection). Warm-up runs by time and is checked the same way. Sampling stops
-// by sample_stats.h's rule, applied to the primary clock.
+// by sample_stats.h's rule, applied to the primary clock. Finally the
+// candidate's median must not beat the roofline floor (roofline.h; violation
+// below_roofline).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -14,6 +14,9 @@ namespace kforge::judge {
 
 // Clock-read jitter allowed between the clocks, in ms.
 inline constexpr double kClockSlackMs = 0.05;
+// CPU time a call's protocol work may take beyond the null calls' after a
+// cache flush (cold code and data), in ms.
+inline constexpr double kColdProtocolSlackMs = 0.2;
 
 // The runner's interval lies inside the judge's round trip, always.
 std::string check_self_within_round_trip(double self_ms, double round_trip_ms);
@@ -23,5 +26,17 @@ std::string check_self_within_round_trip(double self_ms, double round_trip_ms);
 // figure has the null-call overhead removed). Flags a runner interval below a
 // third of the CPU time.
 std::string check_self_covers_cpu_time(const exec::SampleSummary& self, const exec::SampleSummary& cpu);
+
+// Devices that time the call on the device (CUDA events in the runner): the
+// device time is the primary clock because it is precise, but it is reported
+// by a process whose memory the candidate shares. The judge's round trip
+// minus the null-call overhead (`wall`) bounds it from below: events bracket
+// the call from its first launch to the completion of its stream, so an honest
+// median can fall short of the wall median only by synchronization latency.
+// Flags a device median below (1 - kDeviceWallFraction) x the wall median minus
+// kDeviceWallSlackMs: a forged time cannot gain more than that margin.
+inline constexpr double kDeviceWallFraction = 0.25;
+inline constexpr double kDeviceWallSlackMs = 0.05;
+std::string check_device_time_covers_wall(const exec::SampleSummary& device, const exec::SampleSummary& wall);
 
 }  // namespace kforge::judge

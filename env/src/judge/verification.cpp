@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "judge/output_comparison.h"
+#include "judge/output_quality.h"
 #include "judge/tolerance.h"
 #include "kforge/core/reference.h"
 
@@ -197,6 +198,20 @@ VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions
                                  "(reads of uninitialized memory or nondeterminism): " +
                                      describe_mismatch(check, c) + " " + ctx.where();
           if (run > 0) fold_stats(check, c, &case_json);
+          return fail(v, case_json);
+        }
+        // allclose passed; a loose tolerance must not have been what let it pass.
+        double rel_l2 = 0;
+        std::optional<QualityProblem> quality = check_outputs_quality(session->outputs(), reference, c, &rel_l2);
+        if (run == 0) case_json["rel_l2_err"] = rel_l2;
+        if (quality) {
+          case_json["failed_check"] = quality->check;
+          if (quality->is_violation()) {
+            return fail(Verdict::violation(quality->check, quality->detail + " " + ctx.where()), case_json);
+          }
+          Verdict v;
+          v.outcome = Outcome::kWrong;
+          v.summary = "wrong: " + quality->detail + " " + ctx.where();
           return fail(v, case_json);
         }
         if (run == 0) {

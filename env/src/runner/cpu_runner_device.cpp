@@ -50,10 +50,6 @@ class CpuRunnerDevice final : public RunnerDevice {
 
 }  // namespace
 
-std::unique_ptr<RunnerDevice> make_runner_device(const std::string& backend) {
-  if (backend == "cpu") return std::make_unique<CpuRunnerDevice>();
-  if (backend == "cuda") throw std::runtime_error("CUDA backend not built into kforge-runner yet");
-  throw std::runtime_error("unknown backend '" + backend + "'");
-}
+std::unique_ptr<RunnerDevice> make_cpu_runner_device() { return std::make_unique<CpuRunnerDevice>(); }
 
 }  // namespace kforge::runner

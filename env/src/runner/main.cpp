@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -19,7 +20,9 @@
 namespace {
 
 int usage(const char* message) {
-  std::fprintf(stderr, "kforge-runner: %s\nusage: kforge-runner --backend cpu --scratch DIR --parent-pid PID\n",
+  std::fprintf(stderr,
+               "kforge-runner: %s\nusage: kforge-runner --backend cpu|cuda --scratch DIR --parent-pid PID [--device N] "
+               "[--profiler 0|1]\n",
                message);
   return kforge::exec::runner_protocol::kUsageExitCode;
 }
@@ -29,6 +32,7 @@ int usage(const char* message) {
 int main(int argc, char** argv) {
   std::string backend = "cpu", scratch;
   long parent = 0;
+  kforge::runner::RunnerDeviceOptions device_options;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string key = argv[i];
     if (key == "--backend") {
@@ -37,6 +41,10 @@ int main(int argc, char** argv) {
       scratch = argv[i + 1];
     } else if (key == "--parent-pid") {
       parent = std::strtol(argv[i + 1], nullptr, 10);
+    } else if (key == "--device") {
+      device_options.device = std::atoi(argv[i + 1]);
+    } else if (key == "--profiler") {
+      device_options.profiler = std::string(argv[i + 1]) == "1";
     } else {
       return usage(("unknown argument " + key).c_str());
     }
@@ -53,7 +61,11 @@ int main(int argc, char** argv) {
   kforge::runner::isolate_network(&sandbox);
   std::unique_ptr<kforge::runner::RunnerDevice> device;
   try {
-    device = kforge::runner::make_runner_device(backend);
+    // Device set-up (CUDA: context, stream, events; CUPTI in a profiler
+    // runner) happens here, while the runner is a spare waiting for work and
+    // before any filter exists: it creates threads and opens device files,
+    // which the sandbox will not allow later.
+    device = kforge::runner::make_runner_device(backend, device_options);
   } catch (const std::exception& e) {
     return usage(e.what());
   }

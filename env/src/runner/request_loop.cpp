@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <functional>
 #include <stdexcept>
 #include <vector>
 
@@ -89,29 +90,58 @@ int serve_requests(RunnerDevice* device, SandboxState sandbox) {
           continue;
         }
         bool null_call = msg.value("null", false);
-        int rc = 0;
-        uint64_t start = now_ns();
-        if (!null_call) {
-          // The ABI is C, but a C++ candidate can still let an exception
-          // escape (std::bad_alloc at the memory limit): a failure of the call,
-          // not of the runner.
-          try {
-            rc = forward(inputs.data(), static_cast<int>(inputs.size()), outputs.data(),
+        std::function<int()> invoke = [&] {
+          return forward(inputs.data(), static_cast<int>(inputs.size()), outputs.data(),
                          static_cast<int>(outputs.size()), device->stream());
-            device->synchronize();
-          } catch (const std::exception& e) {
-            reply_error(seq, "kf_forward", std::string("kf_forward threw ") + e.what());
-            continue;
-          } catch (...) {
-            reply_error(seq, "kf_forward", "kf_forward threw an exception that is not a std::exception");
-            continue;
-          }
+        };
+        CallResult result;
+        uint64_t start = now_ns();
+        // The ABI is C, but a C++ candidate can still let an exception escape
+        // (std::bad_alloc at the memory limit): a failure of the call, not of
+        // the runner. Device failures (a CUDA fault) come as DeviceError.
+        try {
+          result = device->run_call(null_call ? nullptr : &invoke, msg);
+        } catch (const DeviceError& e) {
+          reply_error(seq, "kf_forward", e.what());
+          continue;
+        } catch (const std::exception& e) {
+          reply_error(seq, "kf_forward", std::string("kf_forward threw ") + e.what());
+          continue;
+        } catch (...) {
+          reply_error(seq, "kf_forward", "kf_forward threw an exception that is not a std::exception");
+          continue;
         }
         uint64_t elapsed = now_ns() - start;
-        reply({{"type", "done"}, {"seq", seq}, {"rc", rc}, {"self_ns", elapsed}});
+        json done = result.extra;
+        done["type"] = "done";
+        done["seq"] = seq;
+        done["rc"] = result.rc;
+        done["self_ns"] = elapsed;
+        reply(done);
+      } else if (type == "profile") {
+        if (forward == nullptr) {
+          reply_error(seq, "profile", "no candidate loaded");
+          continue;
+        }
+        std::function<int()> invoke = [&] {
+          return forward(inputs.data(), static_cast<int>(inputs.size()), outputs.data(),
+                         static_cast<int>(outputs.size()), device->stream());
+        };
+        json profile;
+        try {
+          profile = device->profile(invoke, msg);
+        } catch (const std::exception& e) {
+          reply_error(seq, "profile", e.what());
+          continue;
+        } catch (...) {
+          reply_error(seq, "profile", "kf_forward threw an exception that is not a std::exception");
+          continue;
+        }
+        reply({{"type", "profiled"}, {"seq", seq}, {"profile", profile}});
       } else if (type == "bind") {
         inputs = parse_tensors(msg.at("inputs"), *device);
         outputs = parse_tensors(msg.at("outputs"), *device);
+        device->on_bind();
         reply({{"type", "bound"}, {"seq", seq}});
       } else if (type == "setup") {
         if (forward != nullptr) {
@@ -119,13 +149,22 @@ int serve_requests(RunnerDevice* device, SandboxState sandbox) {
           continue;
         }
         SandboxLimits limits = parse_limits(msg.at("limits"));
+        limits.open_files += device->extra_open_files();
+        // The arena first: mapping it is harness work (CUDA: opening an IPC
+        // handle), done before any candidate code exists in the process.
+        device->map_arena(msg.at("arena"), &frame.fds);
         enter_loading_phase(limits, device->extra_syscalls(), &sandbox);
         CandidateLibrary lib = load_candidate(msg.at("library").get<std::string>());
         if (lib.forward == nullptr) {
           reply_error(seq, "load", lib.error);
           continue;
         }
-        device->map_arena(msg.at("arena"), &frame.fds);
+        try {
+          device->after_load();
+        } catch (const std::exception& e) {
+          reply_error(seq, "load", e.what());
+          continue;
+        }
         enter_running_phase(limits, &sandbox);
         forward = lib.forward;
         reply({{"type", "ready"}, {"seq", seq}, {"sandbox", sandbox.to_json()}});

@@ -1,15 +1,18 @@
 // What the runner needs from the device it runs candidates on; everything
-// else in the runner (protocol, loading, sandbox, timing) is backend-neutral.
+// else in the runner (protocol, loading, sandbox) is backend-neutral.
 //
 // CPU: the arena is a memfd mapped with guard pages, `stream` is NULL and
-// nothing needs synchronizing. CUDA (later): the arena arrives as a CUDA IPC
-// handle, `stream` is a stream the runner creates, synchronize() waits for it,
-// and the driver's system calls are added to the sandbox.
+// nothing needs synchronizing. CUDA (cuda_runner_device.cpp): the arena
+// arrives as a CUDA IPC handle, `stream` is a non-blocking stream the runner
+// creates, a call is timed with CUDA events on it and followed by checks for
+// work left running, and the driver's system calls are added to the sandbox.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -17,12 +20,25 @@
 
 namespace kforge::runner {
 
+// A failure of the device caused by the candidate's call (a CUDA fault, a
+// pending launch error): the message is reported as the call's runtime error.
+class DeviceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct CallResult {
+  int rc = 0;
+  // Device-specific facts merged into the `done` reply (device_ns, ...).
+  nlohmann::json extra = nlohmann::json::object();
+};
+
 class RunnerDevice {
  public:
   virtual ~RunnerDevice() = default;
   // Maps the arena described by the judge's `setup` message; `fds` are the
-  // descriptors that came with it. Runs in the loading phase of the sandbox
-  // (mmap/mprotect allowed). Throws std::runtime_error.
+  // descriptors that came with it. Runs before any candidate code is loaded
+  // and before the sandbox's filters. Throws std::runtime_error.
   virtual void map_arena(const nlohmann::json& arena, std::vector<exec::UniqueFd>* fds) = 0;
   // Address of arena byte `offset` as the candidate sees it (host or device).
   virtual void* arena_address(uint64_t offset) const = 0;
@@ -30,12 +46,38 @@ class RunnerDevice {
   virtual void* stream() = 0;
   // Waits until the candidate's work is complete; part of the timed call.
   virtual void synchronize() = 0;
-  // System calls the device runtime needs beyond the CPU set, by name.
+  // System calls the device runtime needs beyond the CPU set, by name
+  // ("mprotect" is granted without PROT_EXEC only).
   virtual std::vector<std::string> extra_syscalls() const = 0;
+  // Descriptors the device runtime holds or opens on its own, on top of the
+  // candidate's RLIMIT_NOFILE allowance.
+  virtual int extra_open_files() const { return 0; }
+  // Right after the candidate's library is loaded, still in the loading phase
+  // (CUDA: its modules are loaded onto the device here, so that the running
+  // filter never sees module loading). Throws std::runtime_error for a
+  // candidate that cannot run on this device; reported as a load failure.
+  virtual void after_load() {}
+  // New tensors were bound: forget anything tied to the previous ones.
+  virtual void on_bind() {}
+  // One `call` request: runs `forward` (null for a null call) as `options`
+  // say (`repeat`: back-to-back calls; `graph`: CUDA-graph replay) and waits
+  // for the work. Throws DeviceError for a device failure the call caused;
+  // exceptions escaping kf_forward propagate.
+  virtual CallResult run_call(const std::function<int()>* forward, const nlohmann::json& options);
+  // A `profile` request (the CUDA profiler runner): kernel attribution and
+  // hardware metrics of calls of `forward`. The default has no profiler.
+  virtual nlohmann::json profile(const std::function<int()>& forward, const nlohmann::json& request);
 };
 
-// "cpu" -> the host device; anything else throws std::runtime_error naming
-// what is missing (the CUDA runner device is not built yet).
-std::unique_ptr<RunnerDevice> make_runner_device(const std::string& backend);
+struct RunnerDeviceOptions {
+  int device = 0;         // GPU index
+  bool profiler = false;  // CUDA: set up CUPTI for `profile` requests
+};
+
+// "cpu" -> the host device; "cuda" -> the CUDA device when built with the
+// toolkit. Anything else throws std::runtime_error naming what is missing.
+std::unique_ptr<RunnerDevice> make_runner_device(const std::string& backend, const RunnerDeviceOptions& options);
+std::unique_ptr<RunnerDevice> make_cpu_runner_device();
+std::unique_ptr<RunnerDevice> make_cuda_runner_device(const RunnerDeviceOptions& options);
 
 }  // namespace kforge::runner

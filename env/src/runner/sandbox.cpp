@@ -109,7 +109,15 @@ class Filter {
     for (int fd : fds) allow_if(name, SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(fd)));
   }
   void allow_any(const std::vector<std::string>& names) {
-    for (const auto& n : names) allow(n.c_str());
+    for (const auto& n : names) {
+      // Device runtimes may change page protections of their own buffers;
+      // never to executable, which would let candidate code create code.
+      if (n == "mprotect") {
+        allow_if("mprotect", SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+      } else {
+        allow(n.c_str());
+      }
+    }
   }
 
   // The compiled BPF program: built while the process may still do anything,

@@ -50,7 +50,8 @@ void isolate_network(SandboxState* state);
 
 // Limits, capabilities, no_new_privs, the SIGSYS reporter and the loading
 // filter. `extra_syscalls` are the device's additional needs in both phases
-// (none on CPU). Throws std::runtime_error if a mandatory step fails.
+// (none on CPU; "mprotect" among them is allowed without PROT_EXEC only). Throws std::runtime_error if a mandatory step
+// fails.
 void enter_loading_phase(const SandboxLimits& limits, const std::vector<std::string>& extra_syscalls,
                          SandboxState* state);
 

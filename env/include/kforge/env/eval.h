@@ -26,7 +26,7 @@ struct EvalOptions {
   int min_samples = 10;
   int max_samples = 2000;
   double target_rse = 0.005;        // stop when the median's relative std. error is below this
-  int timing_input_sets = 3;        // distinct inputs rotated through timed calls
+  int timing_input_sets = 3;        // pool from which every timed call's fresh inputs are mixed
   bool cuda_graph = false;          // CUDA: time graph replays of the candidate's call
   bool hardware_metrics = true;     // CUDA profile: CUPTI range-profiler metrics
   // Limits for the candidate.

@@ -1,0 +1,219 @@
+#include "judge/cuda_judge_device.h"
+
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+#include "common/hex_codec.h"
+#include "judge/l2_flush.h"
+#include "judge/nvml_monitor.h"
+
+namespace kforge::judge {
+namespace {
+
+std::string cuda_error_text(cudaError_t e) {
+  return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")";
+}
+
+void check(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess) throw std::runtime_error(what + ": " + cuda_error_text(e));
+}
+
+int attribute(cudaDeviceAttr attr, int device) {
+  int v = 0;
+  return cudaDeviceGetAttribute(&v, attr, device) == cudaSuccess ? v : 0;
+}
+
+// Device memory shared with one runner. Zeroed on creation: cudaMalloc may hand
+// back memory that held an earlier request's data, and the candidate can read
+// every byte of its arena (guards and padding included).
+class IpcArena final : public SharedArena {
+ public:
+  IpcArena(const exec::ArenaLayout& layout, int device, int* live) : layout_(layout), device_(device), live_(live) {
+    cudaError_t e = cudaMalloc(&base_, layout_.size);
+    if (e != cudaSuccess) {
+      cudaGetLastError();  // out-of-memory is not sticky; leave the context clean
+      throw std::runtime_error("cannot allocate the " + std::to_string(layout_.size) +
+                               "-byte arena in device memory: " + cuda_error_text(e));
+    }
+    ++*live_;
+    check(cudaMemset(base_, 0, layout_.size), "clearing the arena");
+    check(cudaIpcGetMemHandle(&handle_, base_), "cudaIpcGetMemHandle");
+  }
+  ~IpcArena() override {
+    // The runner that mapped it is dead by now (the session kills it first),
+    // so freeing cannot pull memory from under a running kernel of ours.
+    cudaFree(base_);
+    --*live_;
+  }
+
+  const exec::ArenaLayout& layout() const override { return layout_; }
+  json descriptor() const override {
+    json guards = json::array();
+    for (const auto& [offset, length] : layout_.guards) guards.push_back({offset, length});
+    return {{"kind", "cuda_ipc"},
+            {"bytes", layout_.size},
+            {"device", device_},
+            {"handle", exec::hex_encode(&handle_, sizeof(handle_))},
+            {"guards", guards}};
+  }
+  std::vector<int> descriptors() const override { return {}; }
+  at::Tensor view(uint64_t offset, at::IntArrayRef shape, at::ScalarType type) override {
+    // A device index is given, so ATen does not have to ask the driver which
+    // device owns the pointer (it is not from its allocator).
+    return at::from_blob(static_cast<char*>(base_) + offset, shape,
+                         at::TensorOptions().dtype(type).device(at::Device(at::kCUDA, device_)));
+  }
+
+ private:
+  exec::ArenaLayout layout_;
+  int device_;
+  int* live_;
+  void* base_ = nullptr;
+  cudaIpcMemHandle_t handle_{};
+};
+
+class CudaJudgeDevice final : public JudgeDevice {
+ public:
+  explicit CudaJudgeDevice(int index) : index_(index) {
+    if (!at::hasCUDA()) {
+      throw std::runtime_error("this libtorch has no CUDA support (the CUDA judge needs PyTorch built with CUDA)");
+    }
+    int count = 0;
+    check(cudaGetDeviceCount(&count), "no usable CUDA device");
+    if (index < 0 || index >= count) {
+      throw std::runtime_error("CUDA device " + std::to_string(index) + " does not exist (" + std::to_string(count) +
+                               " visible)");
+    }
+    check(cudaSetDevice(index), "cudaSetDevice");
+    check(cudaFree(nullptr), "creating the CUDA context");
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
+    name_ = prop.name;
+    sm_count_ = prop.multiProcessorCount;
+    cc_ = std::to_string(prop.major) + "." + std::to_string(prop.minor);
+    flush_ = plan_l2_flush(attribute(cudaDevAttrL2CacheSize, index));
+    check(cudaMalloc(&flush_buffer_, flush_.flush_bytes), "allocating the L2 flush buffer");
+    check(cudaEventCreate(&start_), "cudaEventCreate");
+    check(cudaEventCreate(&stop_), "cudaEventCreate");
+
+    char bus_id[32] = {};
+    if (cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), index) == cudaSuccess) {
+      nvml_ = NvmlMonitor::open(bus_id, &nvml_error_);
+    } else {
+      nvml_error_ = "cudaDeviceGetPCIBusId failed";
+    }
+    bus_width_bits_ = attribute(cudaDevAttrGlobalMemoryBusWidth, index);
+    memory_clock_khz_ = attribute(cudaDevAttrMemoryClockRate, index);
+  }
+
+  ~CudaJudgeDevice() override {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+    cudaFree(flush_buffer_);
+  }
+
+  std::string backend() const override { return "cuda"; }
+  std::string name() const override { return name_; }
+  at::Device device() const override { return at::Device(at::kCUDA, index_); }
+  uint64_t page_size() const override { return 4096; }
+  uint64_t arena_alignment() const override { return 256; }
+  std::unique_ptr<SharedArena> create_arena(const exec::ArenaLayout& layout) override {
+    return std::make_unique<IpcArena>(layout, index_, &live_arenas_);
+  }
+
+  // On ATen's stream (the legacy default stream), so the write is ordered
+  // before the reference that follows; synchronous, so it is also complete
+  // before the runner's call starts in its own process. A fresh byte value
+  // each time keeps the writes from being elided as redundant.
+  void flush_cache() override {
+    check(cudaMemsetAsync(flush_buffer_, ++flush_round_, flush_.flush_bytes, nullptr), "L2 flush");
+    check(cudaStreamSynchronize(nullptr), "L2 flush");
+  }
+  uint64_t flush_bytes() const override { return flush_.flush_bytes; }
+  void synchronize() override { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
+
+  // Events on the legacy default stream, which is where ATen launches the
+  // reference: the stop event is recorded as soon as fn() has enqueued its
+  // work, like the runner's stop event after kf_forward returns, so both sides
+  // exclude the host's synchronization latency.
+  double time_ms(const std::function<void()>& fn) override {
+    check(cudaEventRecord(start_, nullptr), "cudaEventRecord");
+    fn();
+    check(cudaEventRecord(stop_, nullptr), "cudaEventRecord");
+    check(cudaEventSynchronize(stop_), "timing the reference");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+    return ms;
+  }
+
+  json clocks() override {
+    json j = nvml_ ? nvml_->clocks() : json::object();
+    if (!nvml_) j["unavailable"] = "clocks unavailable: " + nvml_error_;
+    j["l2_bytes"] = flush_.l2_bytes;
+    j["l2_source"] = flush_.source;
+    j["sm_count"] = sm_count_;
+    j["compute_capability"] = cc_;
+    return j;
+  }
+
+  bool runner_times_on_device() const override { return true; }
+
+  // Double data rate: two transfers per memory clock over the whole bus.
+  double peak_memory_bytes_per_s() const override {
+    double mhz = memory_clock_khz_ / 1000.0;
+    if (nvml_) {
+      if (auto max = nvml_->max_memory_clock_mhz()) mhz = *max;
+    }
+    return 2.0 * mhz * 1e6 * bus_width_bits_ / 8.0;
+  }
+
+  json health() override {
+    size_t free_bytes = 0, total_bytes = 0;
+    json j = {{"arenas_live", live_arenas_}};
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+      j["gpu_free_bytes"] = free_bytes;
+      j["gpu_total_bytes"] = total_bytes;
+    }
+    return j;
+  }
+
+  // A runner's fault (illegal address, trap, a kernel killed mid-flight) lives
+  // in the runner's own context and cannot poison ours; a device-wide failure
+  // (Xid, a GPU that fell off the bus, a hang that needed a reset) can. Real
+  // work is run through the context to find out.
+  std::string context_error() override {
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e == cudaSuccess) e = cudaMemsetAsync(flush_buffer_, 0, 1, nullptr);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(nullptr);
+    if (e == cudaSuccess) e = cudaGetLastError();
+    return e == cudaSuccess ? "" : "the judge's CUDA context failed: " + cuda_error_text(e);
+  }
+
+  std::optional<uint64_t> energy_mj() override {
+    if (!nvml_) return std::nullopt;
+    return nvml_->energy_mj();
+  }
+
+ private:
+  int index_;
+  std::string name_, cc_;
+  int sm_count_ = 0;
+  L2FlushPlan flush_;
+  void* flush_buffer_ = nullptr;
+  unsigned char flush_round_ = 0;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  std::unique_ptr<NvmlMonitor> nvml_;
+  std::string nvml_error_;
+  int bus_width_bits_ = 0;
+  int memory_clock_khz_ = 0;
+  int live_arenas_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<JudgeDevice> make_cuda_judge_device(int index) { return std::make_unique<CudaJudgeDevice>(index); }
+
+}  // namespace kforge::judge

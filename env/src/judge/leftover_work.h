@@ -1,0 +1,27 @@
+// Work a call leaves running after kf_forward returned (DESIGN.md §12: "work
+// on another stream"), seen without CUPTI: after the runner has synchronized
+// the candidate's stream it times cudaDeviceSynchronize (`drain_ns`), which
+// waits for everything else the process still has in flight. An honest call
+// leaves nothing, so its drain time matches that of null calls; kernels put on
+// another stream (the legacy default stream, a stream of its own) make it
+// longer. The CUPTI pass of `profile` requests attributes kernels to streams
+// exactly (kernel_attribution.h); this check covers every timed call.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kforge::judge {
+
+// A call counts as draining when its drain time exceeds the null calls' 90th
+// percentile by max(kDrainSlackMs, the null median). The check fires when at
+// least kMinDrainingCalls calls, and kMinDrainingShare of all, drained: one
+// preempted runner thread does not make a violation.
+inline constexpr double kDrainSlackMs = 0.02;
+inline constexpr int kMinDrainingCalls = 3;
+inline constexpr double kMinDrainingShare = 0.2;
+
+// "" or the evidence for a work_after_return violation. Times in ms.
+std::string check_work_after_return(const std::vector<double>& null_drain_ms, const std::vector<double>& call_drain_ms);
+
+}  // namespace kforge::judge

@@ -1,0 +1,112 @@
+#include "judge/output_quality.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "judge/tolerance.h"
+
+namespace kforge::judge {
+namespace {
+
+// Unit roundoff of each floating dtype (spacing of values at 1.0).
+double dtype_epsilon(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16:
+      return 9.765625e-4;
+    case DType::kBFloat16:
+      return 7.8125e-3;
+    case DType::kFloat64:
+      return 2.220446049250313e-16;
+    default:
+      return 1.1920928955078125e-7;
+  }
+}
+
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3g", v);
+  return buf;
+}
+
+}  // namespace
+
+nlohmann::json OutputQuality::to_json() const {
+  return {{"finite", finite},
+          {"got_std", got_std},
+          {"expected_std", expected_std},
+          {"expected_rms", expected_rms},
+          {"rel_l2_err", rel_l2_err}};
+}
+
+OutputQuality measure_output_quality(const at::Tensor& got, const at::Tensor& expected, int64_t sample) {
+  OutputQuality q;
+  if (got.numel() == 0) return q;
+  at::Tensor g = got.reshape({-1}), e = expected.reshape({-1});
+  if (sample > 0 && g.numel() > 2 * sample) {
+    // A random start, so that a candidate cannot know which elements count.
+    const int64_t stride = g.numel() / sample;
+    const int64_t start = static_cast<int64_t>(std::random_device{}() % static_cast<uint64_t>(stride));
+    g = g.slice(0, start, g.numel(), stride);
+    e = e.slice(0, start, e.numel(), stride);
+  }
+  g = g.to(at::kDouble);
+  e = e.to(at::kDouble);
+  at::Tensor finite = g.isfinite().logical_and(e.isfinite());
+  q.finite = finite.sum().item<int64_t>();
+  if (q.finite < g.numel()) {
+    g = g.masked_select(finite);
+    e = e.masked_select(finite);
+  }
+  if (q.finite == 0) return q;
+  // Written out rather than at::std, whose overloads differ between libtorch 1.13 and 2.x.
+  auto stddev = [](const at::Tensor& t) { return (t - t.mean()).square().mean().sqrt().item<double>(); };
+  q.got_std = stddev(g);
+  q.expected_std = stddev(e);
+  double expected_sq = e.square().sum().item<double>();
+  q.expected_rms = std::sqrt(expected_sq / static_cast<double>(q.finite));
+  if (expected_sq > 0) q.rel_l2_err = std::sqrt((g - e).square().sum().item<double>() / expected_sq);
+  return q;
+}
+
+double relative_l2_bound(const Tolerance& tol) {
+  return std::clamp(kRelL2RtolFactor * tol.rtol, kRelL2Floor, kRelL2Cap);
+}
+
+std::optional<QualityProblem> judge_output_quality(const OutputQuality& q, DType dtype, const Tolerance& tol,
+                                                   const std::string& output_name) {
+  if (!dtype_is_floating(dtype) || q.finite < 2 || q.expected_rms == 0) return std::nullopt;
+  const double meaningful = kMeaningfulSpreadUlps * dtype_epsilon(dtype) * q.expected_rms;
+  if (q.expected_std > meaningful && q.got_std <= kDegenerateSpreadRatio * q.expected_std) {
+    return QualityProblem{"degenerate_output",
+                          "output " + output_name + " is " + (q.got_std == 0 ? "constant" : "nearly constant") +
+                              " (standard deviation " + fmt(q.got_std) + ") where the reference varies (" +
+                              fmt(q.expected_std) + "): it passes the tolerance without computing the result"};
+  }
+  const double bound = relative_l2_bound(tol);
+  if (q.rel_l2_err > bound) {
+    return QualityProblem{"relative_error", "output " + output_name + " has a relative L2 error of " +
+                                                fmt(q.rel_l2_err) + ", above the bound " + fmt(bound) +
+                                                " for this tolerance (rtol " + fmt(tol.rtol) +
+                                                "), although every element is within atol + rtol·|expected|"};
+  }
+  return std::nullopt;
+}
+
+std::optional<QualityProblem> check_outputs_quality(const std::vector<at::Tensor>& got,
+                                                    const std::vector<at::Tensor>& expected, const ShapeCase& c,
+                                                    double* max_rel_l2, int64_t sample) {
+  std::optional<QualityProblem> first;
+  for (size_t i = 0; i < got.size() && i < expected.size(); ++i) {
+    DType dtype = c.outputs[i].dtype;
+    if (!dtype_is_floating(dtype)) continue;
+    OutputQuality q = measure_output_quality(got[i], expected[i], sample);
+    if (max_rel_l2 != nullptr) *max_rel_l2 = std::max(*max_rel_l2, q.rel_l2_err);
+    if (!first) first = judge_output_quality(q, dtype, tolerance_for(c.task, dtype), c.outputs[i].name);
+    if (first && max_rel_l2 == nullptr) break;
+  }
+  return first;
+}
+
+}  // namespace kforge::judge

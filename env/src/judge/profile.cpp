@@ -1,0 +1,302 @@
+#include "judge/profile.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#include "judge/kernel_attribution.h"
+#include "kforge/core/error.h"
+#include "kforge/core/op_registry.h"
+#include "kforge/core/reference.h"
+#include "kforge/env/analysis/roofline.h"
+
+namespace kforge::judge {
+namespace {
+
+using json = nlohmann::json;
+using Status = exec::RunnerReply::Status;
+
+// Data the candidate has not seen in verification or timing.
+constexpr uint64_t kProfileSeed = 7000003;
+// Energy: back-to-back calls for about this long per side, at most this many
+// calls. The NVML counter advances in steps of milliseconds, so shorter
+// windows get noisy; longer ones cost every profiled evaluation twice the
+// window. KFORGE_ENERGY_WINDOW_MS overrides it; 0 turns energy off.
+constexpr double kDefaultEnergyWindowMs = 100;
+constexpr int kMaxEnergyCalls = 20000;
+
+double energy_window_ms() {
+  const char* env = std::getenv("KFORGE_ENERGY_WINDOW_MS");
+  return env != nullptr ? std::max(0.0, std::atof(env)) : kDefaultEnergyWindowMs;
+}
+// The profile request: one traced call plus one call per range-profiler pass.
+constexpr double kProfileBudgetMs = 60000;
+
+double median_ms(const json& timing, const char* side) {
+  if (!timing.is_object() || !timing.contains(side)) return 0;
+  return timing[side].value("median_ms", 0.0);
+}
+
+int energy_calls(double per_call_ms, double window_ms) {
+  if (!(per_call_ms > 0) || !(window_ms > 0)) return 0;
+  return static_cast<int>(std::clamp(std::ceil(window_ms / per_call_ms), 1.0, double{kMaxEnergyCalls}));
+}
+
+// Joules per call of the candidate and of the reference; nothing when the
+// device has no energy counter.
+Verdict measure_energy(const CasePlan& plan, CandidateSession* session, JudgeDevice* device,
+                       const std::vector<at::Tensor>& inputs, double limit_ms, exec::Deadline deadline, json* timing) {
+  const double window_ms = energy_window_ms();
+  const int cand_calls = energy_calls(median_ms(*timing, "candidate"), window_ms);
+  const int ref_calls = energy_calls(median_ms(*timing, "reference"), window_ms);
+  if (cand_calls == 0 || ref_calls == 0 || !device->energy_mj()) return {};
+  json energy = {{"source", "NVML total energy counter"}, {"window_ms", window_ms}};
+
+  device->synchronize();
+  std::optional<uint64_t> e0 = device->energy_mj();
+  exec::RunnerReply reply = session->call(deadline, {{"repeat", cand_calls}});
+  std::optional<uint64_t> e1 = device->energy_mj();
+  if (!reply.ok()) {
+    return verdict_from_runner_failure(reply, "in back-to-back calls for the energy measurement", limit_ms,
+                                       session->runner().output_tail());
+  }
+  if (reply.body.value("rc", 0) == 0 && e0 && e1 && *e1 > *e0) {
+    (*timing)["candidate"]["energy_j"] = static_cast<double>(*e1 - *e0) / 1000.0 / cand_calls;
+  }
+  energy["candidate_calls"] = cand_calls;
+
+  const TaskSpec& task = plan.cases.front().task;
+  device->synchronize();
+  e0 = device->energy_mj();
+  for (int i = 0; i < ref_calls; ++i) ref::run_reference(task, inputs);
+  device->synchronize();
+  e1 = device->energy_mj();
+  if (e0 && e1 && *e1 > *e0) (*timing)["reference"]["energy_j"] = static_cast<double>(*e1 - *e0) / 1000.0 / ref_calls;
+  energy["reference_calls"] = ref_calls;
+  (*timing)["energy"] = energy;
+  return {};
+}
+
+std::set<std::string> own_kernel_names(const env::Artifact& artifact) {
+  std::set<std::string> names;
+  if (!artifact.resources.is_object()) return names;
+  for (const auto& [signature, r] : artifact.resources.items()) {
+    names.insert(r.is_object() && r.contains("mangled") ? r["mangled"].get<std::string>() : signature);
+  }
+  return names;
+}
+
+bool uses_tensor_cores(const TaskSpec& task) {
+  for (const auto& node : task.nodes) {
+    const OpSchema* op = op_registry().find(node.op);
+    if (op != nullptr && op->category == OpCategory::kMainLoop) return true;
+  }
+  return false;
+}
+
+std::string percent(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.0f%%", v);
+  return buf;
+}
+
+// Hints from the measured counters and launch shapes, beyond the roofline's.
+void add_metric_hints(const json& metrics, const KernelAttribution* a, double min_bytes, json* hints) {
+  if (metrics.contains("achieved_occupancy_pct") && metrics["achieved_occupancy_pct"].get<double>() < 25 &&
+      metrics.value("sm_throughput_pct", 100.0) < 50) {
+    hints->push_back("achieved occupancy is " + percent(metrics["achieved_occupancy_pct"].get<double>()) +
+                     " of the warps an SM can hold and the SMs are mostly idle: launch more blocks, or lower "
+                     "registers and shared memory per block so more fit on each SM.");
+  }
+  if (metrics.contains("dram_bytes") && min_bytes > 0) {
+    double ratio = metrics["dram_bytes"].get<double>() / min_bytes;
+    if (ratio > 1.5) {
+      char buf[240];
+      std::snprintf(buf, sizeof(buf),
+                    "the call moved %.1fx the bytes it must (%.3g MB through DRAM for a minimum of %.3g MB): "
+                    "read each input once, keep intermediates in registers or shared memory, and fuse passes.",
+                    ratio, metrics["dram_bytes"].get<double>() / 1e6, min_bytes / 1e6);
+      hints->push_back(buf);
+    }
+  }
+  if (a == nullptr) return;
+  for (const auto& k : a->kernels) {
+    if (!k.value("own", false) || !k.contains("waves")) continue;
+    double waves = k["waves"].get<double>(), fill = k.value("last_wave_fill", 1.0);
+    if (waves > 0 && waves < 1) {
+      hints->push_back(k["name"].get<std::string>() + " fills " + percent(100 * waves) +
+                       " of one wave of blocks across the SMs: split the work into more blocks so every SM is busy.");
+    } else if (waves >= 1 && waves < 4 && fill < 0.5) {
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "%.2f waves", waves);
+      hints->push_back(k["name"].get<std::string>() + " runs " + buf + " with the last wave " + percent(100 * fill) +
+                       " full: size the grid to a multiple of the blocks the SMs hold at once, or use a "
+                       "grid-stride loop over exactly that many blocks.");
+    }
+  }
+  if (a->kernel_launches > 3) {
+    hints->push_back(std::to_string(a->kernel_launches) +
+                     " kernel launches per call: each costs microseconds of launch latency; fuse them.");
+  }
+}
+
+json roofline_profile(const TaskSpec& task, double time_ms, int launches, const JudgeDevice& device) {
+  WorkEstimate work = estimate_work(task);
+  env::DevicePeaks peaks = env::DevicePeaks::h200();
+  peaks.name = device.name();
+  if (device.name().find("H200") == std::string::npos && device.peak_memory_bytes_per_s() > 0) {
+    // Not the part the table describes: its own bandwidth, same FLOP rates.
+    peaks.memory_bytes_per_s = device.peak_memory_bytes_per_s();
+  }
+  env::RooflineInput in;
+  in.bytes = work.bytes;
+  in.flops = work.flops;
+  in.time_s = time_ms / 1000.0;
+  in.launches = std::max(launches, 1);
+  in.tensor_cores = uses_tensor_cores(task);
+  json j = env::to_json(env::classify_roofline(in, peaks));
+  j["bytes"] = work.bytes;
+  j["flops"] = work.flops;
+  j["time_ms"] = time_ms;
+  return j;
+}
+
+}  // namespace
+
+json normalize_metrics(const json& values) {
+  json m = json::object();
+  auto take = [&](const char* name, const char* key, double scale) {
+    if (values.contains(name) && values[name].is_number()) m[key] = values[name].get<double>() * scale;
+  };
+  take("gpu__time_duration.sum", "duration_ms", 1e-6);
+  take("sm__throughput.avg.pct_of_peak_sustained_elapsed", "sm_throughput_pct", 1);
+  take("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "memory_throughput_pct", 1);
+  take("dram__throughput.avg.pct_of_peak_sustained_elapsed", "dram_throughput_pct", 1);
+  take("sm__warps_active.avg.pct_of_peak_sustained_active", "achieved_occupancy_pct", 1);
+  take("sm__cycles_elapsed.avg.per_second", "sm_clock_mhz", 1e-6);
+  if (values.contains("dram__bytes_read.sum") && values.contains("dram__bytes_write.sum")) {
+    m["dram_bytes"] = values["dram__bytes_read.sum"].get<double>() + values["dram__bytes_write.sum"].get<double>();
+  }
+  return m;
+}
+
+ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan& plan, CandidateSession* session,
+                                JudgeDevice* device, RunnerPool* profilers, const exec::RunnerLimits& limits,
+                                exec::Deadline deadline, json* timing) {
+  ProfileResult result;
+  json profile = json::object();
+  const env::EvalOptions& options = request.options;
+  const ShapeCase& base = plan.cases.front();
+  auto call_deadline = [&](double ms) { return exec::Deadline::earliest(deadline, exec::Deadline::after_ms(ms)); };
+
+  exec::RunnerReply bound = session->bind(base, call_deadline(options.call_timeout_ms));
+  if (!bound.ok()) {
+    result.verdict = verdict_from_runner_failure(bound, "while binding for the profile", options.call_timeout_ms,
+                                                 session->runner().output_tail());
+    return result;
+  }
+  std::vector<at::Tensor> inputs = ref::make_inputs(base.task, kProfileSeed, device->device());
+  session->load_inputs(inputs);
+  session->poison_outputs();
+  device->synchronize();
+
+  if (timing != nullptr && timing->is_object()) {
+    const double limit_ms = options.call_timeout_ms * 4;
+    Verdict v = measure_energy(plan, session, device, inputs, limit_ms, call_deadline(limit_ms), timing);
+    if (v.failed()) {
+      result.verdict = std::move(v);
+      return result;
+    }
+  }
+
+  // Attribution and metrics in a profiler runner on the same arena.
+  std::optional<KernelAttribution> attribution;
+  json metrics = nullptr;
+  if (profilers == nullptr) {
+    profile["attribution_unavailable"] = "this backend has no profiler runner";
+  } else {
+    std::unique_ptr<exec::RunnerProcess> runner;
+    try {
+      runner = profilers->take();
+    } catch (const SystemError& e) {
+      profile["attribution_unavailable"] = std::string("no profiler runner: ") + e.what();
+    }
+    exec::RunnerReply r;
+    if (runner) {
+      r = runner->setup(request.artifact.path, limits, session->arena().descriptor(), session->arena().descriptors(),
+                        call_deadline(std::max(options.call_timeout_ms, 5000.0)));
+      if (r.ok()) {
+        json b = session->tensor_bindings(base);
+        r = runner->bind(b["inputs"], b["outputs"], call_deadline(options.call_timeout_ms));
+      }
+      if (r.ok()) r = runner->profile({{"metrics", options.hardware_metrics}}, call_deadline(kProfileBudgetMs));
+      if (r.status == Status::kError) {
+        profile["attribution_unavailable"] = "the profiler runner reported: " + r.detail;
+        profile["profiler_output"] = runner->output_tail(2048);
+      } else if (!r.ok()) {
+        result.verdict =
+            Verdict::violation("profiler_fault",
+                               "the candidate passed verification and timing but its runner failed under the "
+                               "profiler (" +
+                                   std::string(exec::runner_status_name(r.status)) + ": " + r.detail +
+                                   "): it behaves differently when observed");
+        profile["profiler_output"] = runner->output_tail(2048);
+      }
+      runner->terminate();
+    }
+    if (r.ok()) {
+      const json& p = r.body.value("profile", json::object());
+      if (p.contains("activity") && !p["activity"].contains("error")) {
+        AttributionDevice where;
+        json clocks = device->clocks();
+        where.sm_count = clocks.value("sm_count", 0);
+        attribution = attribute_kernels(p["activity"], own_kernel_names(request.artifact), where);
+        profile["attribution"] = attribution->to_json();
+        profile["own_kernel_fraction"] = attribution->own_kernel_fraction;
+        profile["traced_call_ms"] = static_cast<double>(p["activity"].value("device_ns", uint64_t{0})) / 1e6;
+        if (!attribution->violations.empty() && !result.verdict.failed()) {
+          result.verdict = Verdict::violation(attribution->violations[0].check, attribution->violations[0].detail);
+          for (size_t i = 1; i < attribution->violations.size(); ++i) {
+            result.verdict.violations.push_back(attribution->violations[i]);
+          }
+        }
+      } else {
+        profile["attribution_unavailable"] =
+            p.contains("activity") ? p["activity"]["error"] : p.value("activity_unavailable", json("unknown"));
+      }
+      if (p.contains("metrics")) {
+        metrics = normalize_metrics(p["metrics"].value("values", json::object()));
+        metrics["passes"] = p["metrics"].value("passes", 0);
+        metrics["unsupported"] = p["metrics"].value("unsupported", json::array());
+        if (attribution) metrics["waves_per_sm"] = attribution->max_waves;
+        profile["metrics"] = metrics;
+      } else if (p.contains("metrics_unavailable")) {
+        profile["metrics_unavailable"] = p["metrics_unavailable"];
+      }
+    }
+  }
+
+  // Roofline: the timed median when there is one, else the traced call.
+  double time_ms = timing != nullptr ? median_ms(*timing, "candidate") : 0;
+  if (!(time_ms > 0)) time_ms = profile.value("traced_call_ms", 0.0);
+  json hints = json::array();
+  if (time_ms > 0) {
+    try {
+      json roofline = roofline_profile(base.task, time_ms, attribution ? attribution->kernel_launches : 1, *device);
+      for (const auto& h : roofline["hints"]) hints.push_back(h);
+      profile["roofline"] = roofline;
+    } catch (const InputError& e) {
+      profile["roofline_unavailable"] = e.what();
+    }
+  }
+  add_metric_hints(metrics.is_object() ? metrics : json::object(), attribution ? &*attribution : nullptr,
+                   estimate_work(base.task).bytes, &hints);
+  profile["hints"] = hints;
+  result.profile = std::move(profile);
+  return result;
+}
+
+}  // namespace kforge::judge

@@ -1,0 +1,95 @@
+#include "cuda_test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "kforge/core/document.h"
+#include "kforge/env/compile_service.h"
+
+namespace kforge::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+env::CompileService& service() {
+  static env::CompileService* s = [] {
+    env::CompileServiceConfig config;
+    config.cache_dir = fs::path(KFORGE_BINARY_DIR) / "tests" / "cuda" / "compile-cache";
+    auto* created = new env::CompileService(config);
+    env::add_default_compilers(*created, "cuda");
+    return created;
+  }();
+  return *s;
+}
+
+}  // namespace
+
+env::Artifact compile_cuda(const std::string& source, const TaskSpec& task) {
+  Solution solution;
+  solution.mode = SolutionMode::kCuda;
+  solution.source = source;
+  solution.origin = "test.cu";
+  env::CompileResult r = service().submit(solution, env::compile_context_for(task)).get();
+  if (!r.ok) {
+    ADD_FAILURE() << "nvcc failed:\n" << r.diagnostics << "\n" << r.log;
+    throw std::runtime_error("candidate did not compile");
+  }
+  return r.artifact;
+}
+
+TaskSpec example_task(const std::string& name) {
+  return load_task(fs::path(KFORGE_SOURCE_DIR) / "examples" / name / "task.json");
+}
+
+std::string example_source(const std::string& name, const std::string& file) {
+  std::ifstream in(fs::path(KFORGE_SOURCE_DIR) / "examples" / name / "cuda" / (file + ".cu"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> example_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(fs::path(KFORGE_SOURCE_DIR) / "examples")) {
+    if (fs::exists(entry.path() / "task.json") && fs::exists(entry.path() / "cuda")) {
+      names.push_back(entry.path().filename().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TaskSpec affine_task(int64_t rows, int64_t cols) {
+  json j = {{"id", "test/affine_relu"},
+            {"source", "user"},
+            {"inputs", {{{"name", "x"}, {"shape", {rows, cols}}, {"dtype", "float32"}, {"init", "normal"}}}},
+            {"params",
+             {{{"name", "w"}, {"shape", {cols}}, {"dtype", "float32"}, {"init", "uniform"}},
+              {{"name", "b"}, {"shape", {cols}}, {"dtype", "float32"}, {"init", "uniform"}}}},
+            {"nodes",
+             {{{"op", "mul"}, {"in", {"x", "w"}}, {"out", "t0"}},
+              {{"op", "add"}, {"in", {"t0", "b"}}, {"out", "t1"}},
+              {{"op", "relu"}, {"in", {"t1"}}, {"out", "y"}}}},
+            {"outputs", {"y"}},
+            {"tolerance", {{"atol", 1e-5}, {"rtol", 1e-5}}}};
+  return parse_task(Document::from_json_text(j.dump(), "<test task>"));
+}
+
+env::EvalOptions gpu_quick_options() {
+  env::EvalOptions o;
+  o.seeds = 2;
+  o.warmup_ms = 20;
+  o.max_time_ms = 300;
+  o.min_samples = 10;
+  o.max_samples = 300;
+  o.call_timeout_ms = 5000;
+  o.eval_timeout_ms = 90000;
+  return o;
+}
+
+}  // namespace kforge::testing

@@ -1,0 +1,29 @@
+// Helpers for the GPU tests: CUDA candidates compiled by the production nvcc
+// path (CompileService, cached on disk under the build tree), the bundled
+// example tasks, small tasks, and evaluation options sized for tests.
+#pragma once
+
+#include <string>
+
+#include "kforge/core/task_spec.h"
+#include "kforge/env/compiler.h"
+#include "kforge/env/eval.h"
+
+namespace kforge::testing {
+
+// Compiles `source` (mode cuda) for `task`; fails the current test and throws
+// if nvcc rejects it.
+env::Artifact compile_cuda(const std::string& source, const TaskSpec& task);
+
+// examples/<name>/task.json and examples/<name>/cuda/<file>.
+TaskSpec example_task(const std::string& name);
+std::string example_source(const std::string& name, const std::string& file);
+std::vector<std::string> example_names();
+
+// y = relu(x * w + b) over [rows, cols] with per-column w, b (float32).
+TaskSpec affine_task(int64_t rows, int64_t cols);
+
+// Short warm-up and sampling caps, two seeds; every check on.
+env::EvalOptions gpu_quick_options();
+
+}  // namespace kforge::testing
