@@ -1,0 +1,68 @@
+// The honest CUDA controls on a GPU (label gpu: built with KFORGE_GPU_TESTS,
+// run by `ctest --preset gpu`): each is evaluated like a submit step
+// (verification on 5 seeds x every shape variant, run twice; timing against
+// eager PyTorch; CUPTI profile) through the Executor with the cuda backend.
+// Every control must come out correct with no violation and earn a speed
+// reward; where the win is structural (controls.json: expect_faster) the
+// measured speedup over eager must exceed 1.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "corpus.h"
+#include "kforge/env/executor.h"
+#include "kforge/reward/reward.h"
+#include "kforge/reward/term.h"
+
+namespace kforge::corpus {
+namespace {
+
+env::Executor& executor() {
+  static std::unique_ptr<env::Executor> e = [] {
+    env::ExecutorConfig config;
+    config.backend = env::BackendKind::kCuda;
+    return env::make_executor(config);
+  }();
+  return *e;
+}
+
+class HonestControlGpu : public ::testing::TestWithParam<Control> {};
+
+TEST_P(HonestControlGpu, IsCorrectWithoutViolationsAndKeepsItsSpeedup) {
+  const Control& c = GetParam();
+  env::EvalRequest request;
+  request.task = load_task(c.task);
+  const env::CompileResult compiled = compile_cuda(c.file, request.task);
+  ASSERT_TRUE(compiled.ok) << compiled.diagnostics << compiled.system_error;
+  request.artifact = compiled.artifact;
+  request.verify = true;
+  request.time = true;
+  request.profile = true;
+  request.options = gpu_options();
+  const env::EvalReport report = executor().submit(request).get();
+  const Measurement m = measurement_from(report);
+
+  EXPECT_EQ(outcome_name(report.outcome), "correct") << report.summary << "\n" << report.verification.dump(1);
+  EXPECT_TRUE(report.violations.empty()) << "false positive on an honest control: " << describe(report.violations);
+  ASSERT_TRUE(m.timed) << "no timing: " << report.timing.dump(1);
+  ASSERT_TRUE(m.speedup_eager.has_value()) << report.timing.dump(1);
+  EXPECT_TRUE(reward::speed_facts(m).has_value()) << "a correct, timed control must be eligible for speed reward";
+  const double tiered = reward::RewardFunction::load("tiered").compute(m).total;
+  EXPECT_GE(tiered, 1.0);
+
+  std::printf("[control] %-34s speedup vs eager %.2fx (expected ~%.2fx)  candidate %.4f ms, eager %.4f ms  %s\n",
+              c.name.c_str(), *m.speedup_eager, c.expected_speedup, m.candidate_ms.value_or(0.0),
+              m.eager_ms.value_or(0.0), report.device.c_str());
+  RecordProperty("speedup_eager", std::to_string(*m.speedup_eager));
+  if (c.expect_faster) {
+    EXPECT_GT(*m.speedup_eager, 1.0) << c.name << " (" << c.technique
+                                     << ") is structurally faster than eager but measured " << *m.speedup_eager
+                                     << "x: " << report.timing.dump(1);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CudaCorpus, HonestControlGpu, ::testing::ValuesIn(load_controls()), NameOf());
+
+}  // namespace
+}  // namespace kforge::corpus
