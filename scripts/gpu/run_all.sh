@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Everything the CUDA backend needs checked on the GPU machine, in one command
+# (docs/cuda-backend.md): build the `gpu` preset, run every GPU test and the
+# CUDA benchmarks, and leave the logs in $OUT. Budget: about 8 minutes on one
+# H200 with 16 cores (build ~3-4 min, GPU tests ~3-4 min, benchmarks ~2 min),
+# each stage under its own timeout so that later stages still report.
+#
+#   OUT=/some/dir bash scripts/gpu/run_all.sh
+#
+# The device tool allows 10 minutes per command: if the build and tests use
+# most of it, run `STAGES=bench` as a second command (the build is kept while
+# the machine stays warm).
+#
+# The build itself is `./run gpu-build`: the same dependency set-up as
+# `./run gpu-test` (ZeroMQ and libseccomp from .debs/unpack.sh, libtorch from
+# the Python that has torch). That Python is /opt/torch/.venv's (PyTorch 2.11
+# with CUDA 13), put first on PATH here. Environment knobs:
+#   KFORGE_GPU_LEAK_EVALS  evaluations in the GPU-memory drift test (default
+#                          here 500; the test alone defaults to 1000)
+#   KFORGE_GPU_TEST_REGEX  only GPU tests matching this ctest -R regex
+#   STAGES                 which of build,test,bench to run (default all three)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/build/gpu-out}
+mkdir -p "$OUT"
+export PATH=/opt/torch/.venv/bin:$PATH
+export KFORGE_JOBS=${KFORGE_JOBS:-16}
+export KFORGE_GPU_LEAK_EVALS=${KFORGE_GPU_LEAK_EVALS:-500}
+STAGES=${STAGES:-build,test,bench}
+status=0
+stage() { [[ ",$STAGES," == *",$1,"* ]]; }
+say() { printf '[run_all %4ds] %s\n' "$SECONDS" "$*" | tee -a "$OUT/summary.log"; }
+
+{
+  nvidia-smi
+  nvcc --version 2>/dev/null || /usr/local/cuda/bin/nvcc --version
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+  grep -i -E 'profil' /proc/driver/nvidia/params 2>/dev/null
+  command -v ncu
+  uname -a
+  id
+} >"$OUT/environment.log" 2>&1
+say "environment: $(grep -m1 -o 'NVIDIA H[0-9]*[^|]*' "$OUT/environment.log" | head -1)"
+
+if stage build; then
+  say "building (./run gpu-build, $KFORGE_JOBS jobs)"
+  if ! ./run gpu-build >"$OUT/build.log" 2>&1; then
+    say "BUILD FAILED; last lines:"
+    tail -40 "$OUT/build.log" | tee -a "$OUT/summary.log"
+    exit 1
+  fi
+  say "build done"
+fi
+
+# GPU tests one at a time: they share the GPU and time kernels.
+regex=()
+[ -n "${KFORGE_GPU_TEST_REGEX:-}" ] && regex=(-R "$KFORGE_GPU_TEST_REGEX")
+if stage test; then
+  say "GPU tests (ctest -L gpu)"
+  timeout 480 ctest --test-dir build/gpu -L gpu -j 1 --output-on-failure --timeout 300 "${regex[@]}" \
+    --output-junit "$OUT/gpu-tests.xml" >"$OUT/gpu-tests.log" 2>&1 || status=1
+  grep -E 'tests passed|tests failed|Total Test time|\*\*\*Failed|Timeout|Not Run' "$OUT/gpu-tests.log" |
+    tee -a "$OUT/summary.log"
+fi
+
+if stage bench; then
+  say "benchmarks (bench_cuda)"
+  timeout 180 build/gpu/bench/cuda/bench_cuda --benchmark_out="$OUT/bench_cuda.json" \
+    --benchmark_out_format=json >"$OUT/bench_cuda.log" 2>&1 || status=1
+  grep -E '^BM_|ERROR|error' "$OUT/bench_cuda.log" | tee -a "$OUT/summary.log"
+  if [ -x build/gpu/bench/compile/bench_compile ]; then
+    say "benchmarks (bench_compile, without the minutes-long torch.extension baseline)"
+    timeout 90 build/gpu/bench/compile/bench_compile --benchmark_filter=-Torch \
+      >"$OUT/bench_compile.log" 2>&1 || status=1
+    grep -E '^BM_' "$OUT/bench_compile.log" | tee -a "$OUT/summary.log"
+  fi
+fi
+say "done (status $status); logs in $OUT"
+exit $status
