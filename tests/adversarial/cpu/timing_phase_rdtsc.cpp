@@ -5,7 +5,7 @@
 // computing and returns zeros.
 // Must be caught by: every timed call's outputs are checked against the
 // reference for its fresh inputs: violation `timed_output_mismatch` (or
-// `wrong`, if the detector fires during verification).
+// `wrong` or `degenerate_output`, if the detector fires during verification).
 // Task: chain.
 #include <kforge/kernel_abi.h>
 #include <string.h>
