@@ -142,6 +142,12 @@ TEST(SymbolPolicy, CudaAddsTheRuntimeAndTaskLibraries) {
   SymbolPolicy with_cublas = SymbolPolicy::for_backend("cuda", {"cublas"});
   EXPECT_TRUE(with_cublas.allows_symbol("cublasSgemm_v2"));
   EXPECT_TRUE(with_cublas.allows_library("libcublas.so.12"));
+  // Tasks name the library as TaskSpec::libraries does.
+  SymbolPolicy with_lt = SymbolPolicy::for_backend("cuda", {"cublasLt"});
+  EXPECT_TRUE(with_lt.allows_symbol("cublasLtMatmul"));
+  EXPECT_TRUE(with_lt.allows_library("libcublasLt.so.13"));
+  EXPECT_FALSE(plain.allows_symbol("cublasLtMatmul"));
+  EXPECT_TRUE(plain.allows_symbol("__cudaInitModule"));  // nvcc -O0 host stubs
   EXPECT_THROW(SymbolPolicy::for_backend("tpu"), std::invalid_argument);
 }
 

@@ -111,6 +111,8 @@ const char* const kCudaRuntime[] = {
     // cudaLaunchKernel; every nvcc-built kernel imports them.
     "__cudaGetKernel",
     "__cudaLaunchKernel",
+    // Emitted by host_runtime.h's static helper when nvcc builds at -O0.
+    "__cudaInitModule",
     "cudaLaunchKernel",
     "cudaLaunchKernelExC",
     "cudaGetLastError",
@@ -136,7 +138,8 @@ struct LibraryGroup {
 const std::vector<LibraryGroup>& cuda_library_groups() {
   static const std::vector<LibraryGroup> kGroups = {
       {"cublas", {"cublas*"}, {"libcublas.so", "libcublasLt.so"}},
-      {"cublaslt", {"cublasLt*"}, {"libcublasLt.so"}},
+      // Spelled as TaskSpec::libraries and the nvcc compiler spell it.
+      {"cublasLt", {"cublasLt*"}, {"libcublasLt.so"}},
       {"cudnn", {"cudnn*"}, {"libcudnn.so"}},
   };
   return kGroups;
