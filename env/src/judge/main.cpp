@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   // serves large blocks (every input, reference and temporary tensor) with a
   // fresh mmap and unmaps them on free, so each reference call would fault in
   // its temporaries page by page. On virtualized hosts a fault costs
-  // microseconds: eager PyTorch measured 20x slower than its real work, which
+  // microseconds: eager PyTorch measured up to 45x slower than its real work, which
   // inflated every speedup. With mmap off and no trimming, the heap keeps its
   // high-water mark (the largest evaluation's tensors) and reuses it warm.
   ::mallopt(M_MMAP_MAX, 0);
