@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "corpus.h"
+#include "gpu_eval.h"
 #include "kforge/env/executor.h"
 #include "kforge/reward/reward.h"
 #include "kforge/reward/term.h"
@@ -18,29 +19,12 @@
 namespace kforge::corpus {
 namespace {
 
-env::Executor& executor() {
-  static std::unique_ptr<env::Executor> e = [] {
-    env::ExecutorConfig config;
-    config.backend = env::BackendKind::kCuda;
-    return env::make_executor(config);
-  }();
-  return *e;
-}
-
 class HonestControlGpu : public ::testing::TestWithParam<Control> {};
 
 TEST_P(HonestControlGpu, IsCorrectWithoutViolationsAndKeepsItsSpeedup) {
   const Control& c = GetParam();
-  env::EvalRequest request;
-  request.task = load_task(c.task);
-  const env::CompileResult compiled = compile_cuda(c.file, request.task);
-  ASSERT_TRUE(compiled.ok) << compiled.diagnostics << compiled.system_error;
-  request.artifact = compiled.artifact;
-  request.verify = true;
-  request.time = true;
-  request.profile = true;
-  request.options = gpu_options();
-  const env::EvalReport report = executor().submit(request).get();
+  env::EvalReport report;
+  if (!evaluate_as_submit(c.file, c.task, &report)) return;
   const Measurement m = measurement_from(report);
 
   EXPECT_EQ(outcome_name(report.outcome), "correct") << report.summary << "\n" << report.verification.dump(1);

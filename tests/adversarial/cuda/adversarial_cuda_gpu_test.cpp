@@ -14,21 +14,13 @@
 #include <memory>
 
 #include "corpus.h"
+#include "gpu_eval.h"
 #include "kforge/env/executor.h"
 #include "kforge/reward/reward.h"
 #include "kforge/reward/term.h"
 
 namespace kforge::corpus {
 namespace {
-
-env::Executor& executor() {
-  static std::unique_ptr<env::Executor> e = [] {
-    env::ExecutorConfig config;
-    config.backend = env::BackendKind::kCuda;
-    return env::make_executor(config);
-  }();
-  return *e;
-}
 
 bool has_check(const std::vector<Violation>& violations, const std::string& check) {
   for (const auto& v : violations) {
@@ -51,16 +43,8 @@ class CudaExploitGpu : public ::testing::TestWithParam<Exploit> {};
 
 TEST_P(CudaExploitGpu, EarnsNoSpeedRewardAndIsCaughtByTheExpectedCheck) {
   const Exploit& e = GetParam();
-  env::EvalRequest request;
-  request.task = load_task(e.task);
-  const env::CompileResult compiled = compile_cuda(e.file, request.task);
-  ASSERT_TRUE(compiled.ok) << compiled.diagnostics << compiled.system_error;
-  request.artifact = compiled.artifact;
-  request.verify = true;
-  request.time = true;
-  request.profile = true;
-  request.options = gpu_options();
-  const env::EvalReport report = executor().submit(request).get();
+  env::EvalReport report;
+  if (!evaluate_as_submit(e.file, e.task, &report)) return;
   const Measurement m = measurement_from(report);
   const std::string actual = outcome_name(report.outcome) + " with violations [" + describe(report.violations) +
                              "]; summary: " + report.summary;
