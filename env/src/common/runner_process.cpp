@@ -170,6 +170,7 @@ RunnerReply RunnerProcess::exchange(json request, const std::string& expected_ty
       reply.status = RunnerReply::Status::kSandbox;
       reply.syscall = syscall_name(body.value("syscall", -1));
       reply.detail = "blocked syscall " + reply.syscall;
+      if (std::string arg = body.value("arg", ""); !arg.empty()) reply.detail += " (" + arg + ")";
       return fail(std::move(reply));
     }
     if (body.value("seq", uint64_t{0}) != seq || (type != expected_type && type != "error")) {

@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/ucontext.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,24 +37,75 @@ namespace protocol = exec::runner_protocol;
 // --- SIGSYS reporter -------------------------------------------------------
 // Async-signal-safe: the frame is MessagePack written by hand into a stack
 // buffer, sent with one write(2) (allowed on the control fd) and followed by
-// exit_group. {"type": "sandbox", "syscall": <int32>}.
-void on_sigsys(int, siginfo_t* info, void*) {
-  int32_t nr = info->si_syscall;
-  unsigned char payload[] = {0x82,                                     // map of 2
-                             0xa4, 't', 'y', 'p', 'e',                 // "type"
-                             0xa7, 's', 'a', 'n', 'd', 'b', 'o', 'x',  // "sandbox"
-                             0xa7, 's', 'y', 's', 'c', 'a', 'l', 'l',  // "syscall"
-                             0xd2, 0,   0,   0,   0};                  // int32, big-endian
-  size_t n = sizeof(payload);
-  payload[n - 4] = static_cast<unsigned char>((nr >> 24) & 0xff);
-  payload[n - 3] = static_cast<unsigned char>((nr >> 16) & 0xff);
-  payload[n - 2] = static_cast<unsigned char>((nr >> 8) & 0xff);
-  payload[n - 1] = static_cast<unsigned char>(nr & 0xff);
-  unsigned char frame[4 + sizeof(payload)];
-  frame[0] = static_cast<unsigned char>(n);
-  frame[1] = frame[2] = frame[3] = 0;
-  std::memcpy(frame + 4, payload, n);
-  ssize_t ignored = ::write(protocol::kControlFd, frame, sizeof(frame));
+// exit_group. {"type": "sandbox", "syscall": <int32>, "arg": <str>}, where
+// `arg` is what the call was about: the path of an open (read from the
+// trapped thread's registers; a bad pointer would fault, so only a bounded
+// C string is copied) or the first argument as a number, so that the report
+// says "openat /proc/self/maps" rather than just "openat".
+size_t put_decimal(char* out, uint64_t v) {
+  char tmp[24];
+  size_t n = 0;
+  do {
+    tmp[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  for (size_t i = 0; i < n; ++i) out[i] = tmp[n - 1 - i];
+  return n;
+}
+
+size_t describe_argument(const siginfo_t* info, void* context, char* out, size_t cap) {
+#if defined(__x86_64__)
+  const auto* uc = static_cast<const ucontext_t*>(context);
+  const greg_t* r = uc->uc_mcontext.gregs;
+  const char* path = nullptr;
+  if (info->si_syscall == SYS_openat) path = reinterpret_cast<const char*>(r[REG_RSI]);
+  if (info->si_syscall == SYS_open) path = reinterpret_cast<const char*>(r[REG_RDI]);
+  if (path != nullptr) {
+    size_t n = 0;
+    while (n < cap && path[n] != 0) {
+      out[n] = path[n];
+      ++n;
+    }
+    return n;
+  }
+  std::memcpy(out, "arg0=", 5);
+  return 5 + put_decimal(out + 5, static_cast<uint64_t>(r[REG_RDI]));
+#else
+  (void)info;
+  (void)context;
+  (void)out;
+  (void)cap;
+  return 0;
+#endif
+}
+
+void on_sigsys(int, siginfo_t* info, void* context) {
+  constexpr size_t kArgCap = 160;
+  unsigned char frame[4 + 64 + kArgCap];
+  unsigned char* p = frame + 4;
+  const unsigned char head[] = {0x83,                                     // map of 3
+                                0xa4, 't', 'y', 'p', 'e',                 // "type"
+                                0xa7, 's', 'a', 'n', 'd', 'b', 'o', 'x',  // "sandbox"
+                                0xa7, 's', 'y', 's', 'c', 'a', 'l', 'l',  // "syscall"
+                                0xd2};                                    // int32, big-endian
+  std::memcpy(p, head, sizeof(head));
+  p += sizeof(head);
+  const int32_t nr = info->si_syscall;
+  for (int shift = 24; shift >= 0; shift -= 8) *p++ = static_cast<unsigned char>((nr >> shift) & 0xff);
+  const unsigned char arg_key[] = {0xa3, 'a', 'r', 'g'};
+  std::memcpy(p, arg_key, sizeof(arg_key));
+  p += sizeof(arg_key);
+  char arg[kArgCap];
+  size_t n = describe_argument(info, context, arg, sizeof(arg));
+  *p++ = 0xd9;  // str8
+  *p++ = static_cast<unsigned char>(n);
+  std::memcpy(p, arg, n);
+  p += n;
+  const size_t payload = static_cast<size_t>(p - (frame + 4));
+  frame[0] = static_cast<unsigned char>(payload & 0xff);
+  frame[1] = static_cast<unsigned char>((payload >> 8) & 0xff);
+  frame[2] = frame[3] = 0;
+  ssize_t ignored = ::write(protocol::kControlFd, frame, 4 + payload);
   (void)ignored;
   ::syscall(SYS_exit_group, protocol::kSandboxExitCode);
 }
@@ -92,6 +144,8 @@ bool drop_capabilities(SandboxState* state) {
 
 // --- seccomp -----------------------------------------------------------------
 
+constexpr scmp_datum_t kFileWriteFlags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
+
 class Filter {
  public:
   Filter() : ctx_(seccomp_init(SCMP_ACT_TRAP)) {
@@ -114,6 +168,9 @@ class Filter {
       // never to executable, which would let candidate code create code.
       if (n == "mprotect") {
         allow_if("mprotect", SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+      } else if (n == "openat") {
+        // Read-only, always: no device may ask for file writes.
+        allow_if("openat", SCMP_A2(SCMP_CMP_MASKED_EQ, kFileWriteFlags, 0));
       } else {
         allow(n.c_str());
       }
@@ -192,9 +249,8 @@ void add_running_rules(Filter* f, const std::vector<std::string>& extra) {
 // executable mappings, mprotect (guard pages), and seccomp(2) to stack the
 // running filter.
 void add_loading_rules(Filter* f) {
-  constexpr scmp_datum_t kWriteFlags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
-  f->allow_if("openat", SCMP_A2(SCMP_CMP_MASKED_EQ, kWriteFlags, 0));
-  f->allow_if("open", SCMP_A1(SCMP_CMP_MASKED_EQ, kWriteFlags, 0));
+  f->allow_if("openat", SCMP_A2(SCMP_CMP_MASKED_EQ, kFileWriteFlags, 0));
+  f->allow_if("open", SCMP_A1(SCMP_CMP_MASKED_EQ, kFileWriteFlags, 0));
   f->allow("read");
   f->allow("pread64");
   f->allow("close");
