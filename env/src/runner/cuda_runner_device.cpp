@@ -16,6 +16,7 @@
 // long cudaDeviceSynchronize still has to wait (`drain_ns`, compared by the
 // judge with null calls) and any pending error.
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -24,6 +25,8 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/hex_codec.h"
 #include "cupti/activity_trace.h"
@@ -103,6 +106,7 @@ class CudaRunnerDevice final : public RunnerDevice {
     cudaError_t e = cudaDeviceSynchronize();
     if (e == cudaSuccess) e = cudaGetLastError();
     if (e != cudaSuccess) throw std::runtime_error("the candidate's CUDA code cannot be loaded: " + error_text(e));
+    warm_up_libraries();
   }
 
   void* arena_address(uint64_t offset) const override { return static_cast<char*>(base_) + offset; }
@@ -117,9 +121,28 @@ class CudaRunnerDevice final : public RunnerDevice {
   // process' CPU set and resources. None reaches a file, socket or process
   // outside the runner. What the set-up needed beyond this (opening
   // /dev/nvidia*, threads) happened before the filters.
+  //
+  // `write` on any descriptor: after a kernel fault the driver wakes its own
+  // helper threads through descriptors it opened before the filters
+  // (measured on an H200: an illegal address trapped `write` otherwise). The
+  // runner holds no writable file, so this reaches only the driver, stdio and
+  // the control socket (which was already writable).
+  //
+  // A profiler runner also reads files: CUPTI opens its counter and chip
+  // tables during the first profiled call. Opens stay read-only (the filter
+  // checks the flags); the judge is not dumpable, so /proc/<judge>/mem stays
+  // closed to the capability-less runner. docs/threat-model.md.
   std::vector<std::string> extra_syscalls() const override {
-    return {"ioctl",    "poll",    "ppoll",     "epoll_wait", "epoll_pwait", "nanosleep",        "clock_nanosleep",
-            "mprotect", "sysinfo", "getrusage", "uname",      "fcntl",       "sched_getaffinity"};
+    std::vector<std::string> calls = {"ioctl",       "poll",      "ppoll",    "epoll_wait", "epoll_pwait",
+                                      "nanosleep",   "clock_nanosleep",       "mprotect",   "sysinfo",
+                                      "getrusage",   "uname",     "fcntl",    "sched_getaffinity", "write"};
+    if (options_.profiler) {
+      for (const char* c : {"openat", "read", "pread64", "close", "fstat", "newfstatat", "statx", "lseek", "readlink",
+                            "readlinkat", "getdents64", "access", "faccessat", "faccessat2"}) {
+        calls.emplace_back(c);
+      }
+    }
+    return calls;
   }
   // The driver holds a descriptor per device file and per mapping; a few
   // dozen after start-up, more as memory is mapped.
@@ -247,6 +270,29 @@ class CudaRunnerDevice final : public RunnerDevice {
     check(cudaFree(scratch), "cudaFree");
   }
 
+  // Libraries a task may allow (cuBLAS, cuBLASLt) initialize process-wide
+  // state on their first handle: they read device and driver files, which
+  // the running filter refuses. If the candidate links them, one handle is
+  // created here, under the loading filter (read-only opens allowed), and kept,
+  // so that the candidate's own handle creation inside kf_forward finds that
+  // state ready. Found with RTLD_NOLOAD: nothing new is loaded.
+  void warm_up_libraries() {
+    using Create = int (*)(void**);
+    for (const auto& [soname, symbol] : {std::pair<const char*, const char*>{"libcublas.so.13", "cublasCreate_v2"},
+                                         {"libcublas.so.12", "cublasCreate_v2"},
+                                         {"libcublasLt.so.13", "cublasLtCreate"},
+                                         {"libcublasLt.so.12", "cublasLtCreate"}}) {
+      void* lib = ::dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
+      if (lib == nullptr) continue;
+      if (auto create = reinterpret_cast<Create>(::dlsym(lib, symbol))) {
+        void* handle = nullptr;
+        if (create(&handle) == 0) library_handles_.push_back(handle);
+      }
+      // The candidate's own reference keeps the library loaded.
+      ::dlclose(lib);
+    }
+  }
+
   void initialize_profiler() {
     int l2 = 0;
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, options_.device);
@@ -351,6 +397,7 @@ class CudaRunnerDevice final : public RunnerDevice {
 
   RunnerDeviceOptions options_;
   std::string init_error_;
+  std::vector<void*> library_handles_;  // kept alive: see warm_up_libraries()
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   void* base_ = nullptr;
