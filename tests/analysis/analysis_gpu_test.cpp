@@ -94,13 +94,13 @@ TEST_F(AnalysisGpuTest, SassMixOfASharedObject) {
   EXPECT_EQ(r.facts["disassembler"], "cuobjdump -sass");
   EXPECT_EQ(r.facts["kernels"].size(), 4u) << r.text;
 
-  const json& vec = kernel(r, "vec4_add_kernel");
+  const json vec = kernel(r, "vec4_add_kernel");
   EXPECT_EQ(vec["arch"], "sm_90a");
   EXPECT_GE(vec["access_bits"]["global_load"]["128"].get<int>(), 2) << vec.dump();
   EXPECT_GE(vec["access_bits"]["global_store"]["128"].get<int>(), 1) << vec.dump();
   EXPECT_FALSE(vec["access_bits"]["global_load"].contains("32")) << vec.dump();
 
-  const json& scale = kernel(r, "scale_kernel");
+  const json scale = kernel(r, "scale_kernel");
   EXPECT_EQ(scale["access_bits"]["global_load"].size(), 1u) << scale.dump();
   EXPECT_GE(scale["access_bits"]["global_load"]["32"].get<int>(), 1) << scale.dump();
   EXPECT_GE(scale["by_opcode"]["FCHK"].get<int>(), 1) << scale.dump();
@@ -108,14 +108,14 @@ TEST_F(AnalysisGpuTest, SassMixOfASharedObject) {
       << r.text;
   EXPECT_TRUE(any_contains(r.hints, "FCHK")) << r.text;
 
-  const json& wmma = kernel(r, "wmma_kernel");
+  const json wmma = kernel(r, "wmma_kernel");
   bool hmma = false;
   for (auto it = wmma["tensor_mnemonics"].begin(); it != wmma["tensor_mnemonics"].end(); ++it) {
     hmma = hmma || it.key().rfind("HMMA", 0) == 0;
   }
   EXPECT_TRUE(hmma) << wmma.dump();
 
-  const json& smem = kernel(r, "smem_kernel");
+  const json smem = kernel(r, "smem_kernel");
   EXPECT_GE(smem["by_opcode"]["BAR"].get<int>(), 1) << smem.dump();
   EXPECT_GE(smem["by_class"]["shared_store"].get<int>(), 1) << smem.dump();
 }
@@ -124,7 +124,7 @@ TEST_F(AnalysisGpuTest, SassMixSeesSpills) {
   const Artifact a = artifact(*spill_, SolutionMode::kCuda);
   const AnalysisResult r = run("sass_mix", a);
   ASSERT_TRUE(r.ok) << r.error;
-  const json& k = kernel(r, "stack_kernel");
+  const json k = kernel(r, "stack_kernel");
   EXPECT_GT(k["by_class"].value("local_load", 0) + k["by_class"].value("local_store", 0), 0) << k.dump();
   EXPECT_TRUE(any_contains(r.hints, "LDL/STL present")) << r.text;
 }
@@ -164,7 +164,7 @@ TEST_F(AnalysisGpuTest, ResourceUsageViaCuobjdumpMatchesPtxas) {
     ASSERT_FALSE(ptxas.empty()) << b->log;
     for (const KernelResources& k : ptxas) {
       SCOPED_TRACE(k.name);
-      const json& f = kernel(r, demangle(k.name));
+      const json f = kernel(r, demangle(k.name));
       EXPECT_EQ(f["registers"], *k.registers);
       EXPECT_EQ(f.value("shared_bytes", 0), k.shared_bytes.value_or(0));
       EXPECT_EQ(f.value("stack_bytes", 0), k.stack_bytes.value_or(0));

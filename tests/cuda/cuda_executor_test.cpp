@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <future>
 #include <memory>
@@ -58,8 +60,14 @@ const std::string kTrap = std::string(R"(
 __global__ void trap_now() { __trap(); }
 )") + affine_candidate("trap_now<<<1, 1, 0, (cudaStream_t)stream>>>(); return 0;");
 const std::string kHang = std::string(R"(
-__global__ void spin_forever() { volatile int never = 0; while (never == 0) {} }
-)") + affine_candidate("spin_forever<<<1, 1, 0, (cudaStream_t)stream>>>(); return 0;");
+__global__ void spin_forever(float* sink) {
+  // clock64() is an asm volatile read, so the compiler cannot drop the loop
+  // (it removed a spin on a volatile local); 2^50 cycles is days at 2 GHz.
+  long long t0 = clock64();
+  while (clock64() - t0 < (1LL << 50)) {}
+  sink[0] = 1.f;
+}
+)") + affine_candidate("spin_forever<<<1, 1, 0, (cudaStream_t)stream>>>((float*)out[0].data); return 0;");
 // 64 KB of local memory per thread: the driver reserves it for every thread
 // the GPU can hold (132 SMs x 2048 threads on an H200, ~17 GB), which fails
 // with cudaErrorMemoryAllocation while the test holds all but 3 GiB of the
@@ -254,12 +262,17 @@ TEST_F(CudaExecutorTest, NoGpuMemoryDriftsOverManyEvaluations) {
   };
   run_batch(20);  // caches (ATen's allocator, the driver's) reach their working size
   json before = executor_->health();
+  auto t0 = std::chrono::steady_clock::now();
   int correct = run_batch(n);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   json after = executor_->health();
   EXPECT_EQ(correct, n - n / 10);
   const double free_before = before["device"].value("gpu_free_bytes", 0.0);
   const double free_after = after["device"].value("gpu_free_bytes", 0.0);
   RecordProperty("gpu_free_drift_mib", std::to_string((free_before - free_after) / (1 << 20)));
+  std::printf("[drift] %d evaluations (every 10th an illegal address) in %.1f s: GPU free memory %.1f -> %.1f MiB, "
+              "drift %.1f MiB\n",
+              n, wall_s, free_before / (1 << 20), free_after / (1 << 20), (free_before - free_after) / (1 << 20));
   EXPECT_LT(free_before - free_after, 256.0 * (1 << 20)) << before.dump() << "\n" << after.dump();
   EXPECT_EQ(after["device"].value("arenas_live", -1), 0);
   EXPECT_LE(after.value("open_fds", 0), before.value("open_fds", 0) + 2) << before.dump() << "\n" << after.dump();

@@ -57,6 +57,16 @@ TEST_P(CudaExploitGpu, EarnsNoSpeedRewardAndIsCaughtByTheExpectedCheck) {
     matched = &a;
     break;
   }
+  if (!e.known_gap.empty()) {
+    // Pinned like the load-time suite pins it: a documented gap
+    // (docs/threat-model.md) gets past every check and runs as the ordinary
+    // kernel it also is; the day a check catches it, this fails and
+    // expectations.json must drop known_gap.
+    EXPECT_EQ(matched, nullptr) << e.name << " is now caught (" << actual
+                                << "): the known gap is closed; drop known_gap from expectations.json";
+    EXPECT_EQ(outcome_name(report.outcome), "correct") << e.name << " (known gap): " << actual;
+    return;
+  }
   EXPECT_NE(matched, nullptr) << e.name << " (" << e.exploit_class << ")\n  expected: "
                               << describe_alternatives(e.expect) << "\n  actual:   " << actual
                               << (e.known_gap.empty() ? "" : "\n  known gap: " + e.known_gap);
