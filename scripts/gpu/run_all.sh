@@ -18,6 +18,7 @@
 #   KFORGE_GPU_LEAK_EVALS  evaluations in the GPU-memory drift test (default
 #                          here 500; the test alone defaults to 1000)
 #   KFORGE_GPU_TEST_REGEX  only GPU tests matching this ctest -R regex
+#   KFORGE_GPU_TEST_EXCLUDE  leave out GPU tests matching this ctest -E regex
 #   STAGES                 which of build,test,bench to run (default all three)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -66,6 +67,7 @@ fi
 # GPU tests one at a time: they share the GPU and time kernels.
 regex=()
 [ -n "${KFORGE_GPU_TEST_REGEX:-}" ] && regex=(-R "$KFORGE_GPU_TEST_REGEX")
+[ -n "${KFORGE_GPU_TEST_EXCLUDE:-}" ] && regex+=(-E "$KFORGE_GPU_TEST_EXCLUDE")
 if stage test; then
   say "GPU tests (ctest -L gpu)"
   timeout "$(left)" ctest --test-dir build/gpu -L gpu -j 1 --output-on-failure --timeout 300 "${regex[@]}" \
