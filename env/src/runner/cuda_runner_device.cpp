@@ -38,6 +38,22 @@ namespace {
 
 constexpr size_t kMaxProfileRecords = 512;
 
+// The work of a null call: one empty kernel on the candidate's stream. A call
+// that launches a kernel makes the GPU switch its compute engine from the
+// judge's context to the runner's; one that only records events does not.
+// Measured on an H200: with event-only null calls, every honest candidate's
+// round trip exceeded its device time by 0.08-0.22 ms of that switch, which
+// the null calls must carry so that it counts as harness overhead. PTX, so
+// that the runner needs no nvcc: the driver compiles it once at start-up.
+constexpr const char* kNullKernelPtx = R"(.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry kforge_null_kernel()
+{
+  ret;
+}
+)";
+
 std::string error_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")"; }
 
 void check(cudaError_t e, const std::string& what) {
@@ -137,8 +153,9 @@ class CudaRunnerDevice final : public RunnerDevice {
                                       "nanosleep",   "clock_nanosleep",       "mprotect",   "sysinfo",
                                       "getrusage",   "uname",     "fcntl",    "sched_getaffinity", "write"};
     if (options_.profiler) {
-      for (const char* c : {"openat", "read", "pread64", "close", "fstat", "newfstatat", "statx", "lseek", "readlink",
-                            "readlinkat", "getdents64", "access", "faccessat", "faccessat2"}) {
+      for (const char* c : {"openat", "open", "read", "pread64", "close", "fstat", "stat", "lstat", "newfstatat",
+                            "statx", "lseek", "readlink", "readlinkat", "getdents64", "access", "faccessat",
+                            "faccessat2"}) {
         calls.emplace_back(c);
       }
     }
@@ -167,6 +184,7 @@ class CudaRunnerDevice final : public RunnerDevice {
     }
 
     check(cudaEventRecord(start_, stream_), "cudaEventRecord");
+    if (forward == nullptr) launch_null_work();
     if (forward != nullptr) {
       for (int i = 0; i < repeat && result.rc == 0; ++i) {
         if (use_graph) {
@@ -197,6 +215,7 @@ class CudaRunnerDevice final : public RunnerDevice {
     check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
     result.extra["device_ns"] = static_cast<uint64_t>(static_cast<double>(ms) * 1e6);
     result.extra["drain_ns"] = drain;
+    if (forward == nullptr && !null_work_note_.empty()) result.extra["null_work"] = null_work_note_;
     return result;
   }
 
@@ -242,8 +261,30 @@ class CudaRunnerDevice final : public RunnerDevice {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     check(cudaEventCreate(&start_), "cudaEventCreate");
     check(cudaEventCreate(&stop_), "cudaEventCreate");
+    load_null_kernel();
     warm_up();
     if (options_.profiler) initialize_profiler();
+  }
+
+  void load_null_kernel() {
+    cudaError_t e = cudaLibraryLoadData(&null_library_, kNullKernelPtx, nullptr, nullptr, 0, nullptr, nullptr, 0);
+    if (e == cudaSuccess) e = cudaLibraryGetKernel(&null_kernel_, null_library_, "kforge_null_kernel");
+    if (e != cudaSuccess) {
+      // Without a kernel, a 4-byte memset still puts work on the stream.
+      null_kernel_ = nullptr;
+      null_work_note_ = "null kernel unavailable (" + error_text(e) + "); null calls use a memset";
+      cudaGetLastError();
+    }
+    check(cudaMalloc(&null_buffer_, 256), "cudaMalloc (null-call buffer)");
+  }
+
+  void launch_null_work() {
+    if (null_kernel_ != nullptr) {
+      check(cudaLaunchKernel(reinterpret_cast<const void*>(null_kernel_), dim3(1), dim3(1), nullptr, 0, stream_),
+            "launching the null kernel");
+    } else {
+      check(cudaMemsetAsync(null_buffer_, 0, 4, stream_), "null-call memset");
+    }
   }
 
   // One pass through every path a call uses, before the filters exist.
@@ -252,6 +293,7 @@ class CudaRunnerDevice final : public RunnerDevice {
     check(cudaMalloc(&scratch, 4096), "cudaMalloc");
     check(cudaEventRecord(start_, stream_), "cudaEventRecord");
     check(cudaMemsetAsync(scratch, 0, 4096, stream_), "cudaMemsetAsync");
+    launch_null_work();
     check(cudaEventRecord(stop_, stream_), "cudaEventRecord");
     check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     float ms = 0;
@@ -398,6 +440,10 @@ class CudaRunnerDevice final : public RunnerDevice {
   RunnerDeviceOptions options_;
   std::string init_error_;
   std::vector<void*> library_handles_;  // kept alive: see warm_up_libraries()
+  cudaLibrary_t null_library_ = nullptr;
+  cudaKernel_t null_kernel_ = nullptr;
+  void* null_buffer_ = nullptr;
+  std::string null_work_note_;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   void* base_ = nullptr;

@@ -171,6 +171,8 @@ class Filter {
       } else if (n == "openat") {
         // Read-only, always: no device may ask for file writes.
         allow_if("openat", SCMP_A2(SCMP_CMP_MASKED_EQ, kFileWriteFlags, 0));
+      } else if (n == "open") {
+        allow_if("open", SCMP_A1(SCMP_CMP_MASKED_EQ, kFileWriteFlags, 0));
       } else {
         allow(n.c_str());
       }
@@ -268,6 +270,10 @@ void add_loading_rules(Filter* f) {
   f->allow("readlinkat");
   f->allow("getrlimit");
   f->allow("prlimit64");
+  // Thread-attribute set-up in libraries' initialization (cuBLAS on the
+  // H200): queries of the scheduler's priority range, nothing more.
+  f->allow("sched_get_priority_max");
+  f->allow("sched_get_priority_min");
   f->allow_if("seccomp", SCMP_A0(SCMP_CMP_EQ, SECCOMP_SET_MODE_FILTER));
 }
 
