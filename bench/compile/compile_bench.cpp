@@ -107,7 +107,7 @@ void run_compiler(benchmark::State& state, Compiler& compiler, const Solution& s
     const CompileResult r = compiler.compile(solution, ctx, out.path());
     const double ms = ms_since(t);
     if (!r.ok) {
-      state.SkipWithError((name + " failed: " + r.diagnostics).c_str());
+      state.SkipWithError((name + " failed: " + r.diagnostics + "\n--- compiler log ---\n" + r.log).c_str());
       return;
     }
     record(state, name, ms);
