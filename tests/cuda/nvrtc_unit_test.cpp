@@ -55,8 +55,8 @@ json compiled_plan() {
 class TempFile {
  public:
   explicit TempFile(const std::string& bytes) {
-    path_ = fs::temp_directory_path() / ("kforge-nvrtc-unit-" + std::to_string(::getpid()) + "-" +
-                                         std::to_string(counter_++) + ".cubin");
+    path_ = fs::temp_directory_path() /
+            ("kforge-nvrtc-unit-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++) + ".cubin");
     std::ofstream(path_, std::ios::binary) << bytes;
   }
   ~TempFile() {
@@ -143,7 +143,9 @@ env::EvalReport evaluate_statically(SolutionMode mode, const fs::path& path, jso
 TEST(NvrtcEvaluation, ACubinPassesTheStaticChecksOfTheCudaBackend) {
   // Not an ELF shared object at all: the checks for shared objects would
   // refuse it, and they do not apply to a CUBIN.
-  TempFile cubin("\x7f" "ELF but a cubin, not a shared object");
+  TempFile cubin(
+      "\x7f"
+      "ELF but a cubin, not a shared object");
   env::EvalReport r = evaluate_statically(SolutionMode::kNvrtc, cubin.path(), compiled_plan());
   EXPECT_EQ(r.outcome, Outcome::kNotRun) << r.summary;
   EXPECT_EQ(r.summary.rfind("inspected only", 0), 0u) << r.summary;
@@ -330,13 +332,18 @@ runner::CubinLoader recording_loader(std::string* image, std::vector<std::string
 }
 
 TEST(PlanCandidateLoad, ReadsTheCubinAndLoadsTheLoweredNames) {
-  TempFile cubin(std::string("\x7f" "ELF\0cubin", 9));
+  TempFile cubin(
+      std::string("\x7f"
+                  "ELF\0cubin",
+                  9));
   const json setup = {{"cubin", cubin.path().string()}, {"launch", compiled_plan()}, {"tensors", {"x", "w", "y"}}};
   std::string image;
   std::vector<std::string> names;
   FakeKernels::Log log;
   auto c = runner::load_plan_candidate(setup, recording_loader(&image, &names, &log));
-  EXPECT_EQ(image, std::string("\x7f" "ELF\0cubin", 9));
+  EXPECT_EQ(image, std::string("\x7f"
+                               "ELF\0cubin",
+                               9));
   EXPECT_EQ(names, (std::vector<std::string>{"_Z5scaleILi128EEvPKfS1_Pfli", "finish"}));
   float x = 0, w = 0, y = 0;
   c->bind({tensor(&x, {4, 8}), tensor(&w, {8})}, {tensor(&y, {4, 8})});
