@@ -94,24 +94,12 @@ class CudaCubinKernels final : public CubinKernels {
       library_ = nullptr;
       throw std::runtime_error("loading the CUBIN onto the device failed: " + error_text(e));
     }
-    for (size_t i = 0; i < names.size(); ++i) {
-      cudaKernel_t kernel = nullptr;
-      e = cudaLibraryGetKernel(&kernel, library_, names[i].c_str());
-      if (e != cudaSuccess) {
-        cudaGetLastError();
-        throw std::runtime_error("the CUBIN has no kernel " + names[i] + " (launch.kernels[" + std::to_string(i) +
-                                 "]): " + error_text(e));
-      }
-      // Querying the attributes needs the kernel in this context: should
-      // loading be lazy after all, it happens now, in the loading phase, and
-      // not at the first launch under the running filter.
-      cudaFuncAttributes attributes{};
-      e = cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel));
-      if (e != cudaSuccess) {
-        cudaGetLastError();
-        throw std::runtime_error("cannot load kernel " + names[i] + " onto the device: " + error_text(e));
-      }
-      kernels_.push_back({kernel, attributes});
+    try {
+      resolve(names);
+    } catch (...) {
+      cudaLibraryUnload(library_);
+      library_ = nullptr;
+      throw;
     }
   }
 
@@ -166,6 +154,36 @@ class CudaCubinKernels final : public CubinKernels {
   }
 
  private:
+  // Each kernel by its lowered name, with its attributes.
+  void resolve(const std::vector<std::string>& names) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      cudaKernel_t kernel = nullptr;
+      cudaError_t e = cudaLibraryGetKernel(&kernel, library_, names[i].c_str());
+      if (e != cudaSuccess) {
+        cudaGetLastError();
+        throw std::runtime_error("the CUBIN has no kernel " + names[i] + " (launch.kernels[" + std::to_string(i) +
+                                 "]): " + error_text(e));
+      }
+      // Querying the attributes needs the kernel in this context: should
+      // loading be lazy after all, it happens now, in the loading phase, and
+      // not at the first launch under the running filter.
+      cudaFuncAttributes attributes{};
+      e = cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel));
+      if (e != cudaSuccess) {
+        cudaGetLastError();
+        throw std::runtime_error("cannot load kernel " + names[i] + " onto the device: " + error_text(e));
+      }
+      // The attribute path that prepare() may take under the running filter,
+      // once here with the value it already has (as warm_up() does for the
+      // paths of a call). Only a warm-up: prepare() reports real failures.
+      if (cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               attributes.maxDynamicSharedSizeBytes) != cudaSuccess) {
+        cudaGetLastError();
+      }
+      kernels_.push_back({kernel, attributes});
+    }
+  }
+
   struct Kernel {
     cudaKernel_t kernel;
     cudaFuncAttributes attributes;
