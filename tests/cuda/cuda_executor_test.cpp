@@ -208,7 +208,7 @@ TEST_F(CudaExecutorTest, ExamplesAreJudgedAndTimedAgainstEager) {
     EXPECT_EQ(t["timer"], "device_events") << t.dump();
     EXPECT_GT(t["candidate"]["median_ms"].get<double>(), 0) << t.dump();
     EXPECT_GT(t["reference"]["median_ms"].get<double>(), 0) << t.dump();
-    EXPECT_GT(t["speedup"].get<double>(), 0) << t.dump();
+    EXPECT_GT(t.value("speedup", 0.0), 0) << t.dump();
     EXPECT_TRUE(t.contains("candidate_wall") && t.contains("speedup_wall")) << t.dump();
     EXPECT_GE(t["cache_flush_bytes"].get<uint64_t>(), 2 * t["clocks"].value("l2_bytes", uint64_t{0}));
     EXPECT_TRUE(t["clocks"].contains("sm_mhz") || t["clocks"].contains("unavailable")) << t["clocks"].dump();
@@ -391,7 +391,7 @@ TEST_F(CudaExecutorTest, NvrtcCandidateIsJudgedAndTimed) {
   const json& t = r.timing;
   EXPECT_EQ(t["timer"], "device_events") << t.dump();
   EXPECT_GT(t["candidate"]["median_ms"].get<double>(), 0) << t.dump();
-  EXPECT_GT(t["speedup"].get<double>(), 0) << t.dump();
+  EXPECT_GT(t.value("speedup", 0.0), 0) << t.dump();
   EXPECT_TRUE(t["sandbox"]["seccomp"].get<bool>()) << t["sandbox"].dump();
 }
 
@@ -408,7 +408,8 @@ TEST_F(CudaExecutorTest, NvrtcExampleIsCorrectOnEveryVariant) {
   ASSERT_EQ(r.outcome, Outcome::kCorrect) << r.summary << "\n" << r.candidate_output;
   EXPECT_EQ(r.verification.size(), (task.shape_variants.size() + 1) * gpu_quick_options().seeds)
       << r.verification.dump();
-  EXPECT_GT(r.timing["speedup"].get<double>(), 1.0) << r.summary;
+  // The same kernel as cuda/fast.cu, which beats eager PyTorch's three passes.
+  EXPECT_GT(r.timing.value("speedup", 0.0), 1.0) << r.summary;
 }
 
 TEST_F(CudaExecutorTest, NvrtcWrongResultIsWrong) {
