@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <future>
 
+#include "kforge/core/solution.h"
+#include "kforge/core/task_spec.h"
 #include "kforge/env/compile/compilers.h"
 #include "kforge/env/cuda/launch_plan.h"
 #include "test_support.h"
@@ -209,6 +212,33 @@ TEST(NvrtcCompilerTest, CompilesTemplatesAndRecordsLoweredNames) {
   EXPECT_TRUE(r.artifact.resources.contains("add_one"));
   // The normalized plan parses back as it is, for the runner.
   EXPECT_EQ(to_json(parse_launch_plan(r.artifact.launch, {"x", "y"})), r.artifact.launch);
+}
+
+// examples/affine_relu6/cuda/nvrtc_fast.yaml: the solution document parses,
+// compiles for its task, and its plan evaluates for every shape variant.
+TEST(NvrtcCompilerTest, BundledExampleCompilesAndItsPlanFitsEveryVariant) {
+  const std::filesystem::path dir = std::filesystem::path(KFORGE_SOURCE_DIR) / "examples" / "affine_relu6";
+  const TaskSpec task = load_task(dir / "task.json");
+  const Solution s = load_solution(dir / "cuda" / "nvrtc_fast.yaml", SolutionMode::kCuda);
+  ASSERT_EQ(s.mode, SolutionMode::kNvrtc);
+  TempDir out;
+  const CompileResult r = make_nvrtc_compiler()->compile(s, compile_context_for(task), out.path());
+  ASSERT_TRUE(r.ok) << r.diagnostics << "\n" << r.log;
+  const std::string lowered = r.artifact.launch["kernels"][0]["lowered_name"];
+  EXPECT_EQ(lowered.rfind("_Z17affine_relu6_vec4", 0), 0u) << lowered;
+  const LaunchPlan plan = parse_launch_plan(r.artifact.launch, launch_tensor_names(task));
+  ASSERT_FALSE(task.shape_variants.empty());
+  for (size_t v = 0; v <= task.shape_variants.size(); ++v) {
+    const TaskSpec t = v == 0 ? task : task.with_variant(v - 1);
+    const std::vector<int64_t> x = t.inputs[0].shape;
+    const ShapeMap shapes = {{"x", x}, {"w", t.params[0].shape}, {"b", t.params[1].shape}, {"y", x}};
+    const std::vector<KernelLaunch> launches = evaluate_launch_plan(plan, shapes);
+    ASSERT_EQ(launches.size(), 1u);
+    const int64_t n4 = x[0] * x[1] / 4;
+    EXPECT_EQ(launches[0].grid[0], static_cast<uint32_t>(std::min<int64_t>((n4 + 255) / 256, 132 * 8))) << v;
+    EXPECT_EQ(launches[0].block[0], 256u);
+    EXPECT_EQ(launches[0].slots().size(), 6u);
+  }
 }
 
 TEST(NvrtcCompilerTest, ErrorsAreCondensedWithColumns) {

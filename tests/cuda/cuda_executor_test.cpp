@@ -3,6 +3,9 @@
 // wrong and faster candidates from examples/, every fault kind followed by a
 // correct evaluation, CUDA-graph mode, CUPTI attribution of foreign streams
 // and kernels left running, profiles, and GPU memory over many evaluations.
+// nvrtc candidates (CUBIN + launch plan, launched by the runner): correct and
+// timed, wrong, a plan that fails for the bound shapes, a fault, more than
+// 48 KiB of dynamic shared memory, graph mode and a profile.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <ostream>
@@ -17,16 +21,29 @@
 #include <vector>
 
 #include "cuda_test_support.h"
+#include "kforge/core/solution.h"
 #include "kforge/env/executor.h"
+#include "nvrtc_candidates.h"
 
 namespace kforge::env {
 namespace {
 
 using testing::affine_task;
 using testing::compile_cuda;
+using testing::compile_nvrtc;
 using testing::example_source;
 using testing::example_task;
 using testing::gpu_quick_options;
+using testing::kNvrtcAffine;
+using testing::kNvrtcAffineNoRelu;
+using testing::kNvrtcAffinePlan;
+using testing::kNvrtcBounded;
+using testing::kNvrtcBoundedPlan;
+using testing::kNvrtcDivByZeroPlan;
+using testing::kNvrtcScribble;
+using testing::kNvrtcScribblePlan;
+using testing::kNvrtcSharedStage;
+using testing::kNvrtcSharedStagePlan;
 
 // y = relu(x * w + b) for affine_task, on the given stream.
 constexpr const char* kAffineBody = R"(
@@ -144,6 +161,17 @@ class CudaExecutorTest : public ::testing::Test {
                              EvalOptions options = gpu_quick_options()) {
     return executor_->submit(request(source, task, time, profile, options)).get();
   }
+  static EvalReport evaluate_nvrtc(const std::string& source, const json& launch, const TaskSpec& task,
+                                   bool time = false, bool profile = false, EvalOptions options = gpu_quick_options()) {
+    EvalRequest req;
+    req.task = task;
+    req.artifact = compile_nvrtc(source, launch, task);
+    req.verify = true;
+    req.time = time;
+    req.profile = profile;
+    req.options = options;
+    return executor_->submit(req).get();
+  }
   static bool has_violation(const EvalReport& r, const std::string& check) {
     return std::any_of(r.violations.begin(), r.violations.end(), [&](const Violation& v) { return v.check == check; });
   }
@@ -180,7 +208,7 @@ TEST_F(CudaExecutorTest, ExamplesAreJudgedAndTimedAgainstEager) {
     EXPECT_EQ(t["timer"], "device_events") << t.dump();
     EXPECT_GT(t["candidate"]["median_ms"].get<double>(), 0) << t.dump();
     EXPECT_GT(t["reference"]["median_ms"].get<double>(), 0) << t.dump();
-    EXPECT_GT(t["speedup"].get<double>(), 0) << t.dump();
+    EXPECT_GT(t.value("speedup", 0.0), 0) << t.dump();
     EXPECT_TRUE(t.contains("candidate_wall") && t.contains("speedup_wall")) << t.dump();
     EXPECT_GE(t["cache_flush_bytes"].get<uint64_t>(), 2 * t["clocks"].value("l2_bytes", uint64_t{0}));
     EXPECT_TRUE(t["clocks"].contains("sm_mhz") || t["clocks"].contains("unavailable")) << t["clocks"].dump();
@@ -270,9 +298,10 @@ TEST_F(CudaExecutorTest, NoGpuMemoryDriftsOverManyEvaluations) {
   const double free_before = before["device"].value("gpu_free_bytes", 0.0);
   const double free_after = after["device"].value("gpu_free_bytes", 0.0);
   RecordProperty("gpu_free_drift_mib", std::to_string((free_before - free_after) / (1 << 20)));
-  std::printf("[drift] %d evaluations (every 10th an illegal address) in %.1f s: GPU free memory %.1f -> %.1f MiB, "
-              "drift %.1f MiB\n",
-              n, wall_s, free_before / (1 << 20), free_after / (1 << 20), (free_before - free_after) / (1 << 20));
+  std::printf(
+      "[drift] %d evaluations (every 10th an illegal address) in %.1f s: GPU free memory %.1f -> %.1f MiB, "
+      "drift %.1f MiB\n",
+      n, wall_s, free_before / (1 << 20), free_after / (1 << 20), (free_before - free_after) / (1 << 20));
   EXPECT_LT(free_before - free_after, 256.0 * (1 << 20)) << before.dump() << "\n" << after.dump();
   EXPECT_EQ(after["device"].value("arenas_live", -1), 0);
   EXPECT_LE(after.value("open_fds", 0), before.value("open_fds", 0) + 2) << before.dump() << "\n" << after.dump();
@@ -354,6 +383,92 @@ TEST_F(CudaExecutorTest, Float64ReferenceOnTheGpu) {
   ASSERT_FALSE(r.verification.empty());
   ASSERT_TRUE(r.verification[0].contains("float64")) << r.verification[0].dump();
   EXPECT_GE(r.verification[0]["float64"]["reference_max_abs_err"].get<double>(), 0.0);
+}
+
+TEST_F(CudaExecutorTest, NvrtcCandidateIsJudgedAndTimed) {
+  EvalReport r = evaluate_nvrtc(kNvrtcAffine, kNvrtcAffinePlan, affine_task(512, 256), /*time=*/true);
+  ASSERT_EQ(r.outcome, Outcome::kCorrect) << r.summary << "\n" << r.candidate_output;
+  const json& t = r.timing;
+  EXPECT_EQ(t["timer"], "device_events") << t.dump();
+  EXPECT_GT(t["candidate"]["median_ms"].get<double>(), 0) << t.dump();
+  EXPECT_GT(t.value("speedup", 0.0), 0) << t.dump();
+  EXPECT_TRUE(t["sandbox"]["seccomp"].get<bool>()) << t["sandbox"].dump();
+}
+
+// examples/affine_relu6/cuda/nvrtc_fast.yaml: every shape variant runs the
+// plan evaluated for its own shapes.
+TEST_F(CudaExecutorTest, NvrtcExampleIsCorrectOnEveryVariant) {
+  const TaskSpec task = example_task("affine_relu6");
+  ASSERT_FALSE(task.shape_variants.empty());
+  const Solution s =
+      load_solution(std::filesystem::path(KFORGE_SOURCE_DIR) / "examples" / "affine_relu6" / "cuda" / "nvrtc_fast.yaml",
+                    SolutionMode::kCuda);
+  ASSERT_EQ(s.mode, SolutionMode::kNvrtc);
+  EvalReport r = evaluate_nvrtc(s.source, s.launch, task, /*time=*/true);
+  ASSERT_EQ(r.outcome, Outcome::kCorrect) << r.summary << "\n" << r.candidate_output;
+  EXPECT_EQ(r.verification.size(), (task.shape_variants.size() + 1) * gpu_quick_options().seeds)
+      << r.verification.dump();
+  // The same kernel as cuda/fast.cu, which beats eager PyTorch's three passes.
+  EXPECT_GT(r.timing.value("speedup", 0.0), 1.0) << r.summary;
+}
+
+TEST_F(CudaExecutorTest, NvrtcWrongResultIsWrong) {
+  EvalReport r = evaluate_nvrtc(kNvrtcAffineNoRelu, kNvrtcAffinePlan, affine_task(512, 256));
+  EXPECT_EQ(r.outcome, Outcome::kWrong) << r.summary << "\n" << r.candidate_output;
+}
+
+TEST_F(CudaExecutorTest, NvrtcPlanFailingForTheShapesIsARuntimeErrorNamingTheField) {
+  EvalReport r = evaluate_nvrtc(kNvrtcAffine, kNvrtcDivByZeroPlan, affine_task(512, 256));
+  EXPECT_EQ(r.outcome, Outcome::kRuntimeError) << r.summary << "\n" << r.candidate_output;
+  EXPECT_NE(r.summary.find("kernels[0] (affine_relu<256>): grid.x = "), std::string::npos) << r.summary;
+  EXPECT_NE(r.summary.find("division by zero"), std::string::npos) << r.summary;
+  expect_correct_next("an nvrtc plan that failed to evaluate");
+}
+
+TEST_F(CudaExecutorTest, NvrtcFaultIsARuntimeErrorAndTheNextEvaluationSucceeds) {
+  EvalOptions o = gpu_quick_options();
+  o.call_timeout_ms = 2000;
+  EvalReport r = evaluate_nvrtc(kNvrtcScribble, kNvrtcScribblePlan, affine_task(512, 256), false, false, o);
+  EXPECT_EQ(r.outcome, Outcome::kRuntimeError) << r.summary << "\n" << r.candidate_output;
+  EXPECT_NE(r.summary.find("cudaErrorIllegalAddress"), std::string::npos) << r.summary;
+  expect_correct_next("an nvrtc illegal address");
+  EvalReport again = evaluate_nvrtc(kNvrtcAffine, kNvrtcAffinePlan, affine_task(512, 256));
+  EXPECT_EQ(again.outcome, Outcome::kCorrect) << again.summary;
+  json h = executor_->health();
+  EXPECT_EQ(h["device"].value("arenas_live", -1), 0) << h.dump();
+}
+
+TEST_F(CudaExecutorTest, NvrtcKernelGetsMoreThan48KiBOfDynamicSharedMemory) {
+  EvalReport r = evaluate_nvrtc(kNvrtcSharedStage, kNvrtcSharedStagePlan, affine_task(512, 256));
+  EXPECT_EQ(r.outcome, Outcome::kCorrect) << r.summary << "\n" << r.candidate_output;
+}
+
+TEST_F(CudaExecutorTest, NvrtcBlockLargerThanTheKernelAllowsIsARuntimeError) {
+  EvalReport r = evaluate_nvrtc(kNvrtcBounded, kNvrtcBoundedPlan, affine_task(512, 256));
+  EXPECT_EQ(r.outcome, Outcome::kRuntimeError) << r.summary;
+  EXPECT_NE(r.summary.find("kernels[0] (bounded)"), std::string::npos) << r.summary;
+  EXPECT_NE(r.summary.find("at most 128"), std::string::npos) << r.summary;
+}
+
+TEST_F(CudaExecutorTest, NvrtcGraphModeReplaysTheLaunches) {
+  EvalOptions o = gpu_quick_options();
+  o.cuda_graph = true;
+  EvalReport r = evaluate_nvrtc(kNvrtcAffine, kNvrtcAffinePlan, affine_task(512, 256), true, false, o);
+  ASSERT_EQ(r.outcome, Outcome::kCorrect) << r.summary;
+  ASSERT_TRUE(r.timing.contains("cuda_graph")) << r.timing.dump();
+  EXPECT_TRUE(r.timing["cuda_graph"]["used"].get<bool>()) << r.timing["cuda_graph"].dump();
+}
+
+TEST_F(CudaExecutorTest, NvrtcProfileAttributesThePlansKernel) {
+  EvalReport r = evaluate_nvrtc(kNvrtcAffine, kNvrtcAffinePlan, affine_task(1024, 1024), true, true);
+  ASSERT_EQ(r.outcome, Outcome::kCorrect) << r.summary;
+  const json& p = r.profile;
+  ASSERT_TRUE(p.contains("attribution")) << p.dump(2);
+  const json& k = p["attribution"]["kernels"];
+  ASSERT_EQ(k.size(), 1u) << p.dump(2);
+  EXPECT_TRUE(k[0]["own"].get<bool>()) << p.dump(2);
+  EXPECT_FALSE(has_violation(r, "foreign_stream"));
+  EXPECT_FALSE(has_violation(r, "work_after_return"));
 }
 
 }  // namespace

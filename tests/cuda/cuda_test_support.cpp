@@ -42,6 +42,20 @@ env::Artifact compile_cuda(const std::string& source, const TaskSpec& task) {
   return r.artifact;
 }
 
+env::Artifact compile_nvrtc(const std::string& source, const json& launch, const TaskSpec& task) {
+  Solution solution;
+  solution.mode = SolutionMode::kNvrtc;
+  solution.source = source;
+  solution.launch = launch;
+  solution.origin = "test.json";
+  env::CompileResult r = service().submit(solution, env::compile_context_for(task)).get();
+  if (!r.ok) {
+    ADD_FAILURE() << "NVRTC failed:\n" << r.diagnostics << "\n" << r.log;
+    throw std::runtime_error("candidate did not compile");
+  }
+  return r.artifact;
+}
+
 TaskSpec example_task(const std::string& name) {
   return load_task(fs::path(KFORGE_SOURCE_DIR) / "examples" / name / "task.json");
 }

@@ -1,5 +1,5 @@
 // Helpers for the GPU tests: CUDA candidates compiled by the production nvcc
-// path (CompileService, cached on disk under the build tree), the bundled
+// and NVRTC paths (CompileService, cached on disk under the build tree), the bundled
 // example tasks, small tasks, and evaluation options sized for tests.
 #pragma once
 
@@ -14,6 +14,10 @@ namespace kforge::testing {
 // Compiles `source` (mode cuda) for `task`; fails the current test and throws
 // if nvcc rejects it.
 env::Artifact compile_cuda(const std::string& source, const TaskSpec& task);
+// Compiles `source` (mode nvrtc) with the launch plan `launch` for `task`
+// (the plan is checked against the task's tensor names); fails the current
+// test and throws if NVRTC or the plan check rejects it.
+env::Artifact compile_nvrtc(const std::string& source, const json& launch, const TaskSpec& task);
 
 // examples/<name>/task.json and examples/<name>/cuda/<file>.
 TaskSpec example_task(const std::string& name);

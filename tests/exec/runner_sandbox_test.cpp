@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
 
 #include "candidates.h"
 #include "common/arena_layout.h"
@@ -41,14 +44,15 @@ class RunnerHarness {
 
   float* tensor(size_t slot) { return reinterpret_cast<float*>(base + layout.data_offset(slot, kN * sizeof(float))); }
 
-  RunnerReply setup(const std::filesystem::path& so) {
+  RunnerReply setup(const std::filesystem::path& so) { return setup(RunnerCandidate::shared_object(so)); }
+  RunnerReply setup(const RunnerCandidate& candidate) {
     json guards = json::array();
     for (const auto& [off, len] : layout.guards) guards.push_back({off, len});
     RunnerLimits limits;
     limits.memory_bytes = 256ull << 20;
     limits.cpu_seconds = 30;
-    return runner->setup(so, limits, {{"kind", "memfd"}, {"bytes", layout.size}, {"guards", guards}}, {arena.get()},
-                         Deadline::after_ms(10000));
+    return runner->setup(candidate, limits, {{"kind", "memfd"}, {"bytes", layout.size}, {"guards", guards}},
+                         {arena.get()}, Deadline::after_ms(10000));
   }
 
   RunnerReply bind() {
@@ -209,6 +213,39 @@ TEST(RunnerSandbox, ExitIsACrashWithItsCode) {
   RunnerReply r = h.load_and_call(cand::kExit3);
   EXPECT_EQ(r.status, Status::kCrashed);
   EXPECT_EQ(r.detail, "exit code 3");
+}
+
+// nvrtc setups reach the runner's CUBIN path: the plan is read and checked
+// there, inside the loading phase, and only a device that can load a CUBIN
+// (cuda) accepts it. A refused load leaves the runner serving.
+TEST(RunnerSandbox, ACubinIsReadInTheLoadingPhaseAndNeedsTheCudaBackend) {
+  const std::filesystem::path cubin = std::filesystem::path(KFORGE_BINARY_DIR) / "tests" / "exec" /
+                                      ("runner-test-" + std::to_string(::getpid()) + ".cubin");
+  std::ofstream(cubin, std::ios::binary) << "not really a cubin";
+  const json plan =
+      json::parse(R"J({"kernels": [{"name": "add", "lowered_name": "add", "grid": ["cdiv(numel(out), 256)"],
+      "block": ["256"], "shared_mem": "0", "args": ["x", "y", "out", "i64(numel(out))"]}]})J");
+  const std::vector<std::string> names = {"x", "y", "z", "out"};
+
+  RunnerHarness h;
+  RunnerReply r = h.setup(RunnerCandidate::nvrtc(cubin, plan, names));
+  EXPECT_EQ(r.status, Status::kError) << runner_status_name(r.status) << ": " << r.detail;
+  EXPECT_EQ(r.body.value("stage", ""), "load") << r.body.dump();
+  EXPECT_NE(r.detail.find("runs on the cuda backend only"), std::string::npos) << r.detail;
+  EXPECT_TRUE(h.runner->alive());
+
+  json unlowered = plan;
+  unlowered["kernels"][0].erase("lowered_name");
+  RunnerHarness h2;
+  RunnerReply r2 = h2.setup(RunnerCandidate::nvrtc(cubin, unlowered, names));
+  EXPECT_EQ(r2.status, Status::kError) << runner_status_name(r2.status) << ": " << r2.detail;
+  EXPECT_NE(r2.detail.find("kernels[0] (add) has no lowered_name"), std::string::npos) << r2.detail;
+
+  RunnerHarness h3;
+  RunnerReply r3 = h3.setup(RunnerCandidate::nvrtc(cubin.string() + ".missing", plan, names));
+  EXPECT_EQ(r3.status, Status::kError) << runner_status_name(r3.status) << ": " << r3.detail;
+  EXPECT_NE(r3.detail.find("cannot open the CUBIN"), std::string::npos) << r3.detail;
+  std::filesystem::remove(cubin);
 }
 
 }  // namespace

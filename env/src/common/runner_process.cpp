@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <system_error>
+#include <utility>
 
 #include "common/errno_text.h"
 #include "common/remove_tree.h"
@@ -207,14 +208,42 @@ RunnerReply RunnerProcess::exchange(json request, const std::string& expected_ty
   }
 }
 
-RunnerReply RunnerProcess::setup(const std::filesystem::path& library, const RunnerLimits& limits, const json& arena,
+RunnerCandidate RunnerCandidate::shared_object(std::filesystem::path library) {
+  RunnerCandidate c;
+  c.library = std::move(library);
+  return c;
+}
+
+RunnerCandidate RunnerCandidate::nvrtc(std::filesystem::path cubin, json launch,
+                                       std::vector<std::string> tensor_names) {
+  RunnerCandidate c;
+  c.cubin = std::move(cubin);
+  c.launch = std::move(launch);
+  c.tensor_names = std::move(tensor_names);
+  return c;
+}
+
+json setup_request(const RunnerCandidate& candidate, const RunnerLimits& limits, const json& arena) {
+  json request = {{"type", "setup"},
+                  {"limits",
+                   {{"memory_bytes", limits.memory_bytes},
+                    {"cpu_seconds", limits.cpu_seconds},
+                    {"output_bytes", limits.output_bytes},
+                    {"open_files", limits.open_files}}},
+                  {"arena", arena}};
+  if (candidate.cubin.empty()) {
+    request["library"] = candidate.library.string();
+  } else {
+    request["cubin"] = candidate.cubin.string();
+    request["launch"] = candidate.launch;
+    request["tensors"] = candidate.tensor_names;
+  }
+  return request;
+}
+
+RunnerReply RunnerProcess::setup(const RunnerCandidate& candidate, const RunnerLimits& limits, const json& arena,
                                  const std::vector<int>& fds, Deadline deadline) {
-  json limits_json = {{"memory_bytes", limits.memory_bytes},
-                      {"cpu_seconds", limits.cpu_seconds},
-                      {"output_bytes", limits.output_bytes},
-                      {"open_files", limits.open_files}};
-  return exchange({{"type", "setup"}, {"library", library.string()}, {"limits", limits_json}, {"arena", arena}},
-                  "ready", deadline, fds);
+  return exchange(setup_request(candidate, limits, arena), "ready", deadline, fds);
 }
 
 RunnerReply RunnerProcess::bind(const json& inputs, const json& outputs, Deadline deadline) {

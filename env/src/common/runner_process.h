@@ -33,6 +33,26 @@ struct RunnerLimits {
   int open_files = 16;               // RLIMIT_NOFILE
 };
 
+// What a runner loads: a shared object exporting kf_forward (modes cpp and
+// cuda), or an NVRTC CUBIN with its launch plan (mode nvrtc), which the
+// runner launches itself. `cubin` set means the latter.
+struct RunnerCandidate {
+  std::filesystem::path library;
+  std::filesystem::path cubin;
+  // nvrtc: the normalized plan (Artifact::launch), with each kernel's lowered name.
+  json launch;
+  // nvrtc: the names the plan refers to, in the order the tensors are bound:
+  // the task's inputs, params, then outputs (launch_tensor_names()).
+  std::vector<std::string> tensor_names;
+
+  static RunnerCandidate shared_object(std::filesystem::path library);
+  static RunnerCandidate nvrtc(std::filesystem::path cubin, json launch, std::vector<std::string> tensor_names);
+};
+
+// The `setup` request for `candidate` (without its seq): {"type": "setup",
+// "limits", "arena"} plus {"library"} or {"cubin", "launch", "tensors"}.
+json setup_request(const RunnerCandidate& candidate, const RunnerLimits& limits, const json& arena);
+
 struct RunnerReply {
   enum class Status {
     kOk,        // `body` holds the reply
@@ -70,8 +90,13 @@ class RunnerProcess {
   RunnerProcess(const RunnerProcess&) = delete;
   RunnerProcess& operator=(const RunnerProcess&) = delete;
 
-  RunnerReply setup(const std::filesystem::path& library, const RunnerLimits& limits, const json& arena,
+  RunnerReply setup(const RunnerCandidate& candidate, const RunnerLimits& limits, const json& arena,
                     const std::vector<int>& fds, Deadline deadline);
+  // A shared object exporting kf_forward.
+  RunnerReply setup(const std::filesystem::path& library, const RunnerLimits& limits, const json& arena,
+                    const std::vector<int>& fds, Deadline deadline) {
+    return setup(RunnerCandidate::shared_object(library), limits, arena, fds, deadline);
+  }
   RunnerReply bind(const json& inputs, const json& outputs, Deadline deadline);
   // On kOk, body has "rc" and "self_ns" (the runner's own measurement), and
   // on devices that time on the device "device_ns" and "drain_ns".

@@ -2,11 +2,15 @@
 //
 //   judge -> runner                           runner -> judge
 //   setup {seq, library, limits, arena} +fds   ready {seq, sandbox}  | error {seq, stage, message}
+//   setup {seq, cubin, launch, tensors, ...}   (nvrtc: a CUBIN and its launch plan instead of a library)
 //   bind  {seq, inputs, outputs}               bound {seq}           | error {...}
 //   call  {seq, null}                          done  {seq, rc, self_ns}
 //   (at any time, from the SIGSYS handler)     sandbox {syscall}     then exit(kSandboxExitCode)
 //
 // Tensors in `bind` are {offset, dtype, shape, stride}, offsets into the arena.
+// For a CUBIN, `tensors` names the bound tensors in order (inputs, params,
+// outputs); the runner evaluates the launch plan for their shapes on `bind`
+// and launches the plan's kernels on `call` (docs/launch-plan.md).
 // A `null` call does everything a call does except calling kf_forward: its
 // round trip is the harness overhead subtracted from candidate timings.
 #pragma once

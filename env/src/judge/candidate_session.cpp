@@ -1,6 +1,7 @@
 #include "judge/candidate_session.h"
 
 #include "kforge/core/reference.h"
+#include "kforge/env/cuda/launch_plan.h"
 
 namespace kforge::judge {
 namespace {
@@ -17,6 +18,13 @@ json describe_tensor(const TensorShape& t, uint64_t offset) {
 
 }  // namespace
 
+exec::RunnerCandidate runner_candidate(const env::Artifact& artifact, const TaskSpec& task) {
+  if (artifact.mode == SolutionMode::kNvrtc) {
+    return exec::RunnerCandidate::nvrtc(artifact.path, artifact.launch, env::launch_tensor_names(task));
+  }
+  return exec::RunnerCandidate::shared_object(artifact.path);
+}
+
 CandidateSession::CandidateSession(JudgeDevice* device, std::unique_ptr<exec::RunnerProcess> runner,
                                    const CasePlan* plan)
     : device_(device), runner_(std::move(runner)), plan_(plan), arena_(device->create_arena(plan->layout)) {}
@@ -28,9 +36,9 @@ CandidateSession::~CandidateSession() {
   runner_->terminate();
 }
 
-exec::RunnerReply CandidateSession::start(const std::string& library, const exec::RunnerLimits& limits,
+exec::RunnerReply CandidateSession::start(const exec::RunnerCandidate& candidate, const exec::RunnerLimits& limits,
                                           exec::Deadline deadline) {
-  exec::RunnerReply r = runner_->setup(library, limits, arena_->descriptor(), arena_->descriptors(), deadline);
+  exec::RunnerReply r = runner_->setup(candidate, limits, arena_->descriptor(), arena_->descriptors(), deadline);
   if (r.ok()) sandbox_ = r.body.value("sandbox", json::object());
   return r;
 }

@@ -13,16 +13,25 @@
 #include "common/runner_process.h"
 #include "judge/case_plan.h"
 #include "judge/judge_device.h"
+#include "kforge/core/task_spec.h"
+#include "kforge/env/compiler.h"
 
 namespace kforge::judge {
+
+// What a runner is set up with for `artifact`: the shared object (cpp, cuda),
+// or the CUBIN, its launch plan and the task's tensor names in binding order
+// (nvrtc), which the runner needs to evaluate the plan for bound shapes.
+exec::RunnerCandidate runner_candidate(const env::Artifact& artifact, const TaskSpec& task);
 
 class CandidateSession {
  public:
   CandidateSession(JudgeDevice* device, std::unique_ptr<exec::RunnerProcess> runner, const CasePlan* plan);
   ~CandidateSession();
 
-  // Sends `setup`: the runner confines itself, loads the library, maps the arena.
-  exec::RunnerReply start(const std::string& library, const exec::RunnerLimits& limits, exec::Deadline deadline);
+  // Sends `setup`: the runner maps the arena, confines itself and loads the
+  // candidate (runner_candidate()).
+  exec::RunnerReply start(const exec::RunnerCandidate& candidate, const exec::RunnerLimits& limits,
+                          exec::Deadline deadline);
   exec::RunnerReply bind(const ShapeCase& shape_case, exec::Deadline deadline);
 
   void load_inputs(const std::vector<at::Tensor>& inputs);

@@ -58,18 +58,23 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
   };
 
   // 1. Static checks: nothing is loaded before the file passes them.
-  if (request.artifact.mode != SolutionMode::kCpp && device->backend() == "cpu") {
+  const SolutionMode mode = request.artifact.mode;
+  if (mode != SolutionMode::kCpp && device->backend() == "cpu") {
     report.outcome = Outcome::kRejected;
-    report.summary = "rejected: solution mode " + solution_mode_name(request.artifact.mode) +
-                     " cannot run on the cpu backend (use cpp)";
+    report.summary = "rejected: solution mode " + solution_mode_name(mode) + " cannot run on the cpu backend (use cpp)";
     return finish(report);
   }
-  // The CUDA runner loads shared objects with a kf_forward over device
-  // memory; NVRTC cubins (launch plans) are not executed by it yet.
-  if (request.artifact.mode != SolutionMode::kCuda && device->backend() == "cuda") {
+  // The CUDA runner runs shared objects with a kf_forward over device memory
+  // (cuda) and NVRTC cubins by their launch plans (nvrtc).
+  if (mode != SolutionMode::kCuda && mode != SolutionMode::kNvrtc && device->backend() == "cuda") {
     report.outcome = Outcome::kRejected;
-    report.summary = "rejected: solution mode " + solution_mode_name(request.artifact.mode) +
-                     " cannot run on the cuda backend (use cuda)";
+    report.summary =
+        "rejected: solution mode " + solution_mode_name(mode) + " cannot run on the cuda backend (use cuda or nvrtc)";
+    return finish(report);
+  }
+  if (mode == SolutionMode::kNvrtc && !request.artifact.launch.is_object()) {
+    report.outcome = Outcome::kRejected;
+    report.summary = "rejected: the nvrtc artifact has no launch plan";
     return finish(report);
   }
   if (!std::filesystem::is_regular_file(request.artifact.path)) {
@@ -77,15 +82,23 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
     report.summary = "system error: artifact " + request.artifact.path.string() + " does not exist";
     return finish(report);
   }
-  auto t = Clock::now();
-  exec::ElfInspection inspection =
-      exec::inspect_candidate(request.artifact.path, device->symbol_policy(request.task.libraries));
-  report.phase_ms["inspect"] = ms_since(t);
-  if (!inspection.accepted) {
-    report.outcome = Outcome::kRejected;
-    report.violations = inspection.violations;
-    report.summary = rejection_summary(inspection.violations);
-    return finish(report);
+  // Load checks look at what the dynamic loader would run and what the code
+  // may call on the host: they apply to shared objects. A CUBIN has no host
+  // code: the runner reads it as data and hands it to the CUDA driver, which
+  // loads device code only, and what runs is the plan's kernels, launched by
+  // the runner on the candidate's stream (the timing, leftover-work and
+  // profiler checks still apply to them).
+  if (mode != SolutionMode::kNvrtc) {
+    auto t = Clock::now();
+    exec::ElfInspection inspection =
+        exec::inspect_candidate(request.artifact.path, device->symbol_policy(request.task.libraries));
+    report.phase_ms["inspect"] = ms_since(t);
+    if (!inspection.accepted) {
+      report.outcome = Outcome::kRejected;
+      report.violations = inspection.violations;
+      report.summary = rejection_summary(inspection.violations);
+      return finish(report);
+    }
   }
   if (!request.verify && !request.time) {
     report.outcome = Outcome::kNotRun;
@@ -95,14 +108,14 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
 
   // 2. Shapes, arena and a runner with the candidate loaded.
   CasePlan plan = plan_cases(request.task, device->page_size(), device->arena_alignment());
-  t = Clock::now();
+  auto t = Clock::now();
   CandidateSession session(device, pool->take(), &plan);
   exec::RunnerLimits limits;
   limits.memory_bytes = options.memory_limit_bytes;
   limits.cpu_seconds = options.eval_timeout_ms / 1000.0 + 5;
   exec::Deadline load_deadline =
       exec::Deadline::earliest(deadline, exec::Deadline::after_ms(std::max(options.call_timeout_ms, 5000.0)));
-  exec::RunnerReply ready = session.start(request.artifact.path.string(), limits, load_deadline);
+  exec::RunnerReply ready = session.start(runner_candidate(request.artifact, request.task), limits, load_deadline);
   report.phase_ms["spawn"] = ms_since(t);
 
   Verdict verdict;
@@ -113,8 +126,11 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
     verdict.outcome = Outcome::kNotRun;
     verdict.summary = "system error: the runner could not set up its sandbox: " + ready.detail;
   } else if (!ready.ok()) {
-    verdict = verdict_from_runner_failure(ready, "while loading the candidate (static constructors)",
-                                          std::max(options.call_timeout_ms, 5000.0), session.runner().output_tail());
+    verdict =
+        verdict_from_runner_failure(ready,
+                                    mode == SolutionMode::kNvrtc ? "while loading the candidate's CUBIN"
+                                                                 : "while loading the candidate (static constructors)",
+                                    std::max(options.call_timeout_ms, 5000.0), session.runner().output_tail());
   }
 
   // 3. Verification, always before timing.

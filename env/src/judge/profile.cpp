@@ -226,8 +226,8 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
     }
     exec::RunnerReply r;
     if (runner) {
-      r = runner->setup(request.artifact.path, limits, session->arena().descriptor(), session->arena().descriptors(),
-                        call_deadline(std::max(options.call_timeout_ms, 5000.0)));
+      r = runner->setup(runner_candidate(request.artifact, request.task), limits, session->arena().descriptor(),
+                        session->arena().descriptors(), call_deadline(std::max(options.call_timeout_ms, 5000.0)));
       if (r.ok()) {
         json b = session->tensor_bindings(base);
         r = runner->bind(b["inputs"], b["outputs"], call_deadline(options.call_timeout_ms));

@@ -3,12 +3,15 @@
 #include <time.h>
 
 #include <functional>
+#include <memory>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "common/runner_protocol.h"
 #include "common/wire.h"
 #include "runner/candidate_library.h"
+#include "runner/plan_candidate.h"
 
 namespace kforge::runner {
 namespace {
@@ -71,8 +74,10 @@ SandboxLimits parse_limits(const json& j) {
 }  // namespace
 
 int serve_requests(RunnerDevice* device, SandboxState sandbox) {
-  KfForward forward = nullptr;
-  std::vector<kf_tensor> inputs, outputs;
+  std::unique_ptr<Candidate> candidate;
+  // Made once: a std::function holding a single reference stays in its
+  // small-object buffer, so calls allocate nothing on the way to forward().
+  const std::function<int()> forward = [&candidate] { return candidate->forward(); };
   while (true) {
     Frame frame;
     try {
@@ -85,22 +90,18 @@ int serve_requests(RunnerDevice* device, SandboxState sandbox) {
     uint64_t seq = msg.value("seq", uint64_t{0});
     try {
       if (type == "call") {
-        if (forward == nullptr) {
+        if (candidate == nullptr) {
           reply_error(seq, "call", "no candidate loaded");
           continue;
         }
         bool null_call = msg.value("null", false);
-        std::function<int()> invoke = [&] {
-          return forward(inputs.data(), static_cast<int>(inputs.size()), outputs.data(),
-                         static_cast<int>(outputs.size()), device->stream());
-        };
         CallResult result;
         uint64_t start = now_ns();
         // The ABI is C, but a C++ candidate can still let an exception escape
         // (std::bad_alloc at the memory limit): a failure of the call, not of
         // the runner. Device failures (a CUDA fault) come as DeviceError.
         try {
-          result = device->run_call(null_call ? nullptr : &invoke, msg);
+          result = device->run_call(null_call ? nullptr : &forward, msg);
         } catch (const DeviceError& e) {
           reply_error(seq, "kf_forward", e.what());
           continue;
@@ -112,6 +113,12 @@ int serve_requests(RunnerDevice* device, SandboxState sandbox) {
           continue;
         }
         uint64_t elapsed = now_ns() - start;
+        // A launch of an nvrtc kernel that the runtime refused: the runner
+        // knows why, and a bare status would hide it.
+        if (result.rc != 0 && !candidate->error().empty()) {
+          reply_error(seq, "kf_forward", candidate->error());
+          continue;
+        }
         json done = result.extra;
         done["type"] = "done";
         done["seq"] = seq;
@@ -119,17 +126,13 @@ int serve_requests(RunnerDevice* device, SandboxState sandbox) {
         done["self_ns"] = elapsed;
         reply(done);
       } else if (type == "profile") {
-        if (forward == nullptr) {
+        if (candidate == nullptr) {
           reply_error(seq, "profile", "no candidate loaded");
           continue;
         }
-        std::function<int()> invoke = [&] {
-          return forward(inputs.data(), static_cast<int>(inputs.size()), outputs.data(),
-                         static_cast<int>(outputs.size()), device->stream());
-        };
         json profile;
         try {
-          profile = device->profile(invoke, msg);
+          profile = device->profile(forward, msg);
         } catch (const std::exception& e) {
           reply_error(seq, "profile", e.what());
           continue;
@@ -139,12 +142,15 @@ int serve_requests(RunnerDevice* device, SandboxState sandbox) {
         }
         reply({{"type", "profiled"}, {"seq", seq}, {"profile", profile}});
       } else if (type == "bind") {
-        inputs = parse_tensors(msg.at("inputs"), *device);
-        outputs = parse_tensors(msg.at("outputs"), *device);
+        std::vector<kf_tensor> inputs = parse_tensors(msg.at("inputs"), *device);
+        std::vector<kf_tensor> outputs = parse_tensors(msg.at("outputs"), *device);
         device->on_bind();
+        // nvrtc: the launch plan is evaluated here; a plan that fails for
+        // these shapes is this request's error, naming the kernel and field.
+        if (candidate != nullptr) candidate->bind(std::move(inputs), std::move(outputs));
         reply({{"type", "bound"}, {"seq", seq}});
       } else if (type == "setup") {
-        if (forward != nullptr) {
+        if (candidate != nullptr) {
           reply_error(seq, "setup", "already set up");
           continue;
         }
@@ -154,19 +160,26 @@ int serve_requests(RunnerDevice* device, SandboxState sandbox) {
         // handle), done before any candidate code exists in the process.
         device->map_arena(msg.at("arena"), &frame.fds);
         enter_loading_phase(limits, device->extra_syscalls(), &sandbox);
-        CandidateLibrary lib = load_candidate(msg.at("library").get<std::string>());
-        if (lib.forward == nullptr) {
-          reply_error(seq, "load", lib.error);
-          continue;
-        }
+        // A shared object runs its static constructors here; a CUBIN is read
+        // (read-only opens are still allowed) and loaded onto the device.
+        std::unique_ptr<Candidate> loaded;
         try {
+          if (msg.contains("cubin")) {
+            loaded =
+                load_plan_candidate(msg, [device](const std::string& image, const std::vector<std::string>& names) {
+                  return device->load_cubin(image, names);
+                });
+          } else {
+            loaded = load_library_candidate(msg.at("library").get<std::string>(), device);
+          }
           device->after_load();
         } catch (const std::exception& e) {
           reply_error(seq, "load", e.what());
           continue;
         }
         enter_running_phase(limits, &sandbox);
-        forward = lib.forward;
+        // Only now: nothing may call the candidate before the running filter.
+        candidate = std::move(loaded);
         reply({{"type", "ready"}, {"seq", seq}, {"sandbox", sandbox.to_json()}});
       } else {
         reply_error(seq, "protocol", "unknown message type '" + type + "'");

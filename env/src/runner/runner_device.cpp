@@ -14,6 +14,10 @@ CallResult RunnerDevice::run_call(const std::function<int()>* forward, const nlo
   return result;
 }
 
+std::unique_ptr<CubinKernels> RunnerDevice::load_cubin(const std::string&, const std::vector<std::string>&) {
+  throw std::runtime_error("a CUBIN (solution mode nvrtc) runs on the cuda backend only");
+}
+
 nlohmann::json RunnerDevice::profile(const std::function<int()>&, const nlohmann::json&) {
   throw std::runtime_error("this runner has no profiler (profiling needs the CUDA backend)");
 }

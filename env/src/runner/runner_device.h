@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/unique_fd.h"
+#include "runner/cubin_kernels.h"
 
 namespace kforge::runner {
 
@@ -52,7 +53,13 @@ class RunnerDevice {
   // Descriptors the device runtime holds or opens on its own, on top of the
   // candidate's RLIMIT_NOFILE allowance.
   virtual int extra_open_files() const { return 0; }
-  // Right after the candidate's library is loaded, still in the loading phase
+  // An nvrtc candidate's CUBIN image: loads it onto the device and resolves
+  // the kernels with these lowered names, in this order (duplicates allowed).
+  // Runs in the loading phase, like dlopen for a shared object, so that
+  // module loading never happens under the running filter. Throws
+  // std::runtime_error; the default has no device to load onto.
+  virtual std::unique_ptr<CubinKernels> load_cubin(const std::string& image, const std::vector<std::string>& names);
+  // Right after the candidate is loaded, still in the loading phase
   // (CUDA: its modules are loaded onto the device here, so that the running
   // filter never sees module loading). Throws std::runtime_error for a
   // candidate that cannot run on this device; reported as a load failure.
