@@ -8,10 +8,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <ctime>
 #include <thread>
 
 namespace kforge::exec {
 namespace {
+
+double thread_cpu_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
 
 struct Pair {
   UniqueFd a, b;
@@ -122,6 +130,55 @@ TEST(Wire, RejectsOversizedAndGarbledFrames) {
     FAIL() << "expected malformed";
   } catch (const WireError& e) {
     EXPECT_EQ(e.kind(), WireError::Kind::kMalformed);
+  }
+}
+
+// Spinning receives (used by timed CUDA exchanges): the receiver burns its CPU
+// while it waits up to spin_us, then sleeps like any other receive.
+TEST(Wire, SpinningReceiveBusyWaitsForAFrameThatArrivesWhileSpinning) {
+  Pair p;
+  std::thread sender([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    send_frame(p.a.get(), {{"type", "late"}}, Deadline::after_ms(1000));
+  });
+  const double cpu_before = thread_cpu_ms();
+  Frame got = recv_frame(p.b.get(), Deadline::never(), /*spin_us=*/2'000'000);
+  const double cpu = thread_cpu_ms() - cpu_before;
+  sender.join();
+  EXPECT_EQ(got.body["type"], "late");
+  // A sleeping receive uses microseconds of CPU over 30 ms; a spinning one
+  // uses most of them (some may go to the sender on a loaded machine).
+  EXPECT_GT(cpu, 1.0);
+}
+
+TEST(Wire, SpinningReceiveGivesUpAndSleepsUntilTheFrameComes) {
+  Pair p;
+  std::thread sender([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    send_frame(p.a.get(), {{"type", "later"}}, Deadline::after_ms(1000));
+  });
+  const double cpu_before = thread_cpu_ms();
+  Frame got = recv_frame(p.b.get(), Deadline::never(), /*spin_us=*/2'000);
+  const double cpu = thread_cpu_ms() - cpu_before;
+  sender.join();
+  EXPECT_EQ(got.body["type"], "later");
+  EXPECT_LT(cpu, 100.0) << "kept spinning past spin_us";
+}
+
+TEST(Wire, SpinningReceiveReportsAClosedPeerAndTimeouts) {
+  Pair p;
+  try {
+    recv_frame(p.b.get(), Deadline::after_ms(30), /*spin_us=*/1'000'000);
+    FAIL() << "expected a timeout";
+  } catch (const WireError& e) {
+    EXPECT_EQ(e.kind(), WireError::Kind::kTimeout);
+  }
+  p.a.reset();
+  try {
+    recv_frame(p.b.get(), Deadline::never(), /*spin_us=*/1'000'000);
+    FAIL() << "expected closed";
+  } catch (const WireError& e) {
+    EXPECT_EQ(e.kind(), WireError::Kind::kClosed);
   }
 }
 

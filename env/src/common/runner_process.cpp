@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -60,6 +61,7 @@ const char* runner_status_name(RunnerReply::Status status) {
 
 std::unique_ptr<RunnerProcess> RunnerProcess::spawn(const Config& config) {
   std::unique_ptr<RunnerProcess> r(new RunnerProcess());
+  r->reply_spin_us_ = std::max(config.reply_spin_us, 0);
   r->scratch_ = config.scratch_root /
                 ("runner-" + std::to_string(::getpid()) + "-" + std::to_string(g_runner_counter.fetch_add(1)));
   std::error_code ec;
@@ -161,7 +163,7 @@ RunnerReply RunnerProcess::exchange(json request, const std::string& expected_ty
   auto start = std::chrono::steady_clock::now();
   try {
     send_frame(control_.get(), request, deadline, fds);
-    Frame frame = recv_frame(control_.get(), deadline);
+    Frame frame = recv_frame(control_.get(), deadline, reply_spin_us_);
     reply.round_trip_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     double cpu_end = runner_cpu_ms();
     if (cpu_start >= 0 && cpu_end >= 0) reply.cpu_ms = cpu_end - cpu_start;

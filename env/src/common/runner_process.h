@@ -82,6 +82,11 @@ class RunnerProcess {
     std::string backend = "cpu";
     int device = 0;         // GPU index (cuda)
     bool profiler = false;  // cuda: a runner with CUPTI set up, for `profile` requests
+    // How long the judge busy-waits for each reply before sleeping (wire.h,
+    // recv_frame); 0 = sleep at once. The cuda backend spins: its round trips
+    // bound the GPU clock (judge/timing_tamper.h), so they must not carry the
+    // judge's own wake-up.
+    int reply_spin_us = 0;
   };
 
   // Starts a runner that waits for `setup`. Throws SystemError if it cannot.
@@ -133,6 +138,7 @@ class RunnerProcess {
   bool has_cpu_clock_ = false;
   std::filesystem::path scratch_;
   uint64_t seq_ = 0;
+  int reply_spin_us_ = 0;
   std::string final_output_;
   bool terminated_ = false;
 };

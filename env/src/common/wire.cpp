@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "common/errno_text.h"
@@ -76,6 +77,19 @@ void read_exact(int fd, uint8_t* buf, size_t len, const Deadline& deadline, std:
   }
 }
 
+// Peeks without blocking until a byte is there, the peer closed or failed,
+// `spin_us` passed, or the deadline passed; the caller's normal receive then
+// finds out which. recvfrom only: the runner's filter allows it on its socket.
+void spin_until_readable(int fd, int spin_us, const Deadline& deadline) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
+  while (std::chrono::steady_clock::now() < until && !deadline.expired()) {
+    uint8_t byte;
+    ssize_t r = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (r >= 0) return;
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return;
+  }
+}
+
 }  // namespace
 
 std::vector<uint8_t> encode_frame(const json& body) {
@@ -129,7 +143,8 @@ void send_frame(int fd, const json& body, Deadline deadline, const std::vector<i
   }
 }
 
-Frame recv_frame(int fd, Deadline deadline) {
+Frame recv_frame(int fd, Deadline deadline, int spin_us) {
+  if (spin_us > 0) spin_until_readable(fd, spin_us, deadline);
   Frame frame;
   uint8_t header[4];
   read_exact(fd, header, sizeof(header), deadline, &frame.fds);

@@ -49,7 +49,14 @@ void send_frame(int fd, const json& body, Deadline deadline, const std::vector<i
 
 // Receives one frame. A deadline that is never() blocks without poll(2), so the
 // sandboxed runner needs no poll syscall while it waits.
-Frame recv_frame(int fd, Deadline deadline);
+//
+// `spin_us` > 0: first busy-polls the socket (non-blocking peeks) for up to
+// that long before sleeping. A process that sleeps in the kernel pays its
+// wake-up when the frame arrives; on the virtualized H200 host that was
+// 0.08-0.2 ms per exchange after a few ms of idling (a halted vCPU), enough to
+// swamp a GPU kernel's time. Timed exchanges spin on both ends, as CUDA's
+// spin synchronization does for the GPU.
+Frame recv_frame(int fd, Deadline deadline, int spin_us = 0);
 
 // Creates a connected AF_UNIX stream socketpair, both ends close-on-exec.
 void make_socket_pair(UniqueFd* a, UniqueFd* b);

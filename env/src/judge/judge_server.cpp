@@ -15,6 +15,9 @@
 
 namespace kforge::judge {
 namespace {
+// Up to 20 ms: longer than the judge's work between two timed calls of an
+// L1-sized task, so that neither end of a timed exchange sleeps.
+constexpr int kCudaReplySpinUs = 20000;
 
 using exec::Deadline;
 using exec::json;
@@ -80,14 +83,19 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
   }
   if (!device) return 2;
 
-  RunnerPool pool({config.runner, config.scratch, config.backend, config.device}, config.backend == "cuda" ? 2 : 1);
+  // CUDA exchanges spin for their replies (RunnerProcess::Config::reply_spin_us);
+  // CPU ones sleep: there the judge's spinning would take a core from the
+  // candidate, and the CPU clock, not the round trip, is what is timed.
+  const int reply_spin_us = config.backend == "cuda" ? kCudaReplySpinUs : 0;
+  RunnerPool pool({config.runner, config.scratch, config.backend, config.device, false, reply_spin_us},
+                  config.backend == "cuda" ? 2 : 1);
   pool.refill();
   // CUDA profile requests run CUPTI in runners of their own (profile.h),
   // started on demand.
   std::unique_ptr<RunnerPool> profilers;
   if (config.backend == "cuda") {
     profilers = std::make_unique<RunnerPool>(
-        exec::RunnerProcess::Config{config.runner, config.scratch, config.backend, config.device, true});
+        exec::RunnerProcess::Config{config.runner, config.scratch, config.backend, config.device, true, reply_spin_us});
   }
   EvaluationCounters counters;
   while (true) {

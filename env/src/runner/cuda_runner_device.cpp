@@ -294,6 +294,9 @@ class CudaRunnerDevice final : public RunnerDevice {
   // The driver holds a descriptor per device file and per mapping; a few
   // dozen after start-up, more as memory is mapped.
   int extra_open_files() const override { return 1024; }
+  // The judge's work between two timed calls (reference, fresh inputs,
+  // checks) takes a few ms; see wire.h for why neither end may sleep.
+  int request_spin_us() const override { return 20000; }
 
   void on_bind() override {
     if (graph_ != nullptr) cudaGraphExecDestroy(graph_);

@@ -81,7 +81,7 @@ int serve_requests(RunnerDevice* device, SandboxState sandbox) {
   while (true) {
     Frame frame;
     try {
-      frame = exec::recv_frame(protocol::kControlFd, Deadline::never());
+      frame = exec::recv_frame(protocol::kControlFd, Deadline::never(), device->request_spin_us());
     } catch (const exec::WireError&) {
       return 0;  // the judge went away: nothing left to do
     }

@@ -53,6 +53,10 @@ class RunnerDevice {
   // Descriptors the device runtime holds or opens on its own, on top of the
   // candidate's RLIMIT_NOFILE allowance.
   virtual int extra_open_files() const { return 0; }
+  // How long the runner busy-waits for the next request before sleeping
+  // (wire.h, recv_frame): devices whose calls are timed by round trip
+  // spin so that the runner's wake-up is not in them.
+  virtual int request_spin_us() const { return 0; }
   // An nvrtc candidate's CUBIN image: loads it onto the device and resolves
   // the kernels with these lowered names, in this order (duplicates allowed).
   // Runs in the loading phase, like dlopen for a shared object, so that
