@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <set>
+#include <string>
+#include <utility>
 
 #include "judge/kernel_attribution.h"
 #include "kforge/core/error.h"
@@ -218,34 +220,57 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
   if (profilers == nullptr) {
     profile["attribution_unavailable"] = "this backend has no profiler runner";
   } else {
-    std::unique_ptr<exec::RunnerProcess> runner;
-    try {
-      runner = profilers->take();
-    } catch (const SystemError& e) {
-      profile["attribution_unavailable"] = std::string("no profiler runner: ") + e.what();
-    }
-    exec::RunnerReply r;
-    if (runner) {
+    // One profiling pass in a fresh profiler runner; the runner is gone after it.
+    auto profile_once = [&](bool with_metrics, std::string* unavailable) {
+      exec::RunnerReply r;
+      std::unique_ptr<exec::RunnerProcess> runner;
+      try {
+        runner = profilers->take();
+      } catch (const SystemError& e) {
+        *unavailable = std::string("no profiler runner: ") + e.what();
+        r.status = Status::kError;
+        r.detail = *unavailable;
+        return std::make_pair(r, std::string());
+      }
       r = runner->setup(runner_candidate(request.artifact, request.task), limits, session->arena().descriptor(),
                         session->arena().descriptors(), call_deadline(std::max(options.call_timeout_ms, 5000.0)));
       if (r.ok()) {
         json b = session->tensor_bindings(base);
         r = runner->bind(b["inputs"], b["outputs"], call_deadline(options.call_timeout_ms));
       }
-      if (r.ok()) r = runner->profile({{"metrics", options.hardware_metrics}}, call_deadline(kProfileBudgetMs));
-      if (r.status == Status::kError) {
-        profile["attribution_unavailable"] = "the profiler runner reported: " + r.detail;
-        profile["profiler_output"] = runner->output_tail(2048);
-      } else if (!r.ok()) {
-        result.verdict =
-            Verdict::violation("profiler_fault",
-                               "the candidate passed verification and timing but its runner failed under the "
-                               "profiler (" +
-                                   std::string(exec::runner_status_name(r.status)) + ": " + r.detail +
-                                   "): it behaves differently when observed");
-        profile["profiler_output"] = runner->output_tail(2048);
-      }
+      if (r.ok()) r = runner->profile({{"metrics", with_metrics}}, call_deadline(kProfileBudgetMs));
+      std::string output = r.ok() ? std::string() : runner->output_tail(2048);
       runner->terminate();
+      return std::make_pair(r, output);
+    };
+    std::string unavailable;
+    std::pair<exec::RunnerReply, std::string> attempt = profile_once(options.hardware_metrics, &unavailable);
+    const exec::RunnerReply& r = attempt.first;
+    const std::string& output = attempt.second;
+    if (r.status == Status::kSandbox && options.hardware_metrics) {
+      // Counter collection makes CUPTI touch files (on the H200: openat,
+      // stat, then unlink), which the sandbox refuses; that is the harness's
+      // doing, not the candidate's. Profile again without counters: the
+      // attribution pass, which decides the violations below, runs the same
+      // candidate code either way, so a candidate that trips the sandbox on
+      // purpose is still caught by the second pass.
+      profile["metrics_unavailable"] =
+          "counter collection was stopped by the sandbox (" + r.detail + "); profiled again without counters";
+      attempt = profile_once(false, &unavailable);
+    }
+    if (!unavailable.empty()) {
+      profile["attribution_unavailable"] = unavailable;
+    } else if (r.status == Status::kError) {
+      profile["attribution_unavailable"] = "the profiler runner reported: " + r.detail;
+      profile["profiler_output"] = output;
+    } else if (!r.ok()) {
+      result.verdict =
+          Verdict::violation("profiler_fault",
+                             "the candidate passed verification and timing but its runner failed under the "
+                             "profiler (" +
+                                 std::string(exec::runner_status_name(r.status)) + ": " + r.detail +
+                                 "): it behaves differently when observed");
+      profile["profiler_output"] = output;
     }
     if (r.ok()) {
       const json& p = r.body.value("profile", json::object());
