@@ -213,14 +213,31 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
 
   exec::SampleSummary ref = exec::summarize(primary.reference), cand = exec::summarize(primary.candidate);
   exec::SampleSummary own = exec::summarize(self_ms);
-  const exec::SampleSummary& primary_overhead = use_cpu ? overhead_cpu : device_clock ? overhead_device : overhead;
-  result.timing = {{"timer", use_cpu        ? "cpu_time"
-                             : device_clock ? "device_events"
-                                            : "wall_round_trip"},
+  const exec::SampleSummary ref_wall = exec::summarize(wall.reference), cand_wall = exec::summarize(wall.candidate);
+  const exec::SampleSummary* primary_overhead = use_cpu ? &overhead_cpu : device_clock ? &overhead_device : &overhead;
+  std::string timer = use_cpu ? "cpu_time" : device_clock ? "device_events" : "wall_round_trip";
+  std::string device_clock_rejected;
+  if (device_clock && cand.samples > 0) {
+    // The device clock is reported by the runner, whose memory the
+    // candidate shares; the judge's round trip bounds it from below
+    // (timing_tamper.h). Below that bound, the round trip times both sides
+    // instead: a forged device time then gains nothing, and an honest one
+    // that noise pushed below (seen on the H200 before exchanges spun) costs
+    // its candidate precision, not its reward. Leftover work is judged
+    // separately below and stays a violation.
+    device_clock_rejected = check_device_time_covers_wall(cand, cand_wall);
+    if (!device_clock_rejected.empty()) {
+      ref = ref_wall;
+      cand = cand_wall;
+      primary_overhead = &overhead;
+      timer = "wall_round_trip";
+    }
+  }
+  result.timing = {{"timer", timer},
                    {"reference", summary_json(ref)},
                    {"candidate", summary_json(cand)},
                    {"candidate_self_reported", summary_json(own)},
-                   {"overhead", summary_json(primary_overhead)},
+                   {"overhead", summary_json(*primary_overhead)},
                    {"stop_reason", stop_reason},
                    {"warmup_rounds", round - static_cast<int>(primary.candidate.size())},
                    {"input_sets", fresh.pool_size()},
@@ -230,11 +247,14 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
                    {"elapsed_ms", elapsed_ms(phase_start)},
                    {"clocks", device->clocks()},
                    {"device", device->name()}};
+  if (!device_clock_rejected.empty()) {
+    result.timing["device_clock_rejected"] =
+        device_clock_rejected + "; both sides timed by the judge's round trip instead";
+  }
   if (!graph_state.is_null()) result.timing["cuda_graph"] = graph_state;
   if (use_cpu || device_clock) {
     // The round-trip figures, for comparison: the judge's own clock, which
     // the candidate cannot influence.
-    exec::SampleSummary ref_wall = exec::summarize(wall.reference), cand_wall = exec::summarize(wall.candidate);
     result.timing["reference_wall"] = summary_json(ref_wall);
     result.timing["candidate_wall"] = summary_json(cand_wall);
     result.timing["overhead_wall"] = summary_json(overhead);
@@ -245,7 +265,7 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
   // A median at or below zero means the kernel is faster than the overhead
   // can resolve; report no speedup rather than an infinite one.
   if (cand.median > 0) result.timing["speedup"] = ref.median / cand.median;
-  result.timing["resolution_ms"] = primary_overhead.p75 - primary_overhead.p25;
+  result.timing["resolution_ms"] = primary_overhead->p75 - primary_overhead->p25;
 
   if (use_cpu) {
     if (std::string e = check_self_covers_cpu_time(own, cand); !e.empty()) {
@@ -257,14 +277,8 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
     result.timing["drain"] = {{"null_median_ms", exec::summarize(null_drain).median},
                               {"call_median_ms", exec::summarize(drain_ms).median},
                               {"call_max_ms", exec::summarize(drain_ms).max}};
-    // Leftover work first: it also widens the gap between the round trip
-    // (which includes the runner's wait for it) and the device time.
     if (std::string w = check_work_after_return(null_drain, drain_ms); !w.empty()) {
       result.verdict = Verdict::violation("work_after_return", w);
-      return result;
-    }
-    if (std::string e = check_device_time_covers_wall(cand, exec::summarize(wall.candidate)); !e.empty()) {
-      result.verdict = Verdict::violation("timing_tamper", e);
       return result;
     }
   }

@@ -33,8 +33,10 @@ std::string check_self_covers_cpu_time(const exec::SampleSummary& self, const ex
 // minus the null-call overhead (`wall`) bounds it from below: events bracket
 // the call from its first launch to the completion of its stream, so an honest
 // median can fall short of the wall median only by synchronization latency.
-// Flags a device median below (1 - kDeviceWallFraction) x the wall median minus
-// kDeviceWallSlackMs: a forged time cannot gain more than that margin.
+// Returns the evidence when the device median is below (1 - kDeviceWallFraction)
+// x the wall median minus kDeviceWallSlackMs. time_candidate() then times both
+// sides by the round trip instead of reporting a violation: a forged time gains
+// nothing, and an honest one that host noise pushed below keeps its reward.
 inline constexpr double kDeviceWallFraction = 0.25;
 inline constexpr double kDeviceWallSlackMs = 0.05;
 std::string check_device_time_covers_wall(const exec::SampleSummary& device, const exec::SampleSummary& wall);
