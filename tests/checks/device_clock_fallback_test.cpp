@@ -1,0 +1,96 @@
+// The device clock's cross-check (judge/timing_tamper.h, judge/timing.cpp)
+// without a GPU: a CPU judge device that claims its runner times on the
+// device. CPU runners report no device time, which is exactly a forged 0 ms:
+// the judge must not believe it, must not pay it, and must time both sides
+// by its own round trip instead (real judge code, real runner processes).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "judge/cpu_judge_device.h"
+#include "judge/evaluation.h"
+#include "judge/runner_pool.h"
+#include "test_support.h"
+
+namespace kforge::judge {
+namespace {
+
+class DeviceClockClaimingCpu final : public JudgeDevice {
+ public:
+  explicit DeviceClockClaimingCpu(std::unique_ptr<JudgeDevice> inner) : inner_(std::move(inner)) {}
+
+  bool runner_times_on_device() const override { return true; }
+  bool work_is_host_cpu_time() const override { return false; }
+
+  std::string backend() const override { return inner_->backend(); }
+  std::string name() const override { return inner_->name(); }
+  at::Device device() const override { return inner_->device(); }
+  uint64_t page_size() const override { return inner_->page_size(); }
+  std::unique_ptr<SharedArena> create_arena(const exec::ArenaLayout& layout) override {
+    return inner_->create_arena(layout);
+  }
+  void copy_into(at::Tensor& arena_view, const at::Tensor& source) override { inner_->copy_into(arena_view, source); }
+  void poison(at::Tensor& arena_view) override { inner_->poison(arena_view); }
+  void flush_cache() override { inner_->flush_cache(); }
+  uint64_t flush_bytes() const override { return inner_->flush_bytes(); }
+  void synchronize() override { inner_->synchronize(); }
+  double time_ms(const std::function<void()>& fn) override { return inner_->time_ms(fn); }
+  json clocks() override { return inner_->clocks(); }
+  double peak_memory_bytes_per_s() const override { return inner_->peak_memory_bytes_per_s(); }
+  uint64_t arena_alignment() const override { return inner_->arena_alignment(); }
+
+ private:
+  std::unique_ptr<JudgeDevice> inner_;
+};
+
+constexpr const char* kChain = R"(#include "kforge/kernel_abi.h"
+extern "C" int kf_forward(const kf_tensor* in, int ni, kf_tensor* out, int no, void* stream) {
+  const float* x = (const float*)in[0].data;
+  const float* y = (const float*)in[1].data;
+  const float* z = (const float*)in[2].data;
+  float* o = (float*)out[0].data;
+  for (int64_t i = 0, n = kf_numel(&in[0]); i < n; ++i) {
+    float v = x[i] * y[i] + z[i];
+    o[i] = v > 0.f ? v : 0.f;
+  }
+  return 0;
+}
+)";
+
+TEST(DeviceClockFallback, ADeviceTimeTheRoundTripCannotExplainIsNeitherBelievedNorPaid) {
+  DeviceClockClaimingCpu device(make_cpu_judge_device());
+  exec::RunnerProcess::Config config;
+  config.executable = std::filesystem::path(KFORGE_BINARY_DIR) / "bin" / "kforge-runner";
+  config.scratch_root = std::filesystem::temp_directory_path() / ("kforge-clock-" + std::to_string(::getpid()));
+  RunnerPool pool(config);
+
+  env::EvalRequest request;
+  request.task = testing::elementwise_chain_task(1 << 18);
+  request.artifact = testing::artifact_for(testing::compile_candidate(kChain));
+  request.verify = true;
+  request.time = true;
+  request.options = testing::quick_options();
+  EvaluationCounters counters;
+  const env::EvalReport r = evaluate(request, &device, &pool, &counters);
+
+  ASSERT_EQ(r.outcome, Outcome::kCorrect) << r.summary;
+  EXPECT_TRUE(r.violations.empty()) << r.summary;
+  const json& t = r.timing;
+  EXPECT_EQ(t.value("timer", ""), "wall_round_trip") << t.dump(1);
+  ASSERT_TRUE(t.contains("device_clock_rejected")) << t.dump(1);
+  EXPECT_NE(t["device_clock_rejected"].get<std::string>().find("round trip"), std::string::npos);
+  // The reported figures are the judge's own, for both sides.
+  EXPECT_EQ(t["candidate"]["median_ms"], t["candidate_wall"]["median_ms"]) << t.dump(1);
+  EXPECT_EQ(t["reference"]["median_ms"], t["reference_wall"]["median_ms"]) << t.dump(1);
+  ASSERT_TRUE(t.contains("speedup")) << t.dump(1);
+  EXPECT_DOUBLE_EQ(t["speedup"].get<double>(), t["speedup_wall"].get<double>());
+  EXPECT_GT(t["candidate"]["median_ms"].get<double>(), 0.0);
+  std::filesystem::remove_all(config.scratch_root);
+}
+
+}  // namespace
+}  // namespace kforge::judge
