@@ -91,11 +91,16 @@ TEST(OutputQuality, RelativeL2BoundFollowsRtolWithinLimits) {
 
 TEST(OutputQuality, SampledStatisticsMatchTheFullOnes) {
   // Timed calls sample large outputs; the verdicts must not change.
+  at::manual_seed(0);
   at::Tensor ref = at::randn({1 << 20}) * 0.01;
   at::Tensor scaled = ref * 0.9;
   OutputQuality full = measure_output_quality(scaled, ref), sampled = measure_output_quality(scaled, ref, 1 << 12);
   EXPECT_LT(sampled.finite, 1 << 14);
-  EXPECT_NEAR(sampled.rel_l2_err, full.rel_l2_err, 1e-9);
+  // Exactly 0.1 but for float32 rounding of ref * 0.9 (up to 6e-8 relative
+  // per element), which a sample averages differently: 1e-9 was below that
+  // and failed in CI (0.1000000247 vs 0.1000000235); 1e-7 is still ~10^5
+  // times finer than any verdict threshold.
+  EXPECT_NEAR(sampled.rel_l2_err, full.rel_l2_err, 1e-7);
   EXPECT_NEAR(sampled.expected_std, full.expected_std, 0.05 * full.expected_std);
   auto zeros =
       judge_output_quality(measure_output_quality(at::zeros_like(ref), ref, 1 << 12), DType::kFloat32, kLoose, "y");
