@@ -12,6 +12,9 @@ std::string format_ms(double ms) {
 }
 
 constexpr const char* kOutOfMemory = " (out of memory: the allocation limit was reached)";
+// A timed-out exchange that ran less than this share of its call limit was
+// stopped by the evaluation's overall deadline instead.
+constexpr double kBudgetCutFraction = 0.95;
 
 bool mentions_out_of_memory(const std::string& output) {
   return output.find("bad_alloc") != std::string::npos || output.find("Cannot allocate memory") != std::string::npos ||
@@ -42,7 +45,15 @@ Verdict verdict_from_runner_failure(const exec::RunnerReply& reply, const std::s
       return v;
     case Status::kTimedOut:
       v.outcome = Outcome::kTimeout;
-      v.summary = "timed out: no reply within " + format_ms(limit_ms) + " " + where;
+      // A call cut short well before its own limit ran into the evaluation's
+      // overall budget, which also paid for the judge's own work: say which
+      // limit ran out rather than claim the call took its full limit.
+      if (reply.round_trip_ms > 0 && reply.round_trip_ms < kBudgetCutFraction * limit_ms) {
+        v.summary = "timed out: the evaluation's overall budget (eval_timeout_ms) ran out after this call had run " +
+                    format_ms(reply.round_trip_ms) + " of its own " + format_ms(limit_ms) + " " + where;
+      } else {
+        v.summary = "timed out: no reply within " + format_ms(limit_ms) + " " + where;
+      }
       return v;
     case Status::kSandbox:
       v = Verdict::violation("sandbox", reply.detail + " " + where);
