@@ -83,7 +83,17 @@ TEST_F(EnvPoolTest, ManyEpisodesInFlightEachResultOnceAndInOrder) {
     const std::string outcome = steps[2].info["measurement"]["outcome"];
     if (kind == "correct") {
       EXPECT_EQ(outcome, "correct") << steps[2].observation.text;
-      EXPECT_GT(steps[2].reward, 0.0);
+      // Never the failure value. A speed tier needs usable timing, which a
+      // loaded CI machine does not always give (eight episodes in flight on
+      // two cores): the tiered term then pays 0 (docs/rewards.md) and only
+      // the turn cost remains; with a usable speedup the reward is positive.
+      const json& parts = steps[2].info["reward_components"];
+      EXPECT_GE(parts.value("tiered", -1.0), 0.0) << parts.dump();
+      const json& m = steps[2].info["measurement"];
+      const double speedup = m.value("speedup_eager", json()).is_number() ? m["speedup_eager"].get<double>() : 0.0;
+      if (m.value("timed", false) && speedup > 0) {
+        EXPECT_GT(steps[2].reward, 0.0) << parts.dump();
+      }
     } else {
       EXPECT_EQ(outcome, kind) << steps[2].observation.text;
       EXPECT_LT(steps[2].reward, 0.0);
