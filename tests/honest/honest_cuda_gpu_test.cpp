@@ -38,6 +38,14 @@ TEST_P(HonestControlGpu, IsCorrectWithoutViolationsAndKeepsItsSpeedup) {
   std::printf("[control] %-34s speedup vs eager %.2fx (expected ~%.2fx)  candidate %.4f ms, eager %.4f ms  %s\n",
               c.name.c_str(), *m.speedup_eager, c.expected_speedup, m.candidate_ms.value_or(0.0),
               m.eager_ms.value_or(0.0), report.device.c_str());
+  // The clocks behind that figure, to judge the timing cross-check on real
+  // noise (docs/cuda-backend.md): which clock was used, the device and
+  // round-trip medians of the candidate, and the null-call overhead.
+  const json& t = report.timing;
+  auto median = [&](const char* key) { return t.contains(key) ? t[key].value("median_ms", 0.0) : 0.0; };
+  std::printf("[clocks]  %-34s timer %s  device %.4f ms  round trip %.4f ms  overhead %.4f ms%s\n", c.name.c_str(),
+              t.value("timer", "?").c_str(), median("candidate"), median("candidate_wall"), median("overhead_wall"),
+              t.contains("device_clock_rejected") ? "  (device clock rejected)" : "");
   RecordProperty("speedup_eager", std::to_string(*m.speedup_eager));
   if (c.expect_faster) {
     EXPECT_GT(*m.speedup_eager, 1.0) << c.name << " (" << c.technique
