@@ -21,6 +21,13 @@ double ms_since(Clock::time_point t) { return std::chrono::duration<double, std:
 // The runner's output and limits must not let a candidate flood reports.
 constexpr size_t kOutputTailBytes = 4096;
 
+bool has_check(const Verdict& verdict, const std::string& check) {
+  for (const auto& v : verdict.violations) {
+    if (v.check == check) return true;
+  }
+  return false;
+}
+
 std::string rejection_summary(const std::vector<Violation>& violations) {
   std::string s = "rejected: ";
   for (size_t i = 0; i < violations.size() && i < 3; ++i) s += (i ? "; " : "") + violations[i].detail;
@@ -155,13 +162,25 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
     }
   }
   // 5. Profile (CUDA): energy, kernel attribution, hardware metrics, roofline.
-  if (!verdict.failed() && request.profile && device->backend() == "cuda") {
+  // A time below the roofline says only that work escaped the timed interval;
+  // the profile still runs then, because its kernel attribution can say where
+  // the work went (another stream, or after the call returned), which is what
+  // the policy needs to hear. Its violations are added to the roofline's.
+  const bool explain_roofline = verdict.outcome == Outcome::kViolation && has_check(verdict, "below_roofline");
+  if ((!verdict.failed() || explain_roofline) && request.profile && device->backend() == "cuda") {
     t = Clock::now();
     ProfileResult profile =
         profile_candidate(request, plan, &session, device, profilers, limits, deadline, &report.timing);
     report.phase_ms["profile"] = ms_since(t);
     report.profile = std::move(profile.profile);
-    if (profile.verdict.failed()) verdict = std::move(profile.verdict);
+    if (!explain_roofline) {
+      if (profile.verdict.failed()) verdict = std::move(profile.verdict);
+    } else {
+      for (auto& v : profile.verdict.violations) {
+        verdict.summary += "; " + v.check + ": " + v.detail;
+        verdict.violations.push_back(std::move(v));
+      }
+    }
   }
   if (!report.timing.is_null()) report.timing["sandbox"] = session.sandbox_state();
 
