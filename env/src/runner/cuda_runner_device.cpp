@@ -541,6 +541,39 @@ class CudaRunnerDevice final : public RunnerDevice {
     return s;
   }
 
+  // Whether a captured graph touches host memory. A replay repeats each copy
+  // on the host address the captured call used (often its stack, long gone
+  // by then), so such a call runs eagerly instead. The H200's CUDA 13 captured
+  // a device-to-host copy into pageable memory without complaint.
+  static std::string host_work_in(cudaGraph_t graph) {
+    size_t n = 0;
+    if (cudaGraphGetNodes(graph, nullptr, &n) != cudaSuccess || n == 0) return "";
+    std::vector<cudaGraphNode_t> nodes(n);
+    if (cudaGraphGetNodes(graph, nodes.data(), &n) != cudaSuccess) return "";
+    auto on_host = [](const void* p) {
+      if (p == nullptr) return false;
+      cudaPointerAttributes a{};
+      if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError();
+        return true;
+      }
+      return a.type == cudaMemoryTypeHost || a.type == cudaMemoryTypeUnregistered;
+    };
+    for (cudaGraphNode_t node : nodes) {
+      cudaGraphNodeType type{};
+      if (cudaGraphNodeGetType(node, &type) != cudaSuccess) continue;
+      if (type == cudaGraphNodeTypeHost) return "kf_forward enqueued host work, which a graph replay would repeat";
+      if (type != cudaGraphNodeTypeMemcpy) continue;
+      cudaMemcpy3DParms p{};
+      if (cudaGraphMemcpyNodeGetParams(node, &p) != cudaSuccess) continue;
+      if (on_host(p.srcPtr.ptr) || on_host(p.dstPtr.ptr)) {
+        return "kf_forward copies to or from host memory; a graph replay would repeat the copy on host memory the "
+               "call no longer owns";
+      }
+    }
+    return "";
+  }
+
   // Captures one kf_forward on the stream into a graph; on failure the reason
   // is kept and calls run eagerly (the report says why graph mode was not used).
   void capture_graph(const std::function<int()>& forward) {
@@ -559,6 +592,11 @@ class CudaRunnerDevice final : public RunnerDevice {
       graph_reason_ = rc != 0 ? "kf_forward returned " + std::to_string(rc) + " while being captured"
                               : "stream capture failed: " + error_text(e) +
                                     " (kf_forward synchronized, or used a stream other than the given one)";
+      return;
+    }
+    if (std::string why = host_work_in(graph); !why.empty()) {
+      cudaGraphDestroy(graph);
+      graph_reason_ = why;
       return;
     }
     e = cudaGraphInstantiate(&graph_, graph, 0);
