@@ -64,6 +64,12 @@ if stage build; then
   fi
 fi
 
+# Tests and benchmarks run outside ./run, so the libraries it unpacked from
+# .debs (ZeroMQ for the kforge CLI) must be found here too.
+if [ -d /opt/kdeps/usr/lib/x86_64-linux-gnu ]; then
+  export LD_LIBRARY_PATH=/opt/kdeps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+
 # GPU tests one at a time: they share the GPU and time kernels.
 regex=()
 [ -n "${KFORGE_GPU_TEST_REGEX:-}" ] && regex=(-R "$KFORGE_GPU_TEST_REGEX")
