@@ -58,7 +58,8 @@ std::vector<fs::path> sorted_entries(const fs::path& dir) {
 }
 
 // examples/<task>/task.json with solutions in <task>/cpu/*.cpp and
-// <task>/cuda/*.cu (or .json/.yaml solution documents next to them).
+// <task>/cuda/*.cu (or .json/.yaml solution documents, or KernelBench .py
+// files for torch_ext, next to them).
 std::vector<Item> collect(const fs::path& root, const std::string& backend) {
   std::vector<Item> items;
   const std::string ext = backend == "cpu" ? ".cpp" : ".cu";
@@ -75,7 +76,8 @@ std::vector<Item> collect(const fs::path& root, const std::string& backend) {
     }
     for (const auto& file : sorted_entries(dir / backend)) {
       const std::string e = file.extension().string();
-      if (e != ext && e != ".json" && e != ".yaml" && e != ".yml") continue;
+      const bool torch_ext = backend == "cuda" && e == ".py";  // KernelBench load_inline files
+      if (e != ext && !torch_ext && e != ".json" && e != ".yaml" && e != ".yml") continue;
       Item item;
       item.task_id = task ? task->id : dir.filename().string();
       item.backend = backend;

@@ -1,4 +1,4 @@
-// Compile latency per mode (NVRTC, nvcc, host C++), cache hits, and the
+// Compile latency per mode (NVRTC, nvcc, torch_ext, host C++), cache hits, and the
 // in-run baseline KernelForge is meant to beat: nvcc of the same kernel with
 // `#include <torch/extension.h>`, as torch.utils.cpp_extension.load_inline
 // builds it. Prints p50/p95 per case and the speedup over the baseline.
@@ -156,6 +156,26 @@ void BM_Nvcc(benchmark::State& state) {
   s.mode = SolutionMode::kCuda;
   s.source = cuda_source();
   run_compiler(state, *compiler, s, {}, "nvcc");
+}
+
+// The same kernel as KernelBench's load_inline would have it: a torch::Tensor
+// entry, built against the torch shim (docs/torch-ext.md).
+const char* kTorchExtEntry = R"(
+#include <torch/extension.h>
+torch::Tensor scale_cuda(torch::Tensor x) {
+  auto y = torch::empty_like(x);
+  const long n = x.numel();
+  scale<float><<<(unsigned)((n + 255) / 256), 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), n, 2.0f);
+  return y;
+}
+)";
+
+void BM_TorchExt(benchmark::State& state) {
+  auto compiler = make_torch_ext_compiler();
+  Solution s;
+  s.mode = SolutionMode::kTorchExt;
+  s.source = std::string("#include <cuda_runtime.h>\n") + kKernel + kTorchExtEntry;
+  run_compiler(state, *compiler, s, {}, "torch_ext");
 }
 
 void BM_Cpp(benchmark::State& state) {
@@ -323,8 +343,11 @@ void print_summary() {
     std::string name;
     double target_ms;  // 0: none
   };
-  const std::vector<Row> rows = {{"nvrtc", 60},           {"nvcc", 2500},        {"cpp", 0},
-                                 {"cache_hit_memory", 5}, {"cache_hit_disk", 5}, {"nvcc_torch_extension", 0}};
+  // torch_ext has no target of its own; the issue asks for "far less" than
+  // the baseline, which the ratio column shows.
+  const std::vector<Row> rows = {{"nvrtc", 60},           {"nvcc", 2500},          {"torch_ext", 0},
+                                 {"cpp", 0},              {"cache_hit_memory", 5}, {"cache_hit_disk", 5},
+                                 {"nvcc_torch_extension", 0}};
   const auto& s = samples();
   const auto baseline = s.find("nvcc_torch_extension");
   const double base_p50 = baseline == s.end() || baseline->second.empty() ? 0 : percentile(baseline->second, 0.5);
@@ -361,6 +384,10 @@ int main(int argc, char** argv) {
   if (have_nvrtc()) {
     benchmark::RegisterBenchmark("Nvrtc", BM_Nvrtc)->Iterations(20)->UseManualTime()->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("Nvcc", BM_Nvcc)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("TorchExt", BM_TorchExt)
+        ->Iterations(5)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
   }
   benchmark::RegisterBenchmark("Cpp", BM_Cpp)->Iterations(10)->UseManualTime()->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("CacheHitMemory", BM_CacheHitMemory)

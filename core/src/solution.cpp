@@ -80,13 +80,14 @@ Solution load_solution(const std::filesystem::path& path, SolutionMode default_m
   const std::string ext = path.extension().string();
   if (ext == ".json" || ext == ".yaml" || ext == ".yml") return parse_solution(Document::from_file(path));
   Solution s;
-  s.mode = default_mode;
+  // A .py file can only be a KernelBench load_inline solution.
+  s.mode = ext == ".py" ? SolutionMode::kTorchExt : default_mode;
   s.source = read_text_file(path);
   s.origin = path.string();
   if (s.source.find_first_not_of(" \t\r\n") == std::string::npos) {
     throw InputError(path.string() + ": the solution source file is empty");
   }
-  if (default_mode == SolutionMode::kNvrtc) {
+  if (s.mode == SolutionMode::kNvrtc) {
     throw InputError(path.string() + ": an nvrtc solution needs a launch plan: give a .json/.yaml solution file "
                      "with \"mode\": \"nvrtc\", \"source\" and \"launch\"");
   }

@@ -283,7 +283,7 @@ TEST(CompileServiceTest, DefaultCompilersPerBackend) {
     add_default_compilers(cuda, "cuda");
     EXPECT_TRUE(cuda.supports(SolutionMode::kCuda));
     EXPECT_TRUE(cuda.supports(SolutionMode::kNvrtc));
-    EXPECT_FALSE(cuda.supports(SolutionMode::kTorchExt));
+    EXPECT_TRUE(cuda.supports(SolutionMode::kTorchExt));
     EXPECT_FALSE(cuda.supports(SolutionMode::kCpp));
   } else {
     EXPECT_THROW(add_default_compilers(cuda, "cuda"), SystemError);

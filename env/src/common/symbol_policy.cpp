@@ -91,7 +91,8 @@ const char* const kCxxRuntime[] = {
 
 // Weak references every GCC-built shared object carries; nothing calls them
 // unless a profiler or transactional memory runtime is present.
-const char* const kToolchain[] = {"__gmon_start__", "_ITM_deregisterTMCloneTable", "_ITM_registerTMCloneTable"};
+const char* const kToolchain[] = {"__libc_single_threaded",  // libstdc++ reads it to skip atomics in shared_ptr
+                                  "__gmon_start__", "_ITM_deregisterTMCloneTable", "_ITM_registerTMCloneTable"};
 
 const char* const kHostLibraries[] = {
     "libc.so", "libm.so", "libmvec.so", "libstdc++.so", "libgcc_s.so", "ld-linux-x86-64.so", "ld-linux-aarch64.so"};
@@ -123,6 +124,13 @@ const char* const kCudaRuntime[] = {
     "cudaFuncGetAttributes",
     "cudaMemsetAsync",
     "cudaMemcpyAsync",
+    // Stream-ordered scratch memory on the given stream (torch_ext's
+    // torch::empty and friends; workspaces in cuda mode). The pool dies with
+    // the runner, which serves one candidate.
+    "cudaMallocAsync",
+    "cudaFreeAsync",
+    "cudaDeviceGetDefaultMemPool",
+    "cudaMemPoolSetAttribute",
     "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
     "cudaGetDevice",
     "cudaDeviceGetAttribute",

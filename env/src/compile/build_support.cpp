@@ -1,5 +1,6 @@
 #include "build_support.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -42,6 +43,26 @@ std::filesystem::path resolve_abi_include_dir(const CompileContext& ctx) {
 
 std::string abi_header_hash(const std::filesystem::path& abi_dir) {
   return sha256_hex(read_file(abi_dir / "kforge" / "kernel_abi.h"));
+}
+
+std::filesystem::path resolve_torch_ext_include_dir() {
+  const std::filesystem::path dir = default_torch_ext_include_dir();
+  if (!std::filesystem::is_regular_file(dir / "torch" / "extension.h")) {
+    throw SystemError("the torch_ext shim (torch/extension.h) was not found under \"" + dir.string() +
+                      "\"; set $KFORGE_TORCH_EXT_INCLUDE_DIR to the build's torch_ext/include directory");
+  }
+  return dir;
+}
+
+std::string directory_hash(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  std::string all;
+  for (const auto& f : files) all += std::filesystem::relative(f, dir).string() + "\n" + sha256_hex(read_file(f)) + "\n";
+  return sha256_hex(all);
 }
 
 std::string tool_version(const std::filesystem::path& tool, const std::string& marker) {

@@ -22,6 +22,12 @@ std::filesystem::path resolve_abi_include_dir(const CompileContext& ctx);
 // must not be served an artifact built against the old one.
 std::string abi_header_hash(const std::filesystem::path& abi_dir);
 
+// The torch shim's include dir, checked to hold torch/extension.h.
+std::filesystem::path resolve_torch_ext_include_dir();
+// sha256 over every file under `dir` (relative names and contents, in name
+// order): the shim is part of torch_ext's compiler identity.
+std::string directory_hash(const std::filesystem::path& dir);
+
 // The first non-empty line of `<tool> --version` that contains `marker`.
 // SystemError if the tool does not run.
 std::string tool_version(const std::filesystem::path& tool, const std::string& marker = "");

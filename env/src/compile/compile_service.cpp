@@ -324,6 +324,7 @@ void add_default_compilers(CompileService& service, const std::string& backend) 
     if (!have_nvrtc()) throw SystemError("backend \"cuda\": this build has no CUDA toolkit");
     service.add_compiler(make_nvcc_compiler());
     service.add_compiler(make_nvrtc_compiler());
+    service.add_compiler(make_torch_ext_compiler());
   } else {
     throw InputError("unknown backend \"" + backend + "\"; expected \"cpu\" or \"cuda\"");
   }

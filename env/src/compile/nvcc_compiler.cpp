@@ -1,5 +1,7 @@
-// Mode cuda: CUDA C++ with a kf_forward launcher built by nvcc into a shared
-// object, with ptxas' per-kernel resource usage recorded.
+// Modes cuda and torch_ext: CUDA C++ built by nvcc into a shared object that
+// exports kf_forward, with ptxas' per-kernel resource usage recorded. A
+// torch_ext solution is first turned into such a file (torch_ext_source.h)
+// and built against the torch shim's headers (docs/torch-ext.md).
 #include <algorithm>
 #include <mutex>
 
@@ -8,6 +10,7 @@
 #include "kforge/env/compile/compilers.h"
 #include "kforge/env/compile/options.h"
 #include "kforge/env/compile/resource_usage.h"
+#include "kforge/env/compile/torch_ext_source.h"
 
 namespace kforge::env {
 namespace {
@@ -50,9 +53,9 @@ std::string gencode(const std::string& arch) {
 
 class NvccCompiler : public Compiler {
  public:
-  explicit NvccCompiler(std::filesystem::path nvcc) : nvcc_(std::move(nvcc)) {}
+  NvccCompiler(std::filesystem::path nvcc, SolutionMode mode) : nvcc_(std::move(nvcc)), mode_(mode) {}
 
-  SolutionMode mode() const override { return SolutionMode::kCuda; }
+  SolutionMode mode() const override { return mode_; }
 
   std::string identity(const CompileContext& ctx) const override {
     std::string flags = std::string(kDefaultStd) + " " + kDefaultOpt;
@@ -61,12 +64,17 @@ class NvccCompiler : public Compiler {
     std::sort(libs.begin(), libs.end());
     std::string lib_text;
     for (const auto& l : libs) lib_text += l + ",";
-    return "cuda;nvcc=" + nvcc_.string() + ";version=" + versions() + ";flags=" + flags + " " + gencode(ctx.arch) +
-           ";libraries=" + lib_text + ";abi=" + detail::abi_header_hash(detail::resolve_abi_include_dir(ctx));
+    const std::string shim = mode_ == SolutionMode::kTorchExt
+                                 ? ";torch_shim=" + detail::directory_hash(detail::resolve_torch_ext_include_dir())
+                                 : "";
+    return solution_mode_name(mode_) + ";nvcc=" + nvcc_.string() + ";version=" + versions() + ";flags=" + flags + " " + gencode(ctx.arch) +
+           ";libraries=" + lib_text + ";abi=" + detail::abi_header_hash(detail::resolve_abi_include_dir(ctx)) + shim;
   }
 
   std::string precheck(const Solution& solution, const CompileContext& ctx) const override {
-    return check_nvcc_options(solution.options).error;
+    std::string error = check_nvcc_options(solution.options).error;
+    if (error.empty() && mode_ == SolutionMode::kTorchExt) error = prepare_torch_ext_source(solution.source).error;
+    return error;
   }
 
   CompileResult compile(const Solution& solution, const CompileContext& ctx,
@@ -75,14 +83,25 @@ class NvccCompiler : public Compiler {
     if (!options.error.empty()) return detail::rejected_result(options.error);
     if (nvcc_.empty()) throw SystemError("nvcc not found (set KFORGE_NVCC or put the CUDA toolkit on PATH)");
     const std::filesystem::path abi = detail::resolve_abi_include_dir(ctx);
-    detail::write_file(out_dir / kCudaSourceName, solution.source);
+    std::string file_name = kCudaSourceName;
+    std::vector<std::string> includes = {"-I" + abi.string()};
+    if (mode_ == SolutionMode::kTorchExt) {
+      const TorchExtSource prepared = prepare_torch_ext_source(solution.source);
+      if (!prepared.error.empty()) return detail::rejected_result(prepared.error);
+      detail::write_file(out_dir / kCudaSourceName, prepared.text);
+      file_name = prepared.file_name;
+      // The shim first: its torch/extension.h is the one the candidate gets.
+      includes.insert(includes.begin(), "-I" + detail::resolve_torch_ext_include_dir().string());
+    } else {
+      detail::write_file(out_dir / kCudaSourceName, solution.source);
+    }
 
     std::vector<std::string> argv = {nvcc_.string()};
     argv.insert(argv.end(), kFixedFlags.begin(), kFixedFlags.end());
     if (!options.sets_std) argv.push_back(kDefaultStd);
     if (!options.sets_opt_level) argv.push_back(kDefaultOpt);
     argv.push_back(gencode(ctx.arch));
-    argv.push_back("-I" + abi.string());
+    argv.insert(argv.end(), includes.begin(), includes.end());
     argv.insert(argv.end(), options.args.begin(), options.args.end());
     argv.insert(argv.end(), {kCudaSourceName, "-o", kSharedObjectName});
     const std::vector<std::string> libs = library_flags(ctx.libraries, solution.source);
@@ -94,9 +113,9 @@ class NvccCompiler : public Compiler {
     const ProcessResult process = run_process(argv, detail::compiler_process_options(out_dir, ctx.timeout_s));
     std::filesystem::remove_all(out_dir / "tmp");
     CompileResult r =
-        detail::result_from_process(process, "nvcc", kCudaSourceName, solution.source, out_dir / kSharedObjectName);
+        detail::result_from_process(process, "nvcc", file_name, solution.source, out_dir / kSharedObjectName);
     r.log = detail::command_line(argv) + r.log;
-    r.artifact.mode = SolutionMode::kCuda;
+    r.artifact.mode = mode_;
     r.artifact.libraries = ctx.libraries;
     if (r.ok) {
       r.artifact.path = out_dir / kSharedObjectName;
@@ -119,6 +138,7 @@ class NvccCompiler : public Compiler {
   }
 
   std::filesystem::path nvcc_;
+  SolutionMode mode_;
   mutable std::once_flag version_once_;
   mutable std::string versions_;
 };
@@ -126,7 +146,11 @@ class NvccCompiler : public Compiler {
 }  // namespace
 
 std::unique_ptr<Compiler> make_nvcc_compiler(std::filesystem::path nvcc) {
-  return std::make_unique<NvccCompiler>(nvcc.empty() ? default_nvcc() : std::move(nvcc));
+  return std::make_unique<NvccCompiler>(nvcc.empty() ? default_nvcc() : std::move(nvcc), SolutionMode::kCuda);
+}
+
+std::unique_ptr<Compiler> make_torch_ext_compiler(std::filesystem::path nvcc) {
+  return std::make_unique<NvccCompiler>(nvcc.empty() ? default_nvcc() : std::move(nvcc), SolutionMode::kTorchExt);
 }
 
 }  // namespace kforge::env

@@ -38,6 +38,12 @@ std::filesystem::path default_abi_include_dir() {
   return KFORGE_ABI_INCLUDE_DIR_DEFAULT;
 }
 
+std::filesystem::path default_torch_ext_include_dir() {
+  const std::string from_env = env_or_empty("KFORGE_TORCH_EXT_INCLUDE_DIR");
+  if (!from_env.empty()) return from_env;
+  return KFORGE_TORCH_EXT_INCLUDE_DIR_DEFAULT;
+}
+
 std::vector<std::filesystem::path> default_cuda_include_dirs() {
   const std::string from_env = env_or_empty("KFORGE_CUDA_INCLUDE_DIR");
   std::vector<std::filesystem::path> dirs = split_dirs(from_env.empty() ? KFORGE_CUDA_INCLUDE_DIRS_DEFAULT : from_env);

@@ -72,11 +72,11 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
     return finish(report);
   }
   // The CUDA runner runs shared objects with a kf_forward over device memory
-  // (cuda) and NVRTC cubins by their launch plans (nvrtc).
-  if (mode != SolutionMode::kCuda && mode != SolutionMode::kNvrtc && device->backend() == "cuda") {
+  // (cuda, and torch_ext built against the torch shim) and NVRTC cubins by
+  // their launch plans (nvrtc).
+  if (mode == SolutionMode::kCpp && device->backend() == "cuda") {
     report.outcome = Outcome::kRejected;
-    report.summary =
-        "rejected: solution mode " + solution_mode_name(mode) + " cannot run on the cuda backend (use cuda or nvrtc)";
+    report.summary = "rejected: solution mode cpp cannot run on the cuda backend (use cuda, nvrtc or torch_ext)";
     return finish(report);
   }
   if (mode == SolutionMode::kNvrtc && !request.artifact.launch.is_object()) {

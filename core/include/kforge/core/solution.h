@@ -36,8 +36,9 @@ struct Solution {
 // From a solution document: {"mode", "source" | "source_file", "options", "launch"}.
 // `source_file` is resolved relative to the document's directory.
 Solution parse_solution(const Document& doc);
-// From a path: .json/.yaml are solution documents; any other file is raw
-// source in `default_mode`.
+// From a path: .json/.yaml are solution documents; .py is a KernelBench
+// load_inline solution (mode torch_ext); any other file is raw source in
+// `default_mode`.
 Solution load_solution(const std::filesystem::path& path, SolutionMode default_mode);
 json to_json(const Solution& solution);
 

@@ -72,8 +72,7 @@ class CompileService {
 };
 
 // The compilers available on this build for a backend: {cpp} for "cpu",
-// {cuda, nvrtc} for "cuda" (torch_ext is not implemented yet, so
-// supports(kTorchExt) stays false). InputError for another backend name,
+// {cuda, nvrtc, torch_ext} for "cuda". InputError for another backend name,
 // SystemError for "cuda" in a build without the CUDA toolkit.
 void add_default_compilers(CompileService& service, const std::string& backend);
 

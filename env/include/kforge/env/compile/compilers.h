@@ -7,6 +7,8 @@
 //   nvcc            $KFORGE_NVCC, else the toolkit found at build time, else nvcc on $PATH
 //   ABI header dir  CompileContext::abi_include_dir, $KFORGE_ABI_INCLUDE_DIR, else the
 //                   directory the build staged with only kforge/kernel_abi.h in it
+//   torch shim    $KFORGE_TORCH_EXT_INCLUDE_DIR, else the directory the build staged the
+//                 shim's headers in (torch/extension.h, kforge/torch_ext_*.h)
 //   CUDA headers    $KFORGE_CUDA_INCLUDE_DIR (':'-separated), else the toolkit's include
 //                   directories found at build time (NVRTC's --include-path)
 #pragma once
@@ -24,6 +26,9 @@ namespace kforge::env {
 std::unique_ptr<Compiler> make_host_compiler(std::filesystem::path cxx = {});
 // Mode cuda: nvcc into candidate.so with --resource-usage parsed per kernel.
 std::unique_ptr<Compiler> make_nvcc_compiler(std::filesystem::path nvcc = {});
+// Mode torch_ext: a KernelBench load_inline solution built by nvcc against
+// the torch shim into candidate.so (docs/torch-ext.md).
+std::unique_ptr<Compiler> make_torch_ext_compiler(std::filesystem::path nvcc = {});
 // Mode nvrtc: NVRTC in-process into kernel.cubin. Throws SystemError when
 // this build has no CUDA toolkit.
 std::unique_ptr<Compiler> make_nvrtc_compiler();
@@ -31,6 +36,8 @@ std::unique_ptr<Compiler> make_nvrtc_compiler();
 bool have_nvrtc();
 
 std::filesystem::path default_abi_include_dir();
+// The torch shim's headers (torch/extension.h and friends) for torch_ext.
+std::filesystem::path default_torch_ext_include_dir();
 std::vector<std::filesystem::path> default_cuda_include_dirs();
 std::filesystem::path default_nvcc();
 std::filesystem::path default_host_compiler();
