@@ -14,7 +14,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <future>
+#include <sstream>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -31,6 +33,7 @@ namespace {
 using testing::affine_task;
 using testing::compile_cuda;
 using testing::compile_nvrtc;
+using testing::compile_torch_ext;
 using testing::example_source;
 using testing::example_task;
 using testing::gpu_quick_options;
@@ -134,6 +137,43 @@ const std::string kReadsBack = affine_candidate(R"(
   if (cudaGetLastError() != cudaSuccess) return 3;
   return launch(in, out, (cudaStream_t)stream);)");
 
+// torch_ext candidates for affine_task (y = relu(x * w + b)), written as
+// KernelBench's load_inline sources are: stream-less launches, tensors made
+// by torch::empty_like, the output returned.
+const char* kTorchExtTwoPass = R"(#include <torch/extension.h>
+__global__ void affine(const float* x, const float* w, const float* b, float* t, int64_t n, int64_t cols) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) t[i] = x[i] * w[i % cols] + b[i % cols];
+}
+__global__ void relu(const float* t, float* y, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = fmaxf(t[i], 0.0f);
+}
+torch::Tensor affine_relu(torch::Tensor x, torch::Tensor w, torch::Tensor b) {
+  auto t = torch::empty_like(x);  // scratch: freed in stream order when t goes
+  auto y = torch::empty({x.size(0), x.size(1)}, x.options());
+  const int64_t n = x.numel();
+  const unsigned blocks = (unsigned)((n + 255) / 256);
+  affine<<<blocks, 256>>>(x.data_ptr<float>(), w.data_ptr<float>(), b.data_ptr<float>(), t.data_ptr<float>(), n,
+                          x.size(-1));
+  relu<<<blocks, 256, 0>>>(t.data_ptr<float>(), y.data_ptr<float>(), n);
+  return y;
+}
+)";
+
+const char* kTorchExtWrongShape = R"(#include <torch/extension.h>
+torch::Tensor affine_relu(torch::Tensor x, torch::Tensor w, torch::Tensor b) {
+  return torch::zeros({x.size(0)}, x.options());
+}
+)";
+
+std::string read_example_file(const std::string& task, const std::string& file) {
+  std::ifstream in(std::filesystem::path(KFORGE_SOURCE_DIR) / "examples" / task / "cuda" / file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 class CudaExecutorTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -166,6 +206,17 @@ class CudaExecutorTest : public ::testing::Test {
     EvalRequest req;
     req.task = task;
     req.artifact = compile_nvrtc(source, launch, task);
+    req.verify = true;
+    req.time = time;
+    req.profile = profile;
+    req.options = options;
+    return executor_->submit(req).get();
+  }
+  static EvalReport evaluate_torch_ext(const std::string& source, const TaskSpec& task, bool time = false,
+                                       bool profile = false, EvalOptions options = gpu_quick_options()) {
+    EvalRequest req;
+    req.task = task;
+    req.artifact = compile_torch_ext(source, task);
     req.verify = true;
     req.time = time;
     req.profile = profile;
@@ -354,6 +405,9 @@ TEST_F(CudaExecutorTest, ProfileAttributesKernelsAndClassifies) {
     EXPECT_GT(r.timing["reference"].value("energy_j", 0.0), 0.0) << r.timing.dump();
   }
   RecordProperty("profile", p.dump());
+  // For the run log: whether the range profiler's counters were read.
+  std::printf("[profile] %s\n", p.contains("metrics") ? ("metrics " + p["metrics"].dump()).c_str()
+                                                       : ("metrics unavailable: " + p["metrics_unavailable"].dump()).c_str());
 }
 
 TEST_F(CudaExecutorTest, AttributionFlagsAForeignStream) {
@@ -469,6 +523,51 @@ TEST_F(CudaExecutorTest, NvrtcProfileAttributesThePlansKernel) {
   EXPECT_TRUE(k[0]["own"].get<bool>()) << p.dump(2);
   EXPECT_FALSE(has_violation(r, "foreign_stream"));
   EXPECT_FALSE(has_violation(r, "work_after_return"));
+}
+
+
+// examples/affine_relu6/cuda/torch_ext_fast.py, a KernelBench load_inline
+// file: correct on every variant, timed on the device clock, and its
+// stream-less launch is on the harness's stream (no foreign_stream).
+TEST_F(CudaExecutorTest, TorchExtExampleIsCorrectTimedAndOnTheHarnessStream) {
+  const TaskSpec task = example_task("affine_relu6");
+  EvalReport r = evaluate_torch_ext(read_example_file("affine_relu6", "torch_ext_fast.py"), task, true, true);
+  ASSERT_EQ(r.outcome, Outcome::kCorrect) << r.summary << "\n" << r.candidate_output;
+  EXPECT_EQ(r.verification.size(), (task.shape_variants.size() + 1) * gpu_quick_options().seeds);
+  EXPECT_EQ(r.timing["timer"], "device_events") << r.timing.dump();
+  EXPECT_GT(r.timing.value("speedup", 0.0), 0.0) << r.timing.dump();
+  EXPECT_FALSE(has_violation(r, "foreign_stream")) << r.profile.dump(2);
+  ASSERT_TRUE(r.profile.contains("attribution")) << r.profile.dump(2);
+  bool own = false;
+  for (const auto& k : r.profile["attribution"]["kernels"]) {
+    own = own || k.value("name", "").find("affine_relu6_kernel") != std::string::npos;
+  }
+  EXPECT_TRUE(own) << r.profile["attribution"].dump(2);
+  std::printf("[torch_ext] example: speedup %.2fx over eager (candidate %.4f ms, reference %.4f ms)\n",
+              r.timing.value("speedup", 0.0), r.timing["candidate"].value("median_ms", 0.0),
+              r.timing["reference"].value("median_ms", 0.0));
+}
+
+// Scratch tensors come from the stream-ordered pool, so graph mode captures
+// the whole call, allocations included.
+TEST_F(CudaExecutorTest, TorchExtScratchTensorsWorkEagerlyAndInGraphMode) {
+  EvalReport eager = evaluate_torch_ext(kTorchExtTwoPass, affine_task(512, 256), true);
+  ASSERT_EQ(eager.outcome, Outcome::kCorrect) << eager.summary << "\n" << eager.candidate_output;
+  EvalOptions o = gpu_quick_options();
+  o.cuda_graph = true;
+  EvalReport graph = evaluate_torch_ext(kTorchExtTwoPass, affine_task(512, 256), true, false, o);
+  ASSERT_EQ(graph.outcome, Outcome::kCorrect) << graph.summary << "\n" << graph.candidate_output;
+  ASSERT_TRUE(graph.timing.contains("cuda_graph")) << graph.timing.dump();
+  EXPECT_TRUE(graph.timing["cuda_graph"]["used"].get<bool>()) << graph.timing["cuda_graph"].dump();
+}
+
+TEST_F(CudaExecutorTest, TorchExtWrongOutputShapeIsARuntimeErrorSayingWhich) {
+  EvalReport r = evaluate_torch_ext(kTorchExtWrongShape, affine_task(512, 256));
+  EXPECT_EQ(r.outcome, Outcome::kRuntimeError) << r.summary;
+  EXPECT_NE((r.summary + r.candidate_output).find("output 0 has shape [512]; the task expects [512, 256]"),
+            std::string::npos)
+      << r.summary << "\n" << r.candidate_output;
+  expect_correct_next("a torch_ext entry that returned the wrong shape");
 }
 
 }  // namespace

@@ -56,6 +56,19 @@ env::Artifact compile_nvrtc(const std::string& source, const json& launch, const
   return r.artifact;
 }
 
+env::Artifact compile_torch_ext(const std::string& source, const TaskSpec& task) {
+  Solution solution;
+  solution.mode = SolutionMode::kTorchExt;
+  solution.source = source;
+  solution.origin = "test.py";
+  env::CompileResult r = service().submit(solution, env::compile_context_for(task)).get();
+  if (!r.ok) {
+    ADD_FAILURE() << "torch_ext build failed:\n" << r.diagnostics << "\n" << r.log;
+    throw std::runtime_error("candidate did not compile");
+  }
+  return r.artifact;
+}
+
 TaskSpec example_task(const std::string& name) {
   return load_task(fs::path(KFORGE_SOURCE_DIR) / "examples" / name / "task.json");
 }

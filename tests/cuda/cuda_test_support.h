@@ -19,6 +19,11 @@ env::Artifact compile_cuda(const std::string& source, const TaskSpec& task);
 // test and throws if NVRTC or the plan check rejects it.
 env::Artifact compile_nvrtc(const std::string& source, const json& launch, const TaskSpec& task);
 
+// Compiles `source` (mode torch_ext: a KernelBench load_inline .py, or the
+// CUDA source alone) for `task`; fails the current test and throws if nvcc
+// or the source preparation rejects it.
+env::Artifact compile_torch_ext(const std::string& source, const TaskSpec& task);
+
 // examples/<name>/task.json and examples/<name>/cuda/<file>.
 TaskSpec example_task(const std::string& name);
 std::string example_source(const std::string& name, const std::string& file);
