@@ -102,6 +102,7 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
   const nlohmann::json call_options =
       device_clock && options.cuda_graph ? nlohmann::json{{"graph", true}} : nlohmann::json::object();
   nlohmann::json graph_state = nullptr;
+  nlohmann::json candidate_gate = nullptr;  // CUDA: "on" or "off: <why>" (cuda_timing/launch_gate.h)
 
   const uint64_t seed = timing_seed();
   TimingInputs fresh(base.task, options.timing_input_sets, seed, device->device());
@@ -145,6 +146,7 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
     exec::RunnerReply reply = session->call(call_deadline(), call_options);
     if (!reply.ok()) return runner_failed(reply, where);
     if (reply.body.contains("graph")) graph_state = reply.body["graph"];
+    if (reply.body.contains("launch_gate")) candidate_gate = reply.body["launch_gate"];
     int rc = reply.body.value("rc", 0);
     if (rc != 0) {
       result.verdict.outcome = Outcome::kRuntimeError;
@@ -252,6 +254,10 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
         device_clock_rejected + "; both sides timed by the judge's round trip instead";
   }
   if (!graph_state.is_null()) result.timing["cuda_graph"] = graph_state;
+  if (!candidate_gate.is_null()) {
+    result.timing["launch_gate"] = {{"candidate", candidate_gate},
+                                    {"reference", result.timing["clocks"].value("launch_gate", "n/a")}};
+  }
   if (use_cpu || device_clock) {
     // The round-trip figures, for comparison: the judge's own clock, which
     // the candidate cannot influence.
