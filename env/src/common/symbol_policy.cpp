@@ -125,12 +125,10 @@ const char* const kCudaRuntime[] = {
     "cudaMemsetAsync",
     "cudaMemcpyAsync",
     // Stream-ordered scratch memory on the given stream (torch_ext's
-    // torch::empty and friends; workspaces in cuda mode). The pool dies with
-    // the runner, which serves one candidate.
+    // torch::empty and friends; workspaces in cuda mode). The runner reserves
+    // and configures the pool; it dies with the runner (one candidate each).
     "cudaMallocAsync",
     "cudaFreeAsync",
-    "cudaDeviceGetDefaultMemPool",
-    "cudaMemPoolSetAttribute",
     "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
     "cudaGetDevice",
     "cudaDeviceGetAttribute",

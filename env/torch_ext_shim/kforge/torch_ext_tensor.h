@@ -144,7 +144,12 @@ class IntArrayRef {
  public:
   IntArrayRef() = default;
   IntArrayRef(const std::vector<int64_t>& v) : data_(v.data()), size_(v.size()) {}  // NOLINT
+  // As torch's ArrayRef: valid for the full expression that holds the list
+  // (torch::empty({n, m}, ...)), which is how it is used.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winit-list-lifetime"
   IntArrayRef(std::initializer_list<int64_t> l) : data_(l.begin()), size_(l.size()) {}  // NOLINT
+#pragma GCC diagnostic pop
   IntArrayRef(const int64_t* data, size_t size) : data_(data), size_(size) {}
   const int64_t* begin() const { return data_; }
   const int64_t* end() const { return data_ + size_; }
@@ -215,19 +220,9 @@ struct Storage {
   }
 };
 
+// The runner reserved pool memory before the candidate ran and raised the
+// pool's release threshold, so these allocations are served from the pool.
 inline std::shared_ptr<Storage> allocate(size_t nbytes) {
-  static const bool pool_kept = [] {
-    // Freed blocks stay in the pool between calls instead of going back to
-    // the driver at every synchronization (the default threshold is 0).
-    int device = 0;
-    cudaMemPool_t pool;
-    if (cudaGetDevice(&device) == cudaSuccess && cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
-      uint64_t keep = UINT64_MAX;
-      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
-    }
-    return true;
-  }();
-  (void)pool_kept;
   auto s = std::make_shared<Storage>();
   s->stream = current_stream();
   if (nbytes > 0) check_cuda(cudaMallocAsync(&s->data, nbytes, s->stream), "cudaMallocAsync");
