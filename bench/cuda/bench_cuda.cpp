@@ -28,6 +28,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -145,17 +146,25 @@ void BM_EvalThroughput(benchmark::State& state) {
       evals.push_back(ex.submit(std::move(req)));
     }
     std::vector<double> per_candidate;
+    std::map<std::string, std::vector<double>> phases;
     double eval_sum = 0;
     int correct = 0;
     for (auto& f : evals) {
       EvalReport r = f.get();
       correct += r.correct();
+      for (const auto& [phase, ms] : r.phase_ms.items()) {
+        if (ms.is_number()) phases[phase].push_back(ms.get<double>());
+      }
       double total = r.phase_ms.value("total", 0.0);
       per_candidate.push_back(total);
       eval_sum += total;
       if (!r.correct()) std::fprintf(stderr, "bench_cuda: %s\n", r.summary.c_str());
     }
     double wall = ms_since(start);
+    // Where an evaluation's time goes, for the wall-per-candidate target.
+    std::printf("[throughput] median ms per phase:");
+    for (auto& [phase, v] : phases) std::printf(" %s %.0f", phase.c_str(), median(v));
+    std::printf("\n");
     state.counters["candidates"] = static_cast<double>(jobs.size());
     state.counters["correct"] = correct;
     state.counters["per_gpu_minute"] = static_cast<double>(jobs.size()) / (wall / 60000.0);
@@ -239,7 +248,9 @@ void BM_TimingFidelity(benchmark::State& state) {
   const int runs = env_runs != nullptr ? std::max(2, std::atoi(env_runs)) : 10;
   for (auto _ : state) {
     std::vector<double> speedups, medians;
+    std::string last_timer, last_gate;
     double cupti_kernel_ms = 0;
+    int cupti_launches = 0;
     for (int i = 0; i < runs; ++i) {
       EvalRequest req;
       req.task = task;
@@ -252,9 +263,12 @@ void BM_TimingFidelity(benchmark::State& state) {
         return;
       }
       speedups.push_back(r.timing["speedup"].get<double>());
+      last_timer = r.timing.value("timer", "?");
+      last_gate = r.timing.contains("launch_gate") ? r.timing["launch_gate"].dump() : "not reported";
       medians.push_back(r.timing["candidate"]["median_ms"].get<double>());
       if (r.profile.is_object() && r.profile.contains("attribution")) {
         cupti_kernel_ms = r.profile["attribution"].value("kernel_ms", 0.0);
+        cupti_launches = r.profile["attribution"].value("kernel_launches", 0);
       }
     }
     double mean = 0, var = 0;
@@ -265,6 +279,13 @@ void BM_TimingFidelity(benchmark::State& state) {
     state.counters["speedup_cv_pct"] = 100 * std::sqrt(var) / mean;
     state.counters["candidate_median_ms"] = harness_ms;
     if (cupti_kernel_ms > 0) state.counters["cupti_kernel_ms"] = cupti_kernel_ms;
+    state.counters["cupti_kernel_launches"] = cupti_launches;
+    // Which clock and whether the launch gate held the timed regions.
+    std::printf("[fidelity] speedups:");
+    for (double x : speedups) std::printf(" %.4f", x);
+    std::printf("\n[fidelity] candidate medians (ms):");
+    for (double x : medians) std::printf(" %.5f", x);
+    std::printf("\n[fidelity] timer %s, launch gate %s\n", last_timer.c_str(), last_gate.c_str());
     std::string why;
     double ncu_ms = ncu_kernel_ms(task_json, c.artifact.path, &why);
     if (ncu_ms > 0) {

@@ -158,16 +158,22 @@ TEST(NvrtcEvaluation, ACubinPassesTheStaticChecksOfTheCudaBackend) {
   EXPECT_EQ(as_cuda.violations[0].check, "malformed_elf");
 }
 
-TEST(NvrtcEvaluation, WithoutALaunchPlanOrAsTorchExtensionItIsRejected) {
+TEST(NvrtcEvaluation, WithoutALaunchPlanOrAsAnotherModeItIsRejected) {
   TempFile cubin("cubin bytes");
   env::EvalReport no_plan = evaluate_statically(SolutionMode::kNvrtc, cubin.path(), nullptr);
   EXPECT_EQ(no_plan.outcome, Outcome::kRejected);
   EXPECT_NE(no_plan.summary.find("no launch plan"), std::string::npos) << no_plan.summary;
 
+  // torch_ext artifacts are shared objects: the ELF checks judge them.
   env::EvalReport torch_ext = evaluate_statically(SolutionMode::kTorchExt, cubin.path(), nullptr);
-  EXPECT_EQ(torch_ext.outcome, Outcome::kRejected);
-  EXPECT_NE(torch_ext.summary.find("cannot run on the cuda backend (use cuda or nvrtc)"), std::string::npos)
-      << torch_ext.summary;
+  EXPECT_EQ(torch_ext.outcome, Outcome::kRejected) << torch_ext.summary;
+  ASSERT_FALSE(torch_ext.violations.empty()) << torch_ext.summary;
+  EXPECT_EQ(torch_ext.violations[0].check, "malformed_elf");
+
+  env::EvalReport cpp = evaluate_statically(SolutionMode::kCpp, cubin.path(), nullptr);
+  EXPECT_EQ(cpp.outcome, Outcome::kRejected);
+  EXPECT_NE(cpp.summary.find("cannot run on the cuda backend (use cuda, nvrtc or torch_ext)"), std::string::npos)
+      << cpp.summary;
 }
 
 TEST(NvrtcEvaluation, AMissingCubinIsASystemError) {

@@ -29,7 +29,7 @@ constexpr uint64_t kProfileSeed = 7000003;
 // window. KFORGE_ENERGY_WINDOW_MS overrides it; 0 turns energy off.
 constexpr double kDefaultEnergyWindowMs = 100;
 constexpr int kMaxEnergyCalls = 20000;
-constexpr int kMaxEnergyWindows = 5;
+constexpr int kMaxEnergyWindows = 3;
 
 double energy_window_ms() {
   const char* env = std::getenv("KFORGE_ENERGY_WINDOW_MS");
