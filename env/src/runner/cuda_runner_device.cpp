@@ -241,6 +241,9 @@ class CudaRunnerDevice final : public RunnerDevice {
     std::memcpy(&handle, raw.data(), sizeof(handle));
     check(cudaIpcOpenMemHandle(&base_, handle, cudaIpcMemLazyEnablePeerAccess), "opening the arena's IPC handle");
     fds->clear();
+    // Before any filter: reserving device memory opens /dev/nvidiactl, which
+    // even the loading filter refuses (seen on the H200).
+    warm_up_stream_ordered_memory();
   }
 
   std::unique_ptr<CubinKernels> load_cubin(const std::string& image, const std::vector<std::string>& names) override {
@@ -255,7 +258,6 @@ class CudaRunnerDevice final : public RunnerDevice {
     if (e == cudaSuccess) e = cudaGetLastError();
     if (e != cudaSuccess) throw std::runtime_error("the candidate's CUDA code cannot be loaded: " + error_text(e));
     warm_up_libraries();
-    warm_up_stream_ordered_memory();
   }
 
   void* arena_address(uint64_t offset) const override { return static_cast<char*>(base_) + offset; }
@@ -474,7 +476,7 @@ class CudaRunnerDevice final : public RunnerDevice {
   // workspaces) reads /proc/self/maps when it first reserves address space,
   // which the running filter refuses (seen on the H200). So the default pool
   // and the graph-memory pool (allocations captured in graph mode) each get a
-  // reservation here, under the loading filter, and keep it: the pool's
+  // reservation when the arena is mapped, before any filter, and keep it: the pool's
   // release threshold is raised, and graph memory is only trimmed on request.
   // Sized from the arena (inputs and outputs of the largest case): scratch
   // tensors of a few times that are served without new reservations.
