@@ -20,6 +20,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda_test_support.h"
@@ -339,20 +340,36 @@ TEST_F(CudaExecutorTest, NoGpuMemoryDriftsOverManyEvaluations) {
     for (auto& f : futures) correct += f.get().outcome == Outcome::kCorrect;
     return correct;
   };
+  // The judge keeps a spare runner, whose CUDA context holds ~500 MiB while
+  // it exists (seen on the H200 as a drift of exactly +-508.8 MiB depending
+  // on whether a spare was up at either reading): both readings wait until
+  // the spare is up and free memory holds still.
+  auto settled_health = [&] {
+    json h = executor_->health();
+    for (int i = 0; i < 40; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      json next = executor_->health();
+      const bool still = next["device"].value("gpu_free_bytes", 0.0) == h["device"].value("gpu_free_bytes", 0.0);
+      h = next;
+      if (still && h.value("spare_runners", 0) > 0) break;
+    }
+    return h;
+  };
   run_batch(20);  // caches (ATen's allocator, the driver's) reach their working size
-  json before = executor_->health();
+  json before = settled_health();
   auto t0 = std::chrono::steady_clock::now();
   int correct = run_batch(n);
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  json after = executor_->health();
+  json after = settled_health();
   EXPECT_EQ(correct, n - n / 10);
   const double free_before = before["device"].value("gpu_free_bytes", 0.0);
   const double free_after = after["device"].value("gpu_free_bytes", 0.0);
   RecordProperty("gpu_free_drift_mib", std::to_string((free_before - free_after) / (1 << 20)));
   std::printf(
       "[drift] %d evaluations (every 10th an illegal address) in %.1f s: GPU free memory %.1f -> %.1f MiB, "
-      "drift %.1f MiB\n",
-      n, wall_s, free_before / (1 << 20), free_after / (1 << 20), (free_before - free_after) / (1 << 20));
+      "drift %.1f MiB (spare runners %d -> %d)\n",
+      n, wall_s, free_before / (1 << 20), free_after / (1 << 20), (free_before - free_after) / (1 << 20),
+      before.value("spare_runners", -1), after.value("spare_runners", -1));
   EXPECT_LT(free_before - free_after, 256.0 * (1 << 20)) << before.dump() << "\n" << after.dump();
   EXPECT_EQ(after["device"].value("arenas_live", -1), 0);
   EXPECT_LE(after.value("open_fds", 0), before.value("open_fds", 0) + 2) << before.dump() << "\n" << after.dump();
