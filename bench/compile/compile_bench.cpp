@@ -4,7 +4,7 @@
 // builds it. Prints p50/p95 per case and the speedup over the baseline.
 //
 //   bench_compile                          # all cases (the torch case takes minutes)
-//   bench_compile --benchmark_filter=-Torch  # everything but the baseline
+//   bench_compile --benchmark_filter=-NvccTorchExtension  # everything but the baseline
 // Environment: KFORGE_BENCH_TORCH_SAMPLES (default 1), KFORGE_TORCH_INCLUDE
 // (':'-separated include dirs for torch/extension.h and Python.h; default:
 // asked from a Python that has torch).
