@@ -48,7 +48,8 @@ class RunnerDevice {
   // Waits until the candidate's work is complete; part of the timed call.
   virtual void synchronize() = 0;
   // System calls the device runtime needs beyond the CPU set, by name
-  // ("mprotect" is granted without PROT_EXEC only).
+  // ("mprotect" is granted without PROT_EXEC only, "openat"/"open" read-only;
+  // "!name" makes the call fail with EPERM instead of stopping the runner).
   virtual std::vector<std::string> extra_syscalls() const = 0;
   // Descriptors the device runtime holds or opens on its own, on top of the
   // candidate's RLIMIT_NOFILE allowance.

@@ -173,6 +173,8 @@ class Filter {
         allow_if("openat", SCMP_A2(SCMP_CMP_MASKED_EQ, kFileWriteFlags, 0));
       } else if (n == "open") {
         allow_if("open", SCMP_A1(SCMP_CMP_MASKED_EQ, kFileWriteFlags, 0));
+      } else if (!n.empty() && n[0] == '!') {
+        refuse(n.c_str() + 1);  // "!name": fails with EPERM, the runner carries on
       } else {
         allow(n.c_str());
       }
@@ -199,10 +201,14 @@ class Filter {
   }
 
  private:
-  void add(const char* name, std::vector<scmp_arg_cmp> cmps) {
+  // Fails the call with EPERM instead of stopping the runner: for library
+  // housekeeping that may fail harmlessly (see RunnerDevice::extra_syscalls).
+  void refuse(const char* name) { add(name, {}, SCMP_ACT_ERRNO(EPERM)); }
+
+  void add(const char* name, std::vector<scmp_arg_cmp> cmps, uint32_t action = SCMP_ACT_ALLOW) {
     int nr = seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) return;  // does not exist on this architecture
-    int rc = seccomp_rule_add_array(ctx_, SCMP_ACT_ALLOW, nr, static_cast<unsigned>(cmps.size()),
+    int rc = seccomp_rule_add_array(ctx_, action, nr, static_cast<unsigned>(cmps.size()),
                                     cmps.empty() ? nullptr : cmps.data());
     if (rc != 0 && rc != -EEXIST) fail(std::string("seccomp rule for ") + name, -rc);
   }
