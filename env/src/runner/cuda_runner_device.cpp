@@ -293,6 +293,11 @@ class CudaRunnerDevice final : public RunnerDevice {
                             "faccessat2"}) {
         calls.emplace_back(c);
       }
+      // CUPTI's range profiler unlinks a file while collecting counters
+      // (seen on the H200: the runner was stopped on `unlink`). Refused with
+      // EPERM instead: nothing is deleted, and collection may carry on.
+      calls.emplace_back("!unlink");
+      calls.emplace_back("!unlinkat");
     }
     return calls;
   }
@@ -609,8 +614,26 @@ class CudaRunnerDevice final : public RunnerDevice {
     if (cudaGraphGetNodes(graph, nullptr, &n) != cudaSuccess || n == 0) return "";
     std::vector<cudaGraphNode_t> nodes(n);
     if (cudaGraphGetNodes(graph, nodes.data(), &n) != cudaSuccess) return "";
-    auto on_host = [](const void* p) {
+    // Memory the graph allocates itself (cudaMallocAsync captured: torch_ext's
+    // scratch tensors) has no mapping until the graph runs, so the pointer
+    // query cannot place it; its own allocation nodes say it is the device's
+    // (the H200 run took such a copy for a host one).
+    std::vector<std::pair<uintptr_t, uintptr_t>> graph_memory;
+    for (cudaGraphNode_t node : nodes) {
+      cudaGraphNodeType type{};
+      cudaMemAllocNodeParams alloc{};
+      if (cudaGraphNodeGetType(node, &type) == cudaSuccess && type == cudaGraphNodeTypeMemAlloc &&
+          cudaGraphMemAllocNodeGetParams(node, &alloc) == cudaSuccess) {
+        const auto begin = reinterpret_cast<uintptr_t>(alloc.dptr);
+        graph_memory.emplace_back(begin, begin + alloc.bytesize);
+      }
+    }
+    auto on_host = [&graph_memory](const void* p) {
       if (p == nullptr) return false;
+      const auto at = reinterpret_cast<uintptr_t>(p);
+      for (const auto& [begin, end] : graph_memory) {
+        if (at >= begin && at < end) return false;
+      }
       cudaPointerAttributes a{};
       if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
         cudaGetLastError();
