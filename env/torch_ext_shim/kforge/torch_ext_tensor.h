@@ -356,7 +356,10 @@ class Tensor {
         "cudaMemsetAsync");
     return *this;
   }
-  Tensor& fill_(double value) {
+  // A template, so that the fill kernels (one per dtype) are compiled only
+  // for sources that fill: every kernel here costs nvcc time in every build.
+  template <typename Self = Tensor>
+  Self& fill_(double value) {
     switch (dtype_) {
       case ScalarType::Float: fill<float>(static_cast<float>(value)); break;
       case ScalarType::Double: fill<double>(value); break;
@@ -444,11 +447,13 @@ inline Tensor zeros(IntArrayRef sizes, const TensorOptions& options = TensorOpti
   t.zero_();
   return t;
 }
+template <typename = void>
 inline Tensor ones(IntArrayRef sizes, const TensorOptions& options = TensorOptions()) {
   Tensor t = empty(sizes, options);
   t.fill_(1.0);
   return t;
 }
+template <typename = void>
 inline Tensor full(IntArrayRef sizes, double value, const TensorOptions& options = TensorOptions()) {
   Tensor t = empty(sizes, options);
   t.fill_(value);
@@ -458,7 +463,9 @@ inline Tensor empty_like(const Tensor& t) { return empty(t.sizes(), t.options())
 inline Tensor empty_like(const Tensor& t, const TensorOptions& o) { return empty(t.sizes(), o); }
 inline Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), t.options()); }
 inline Tensor zeros_like(const Tensor& t, const TensorOptions& o) { return zeros(t.sizes(), o); }
+template <typename = void>
 inline Tensor ones_like(const Tensor& t) { return ones(t.sizes(), t.options()); }
+template <typename = void>
 inline Tensor full_like(const Tensor& t, double value) { return full(t.sizes(), value, t.options()); }
 
 inline TensorOptions dtype(ScalarType t) { return TensorOptions(t); }
