@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -61,39 +63,47 @@ Verdict measure_energy(const CasePlan& plan, CandidateSession* session, JudgeDev
   // NVML refreshes the counter on its own schedule (on the H200 VM a window
   // of 1,700 reference calls once saw it not move at all), so each side runs
   // further windows until it has moved, up to kMaxEnergyWindows of them.
-  int total = 0;
-  device->synchronize();
-  std::optional<uint64_t> e0 = device->energy_mj(), e1 = e0;
-  for (int w = 0; w < kMaxEnergyWindows && e0 && e1 && *e1 <= *e0; ++w) {
-    exec::RunnerReply reply = session->call(deadline, {{"repeat", cand_calls}});
-    if (!reply.ok()) {
-      return verdict_from_runner_failure(reply, "in back-to-back calls for the energy measurement", limit_ms,
-                                         session->runner().output_tail());
-    }
-    if (reply.body.value("rc", 0) != 0) break;
-    total += cand_calls;
-    e1 = device->energy_mj();
-  }
-  if (total > 0 && e0 && e1 && *e1 > *e0) {
-    (*timing)["candidate"]["energy_j"] = static_cast<double>(*e1 - *e0) / 1000.0 / total;
-  }
-  energy["candidate_calls"] = total;
-
-  const TaskSpec& task = plan.cases.front().task;
-  total = 0;
-  device->synchronize();
-  e0 = device->energy_mj();
-  e1 = e0;
-  for (int w = 0; w < kMaxEnergyWindows && e0 && e1 && *e1 <= *e0; ++w) {
-    for (int i = 0; i < ref_calls; ++i) ref::run_reference(task, inputs);
+  // `window` runs one window's calls and returns how many ran (0: stop).
+  auto joules_per_call = [&](const std::function<int()>& window, const char* side) {
+    int total = 0;
     device->synchronize();
-    total += ref_calls;
-    e1 = device->energy_mj();
+    const std::optional<uint64_t> e0 = device->energy_mj();
+    std::optional<uint64_t> e1 = e0;
+    for (int w = 0; w < kMaxEnergyWindows && e0 && e1 && *e1 <= *e0; ++w) {
+      const int ran = window();
+      if (ran == 0) break;
+      total += ran;
+      e1 = device->energy_mj();
+    }
+    if (total > 0 && e0 && e1 && *e1 > *e0) {
+      (*timing)[side]["energy_j"] = static_cast<double>(*e1 - *e0) / 1000.0 / total;
+    }
+    energy[std::string(side) + "_calls"] = total;
+  };
+
+  std::optional<exec::RunnerReply> failed;
+  joules_per_call(
+      [&] {
+        exec::RunnerReply reply = session->call(deadline, {{"repeat", cand_calls}});
+        if (!reply.ok()) {
+          failed = std::move(reply);
+          return 0;
+        }
+        return reply.body.value("rc", 0) == 0 ? cand_calls : 0;
+      },
+      "candidate");
+  if (failed) {
+    return verdict_from_runner_failure(*failed, "in back-to-back calls for the energy measurement", limit_ms,
+                                       session->runner().output_tail());
   }
-  if (total > 0 && e0 && e1 && *e1 > *e0) {
-    (*timing)["reference"]["energy_j"] = static_cast<double>(*e1 - *e0) / 1000.0 / total;
-  }
-  energy["reference_calls"] = total;
+  const TaskSpec& task = plan.cases.front().task;
+  joules_per_call(
+      [&] {
+        for (int i = 0; i < ref_calls; ++i) ref::run_reference(task, inputs);
+        device->synchronize();
+        return ref_calls;
+      },
+      "reference");
   (*timing)["energy"] = energy;
   return {};
 }
