@@ -212,7 +212,17 @@ TEST_F(EnvTest, TruncationAtMaxTurnsScoresTheLastSolution) {
   EXPECT_EQ(b.info["truncation_reason"], "max_turns");
   EXPECT_TRUE(b.info["final_evaluation"]["auto_submitted"].get<bool>());
   EXPECT_EQ(b.info["final_evaluation"]["measurement"]["outcome"], "correct");
-  EXPECT_GT(b.reward, 0.0) << b.observation.text;
+  // Scored as a submission, never as a failure. A speed tier needs usable
+  // timing, which a loaded CI machine does not always give (seen in a full
+  // `./run test` on two cores): the tiered term then pays 0 (docs/rewards.md)
+  // and only the turn cost remains; with a usable speedup the reward is positive.
+  const json& parts = b.info["reward_components"];
+  EXPECT_GE(parts.value("tiered", -1.0), 0.0) << parts.dump();
+  const json& m = b.info["final_evaluation"]["measurement"];
+  const double speedup = m.value("speedup_eager", json()).is_number() ? m["speedup_eager"].get<double>() : 0.0;
+  if (m.value("timed", false) && speedup > 0) {
+    EXPECT_GT(b.reward, 0.0) << b.observation.text;
+  }
   EXPECT_TRUE(has(b.observation.text, "evaluated as your submission")) << b.observation.text;
   EXPECT_THROW(env().step(make_action(ActionType::kCompile)), InputError);
 }
