@@ -88,7 +88,8 @@ Solution load_solution(const std::filesystem::path& path, SolutionMode default_m
     throw InputError(path.string() + ": the solution source file is empty");
   }
   if (s.mode == SolutionMode::kNvrtc) {
-    throw InputError(path.string() + ": an nvrtc solution needs a launch plan: give a .json/.yaml solution file "
+    throw InputError(path.string() +
+                     ": an nvrtc solution needs a launch plan: give a .json/.yaml solution file "
                      "with \"mode\": \"nvrtc\", \"source\" and \"launch\"");
   }
   return s;

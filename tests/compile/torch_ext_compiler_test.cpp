@@ -35,7 +35,8 @@ std::string read(const std::filesystem::path& p) {
 
 // The bundled example, as a policy trained on KernelBench writes it.
 TEST(TorchExtCompilerTest, KernelBenchFileBuildsAndPassesTheCudaSymbolPolicy) {
-  const auto file = std::filesystem::path(KFORGE_SOURCE_DIR) / "examples" / "affine_relu6" / "cuda" / "torch_ext_fast.py";
+  const auto file =
+      std::filesystem::path(KFORGE_SOURCE_DIR) / "examples" / "affine_relu6" / "cuda" / "torch_ext_fast.py";
   const Solution s = load_solution(file, SolutionMode::kCuda);
   ASSERT_EQ(s.mode, SolutionMode::kTorchExt);
   TempDir dir;
@@ -93,10 +94,12 @@ torch::Tensor scale(torch::Tensor x, double alpha) {
   const CompileResult r = make_torch_ext_compiler()->compile(torch_ext(cu), {}, dir.path());
   ASSERT_FALSE(r.ok);
   EXPECT_NE(r.diagnostics.find("every parameter of the entry function must be a torch::Tensor"), std::string::npos)
-      << r.diagnostics << "\n" << r.log;
+      << r.diagnostics << "\n"
+      << r.log;
   // A problem found before nvcc runs is a rejection that names the fix.
-  EXPECT_NE(make_torch_ext_compiler()->precheck(torch_ext("__global__ void k() {}"), {}).find(
-                "no function returning torch::Tensor"),
+  EXPECT_NE(make_torch_ext_compiler()
+                ->precheck(torch_ext("__global__ void k() {}"), {})
+                .find("no function returning torch::Tensor"),
             std::string::npos);
 }
 

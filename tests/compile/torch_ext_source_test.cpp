@@ -117,10 +117,11 @@ TEST(TorchExtSourceTest, ReadsTheKernelBenchPythonFile) {
 }
 
 TEST(TorchExtSourceTest, LiteralsListsAndEscapes) {
-  const std::string py = "import torch\nfrom torch.utils.cpp_extension import load_inline\n"
-                         "m = load_inline(name='m', cpp_sources=['int f();'], "
-                         "cuda_sources=[r'''torch::Tensor f(torch::Tensor x) { return x; } // \\n''', "
-                         "'\\nint g() { return 1; }\\n'], functions=['f'])\n";
+  const std::string py =
+      "import torch\nfrom torch.utils.cpp_extension import load_inline\n"
+      "m = load_inline(name='m', cpp_sources=['int f();'], "
+      "cuda_sources=[r'''torch::Tensor f(torch::Tensor x) { return x; } // \\n''', "
+      "'\\nint g() { return 1; }\\n'], functions=['f'])\n";
   const TorchExtSource s = prepare_torch_ext_source(py);
   ASSERT_EQ(s.error, "");
   EXPECT_EQ(s.entry, "f");
@@ -156,16 +157,17 @@ TEST(TorchExtSourceTest, ProblemsInThePythonFileAreNamed) {
   EXPECT_NE(prepare_torch_ext_source(head + "m = load_inline(name='m', cuda_sources='int x;')\n")
                 .error.find("needs functions=[\"<entry>\"]"),
             std::string::npos);
-  EXPECT_NE(prepare_torch_ext_source(head + "m = load_inline(cuda_sources=\"\"\"int x;\n").error.find(
-                "line 3: unterminated string literal"),
+  EXPECT_NE(prepare_torch_ext_source(head + "m = load_inline(cuda_sources=\"\"\"int x;\n")
+                .error.find("line 3: unterminated string literal"),
             std::string::npos);
 }
 
 TEST(TorchExtSourceTest, BareCudaSourceUsesItsOneTensorFunction) {
-  const std::string cu = "#include <torch/extension.h>\n__global__ void k(float* y) {}\n"
-                         "static int helper(int a) { return a; }\n"
-                         "torch::Tensor run(torch::Tensor x,\n                  torch::Tensor w) {\n"
-                         "  auto y = torch::empty_like(x);\n  k<<<1, 32>>>(y.data_ptr<float>());\n  return y;\n}\n";
+  const std::string cu =
+      "#include <torch/extension.h>\n__global__ void k(float* y) {}\n"
+      "static int helper(int a) { return a; }\n"
+      "torch::Tensor run(torch::Tensor x,\n                  torch::Tensor w) {\n"
+      "  auto y = torch::empty_like(x);\n  k<<<1, 32>>>(y.data_ptr<float>());\n  return y;\n}\n";
   TorchExtSource s = prepare_torch_ext_source(cu);
   ASSERT_EQ(s.error, "");
   EXPECT_EQ(s.file_name, "candidate.cu");

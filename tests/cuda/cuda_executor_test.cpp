@@ -16,9 +16,9 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <sstream>
 #include <memory>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -423,8 +423,9 @@ TEST_F(CudaExecutorTest, ProfileAttributesKernelsAndClassifies) {
   }
   RecordProperty("profile", p.dump());
   // For the run log: whether the range profiler's counters were read.
-  std::printf("[profile] %s\n", p.contains("metrics") ? ("metrics " + p["metrics"].dump()).c_str()
-                                                       : ("metrics unavailable: " + p["metrics_unavailable"].dump()).c_str());
+  std::printf("[profile] %s\n", p.contains("metrics")
+                                    ? ("metrics " + p["metrics"].dump()).c_str()
+                                    : ("metrics unavailable: " + p["metrics_unavailable"].dump()).c_str());
 }
 
 TEST_F(CudaExecutorTest, AttributionFlagsAForeignStream) {
@@ -542,7 +543,6 @@ TEST_F(CudaExecutorTest, NvrtcProfileAttributesThePlansKernel) {
   EXPECT_FALSE(has_violation(r, "work_after_return"));
 }
 
-
 // examples/affine_relu6/cuda/torch_ext_fast.py, a KernelBench load_inline
 // file: correct on every variant, timed on the device clock, and its
 // stream-less launch is on the harness's stream (no foreign_stream).
@@ -583,7 +583,8 @@ TEST_F(CudaExecutorTest, TorchExtWrongOutputShapeIsARuntimeErrorSayingWhich) {
   EXPECT_EQ(r.outcome, Outcome::kRuntimeError) << r.summary;
   EXPECT_NE((r.summary + r.candidate_output).find("output 0 has shape [512]; the task expects [512, 256]"),
             std::string::npos)
-      << r.summary << "\n" << r.candidate_output;
+      << r.summary << "\n"
+      << r.candidate_output;
   expect_correct_next("a torch_ext entry that returned the wrong shape");
 }
 

@@ -61,7 +61,8 @@ std::string directory_hash(const std::filesystem::path& dir) {
   }
   std::sort(files.begin(), files.end());
   std::string all;
-  for (const auto& f : files) all += std::filesystem::relative(f, dir).string() + "\n" + sha256_hex(read_file(f)) + "\n";
+  for (const auto& f : files)
+    all += std::filesystem::relative(f, dir).string() + "\n" + sha256_hex(read_file(f)) + "\n";
   return sha256_hex(all);
 }
 

@@ -67,8 +67,9 @@ class NvccCompiler : public Compiler {
     const std::string shim = mode_ == SolutionMode::kTorchExt
                                  ? ";torch_shim=" + detail::directory_hash(detail::resolve_torch_ext_include_dir())
                                  : "";
-    return solution_mode_name(mode_) + ";nvcc=" + nvcc_.string() + ";version=" + versions() + ";flags=" + flags + " " + gencode(ctx.arch) +
-           ";libraries=" + lib_text + ";abi=" + detail::abi_header_hash(detail::resolve_abi_include_dir(ctx)) + shim;
+    return solution_mode_name(mode_) + ";nvcc=" + nvcc_.string() + ";version=" + versions() + ";flags=" + flags + " " +
+           gencode(ctx.arch) + ";libraries=" + lib_text +
+           ";abi=" + detail::abi_header_hash(detail::resolve_abi_include_dir(ctx)) + shim;
   }
 
   std::string precheck(const Solution& solution, const CompileContext& ctx) const override {

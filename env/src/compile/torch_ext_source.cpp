@@ -47,8 +47,14 @@ std::string trim(const std::string& s) {
 }
 
 bool is_default_stream(const std::string& arg) {
-  static const std::set<std::string> kDefault = {"0", "NULL", "nullptr", "cudaStreamDefault", "(cudaStream_t)0",
-                                                  "(cudaStream_t) 0", "cudaStream_t(0)", "cudaStreamLegacy"};
+  static const std::set<std::string> kDefault = {"0",
+                                                 "NULL",
+                                                 "nullptr",
+                                                 "cudaStreamDefault",
+                                                 "(cudaStream_t)0",
+                                                 "(cudaStream_t) 0",
+                                                 "cudaStream_t(0)",
+                                                 "cudaStreamLegacy"};
   return kDefault.count(trim(arg)) > 0;
 }
 
@@ -147,14 +153,29 @@ std::string unescape(const std::string& s) {
     }
     const char c = s[++i];
     switch (c) {
-      case '\n': break;
-      case 'n': out += '\n'; break;
-      case 't': out += '\t'; break;
-      case 'r': out += '\r'; break;
-      case '0': out += '\0'; break;
-      case '\\': out += '\\'; break;
-      case '\'': out += '\''; break;
-      case '"': out += '"'; break;
+      case '\n':
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case '0':
+        out += '\0';
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '\'':
+        out += '\'';
+        break;
+      case '"':
+        out += '"';
+        break;
       case 'x':
         if (i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
             std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
@@ -163,7 +184,9 @@ std::string unescape(const std::string& s) {
           break;
         }
         [[fallthrough]];
-      default: out += '\\'; out += c;
+      default:
+        out += '\\';
+        out += c;
     }
   }
   return out;
@@ -201,7 +224,8 @@ std::vector<Token> tokenize_python(const std::string& s, std::string* error) {
           return {};
         }
         const bool raw = prefix.find('r') != std::string::npos;
-        const std::string quote = s.compare(j, 3, std::string(3, s[j])) == 0 ? std::string(3, s[j]) : std::string(1, s[j]);
+        const std::string quote =
+            s.compare(j, 3, std::string(3, s[j])) == 0 ? std::string(3, s[j]) : std::string(1, s[j]);
         const size_t begin = j + quote.size();
         size_t k = begin;
         while (k < s.size() && s.compare(k, quote.size(), quote) != 0) {
@@ -276,7 +300,8 @@ struct Resolver {
       if (e == i + 2) break;
       return value(i + 2, e, what);
     }
-    error = what + " names \"" + name + "\", but no `" + name + " = \"\"\"...\"\"\"` string assignment precedes the call";
+    error =
+        what + " names \"" + name + "\", but no `" + name + " = \"\"\"...\"\"\"` string assignment precedes the call";
     return {};
   }
 };
@@ -299,8 +324,9 @@ TorchExtSource from_python(const std::string& source) {
     if (tokens[call].kind == Token::kName && tokens[call].text == "load_inline" && tokens[call + 1].text == "(") break;
   }
   if (call + 1 >= tokens.size()) {
-    r.error = "torch_ext: the Python solution has no load_inline(...) call; give the cuda_sources string to "
-              "load_inline, or submit the CUDA source alone";
+    r.error =
+        "torch_ext: the Python solution has no load_inline(...) call; give the cuda_sources string to "
+        "load_inline, or submit the CUDA source alone";
     return r;
   }
   // Keyword arguments of the call: name -> token range of the value.
@@ -326,7 +352,8 @@ TorchExtSource from_python(const std::string& source) {
       arg_begin = i + 1;
     }
   }
-  if (i > arg_begin + 1 && tokens[arg_begin + 1].text == "=") kwargs.push_back({tokens[arg_begin].text, {arg_begin + 2, i}});
+  if (i > arg_begin + 1 && tokens[arg_begin + 1].text == "=")
+    kwargs.push_back({tokens[arg_begin].text, {arg_begin + 2, i}});
   auto find = [&](const std::string& name) -> const Range* {
     for (const auto& kv : kwargs) {
       if (kv.first == name) return &kv.second;
@@ -337,8 +364,9 @@ TorchExtSource from_python(const std::string& source) {
   Resolver resolver{tokens, call, ""};
   const Range* cuda = find("cuda_sources");
   if (cuda == nullptr) {
-    r.error = "torch_ext: load_inline(...) has no cuda_sources=...; the kernels and the function that launches them "
-              "go there";
+    r.error =
+        "torch_ext: load_inline(...) has no cuda_sources=...; the kernels and the function that launches them "
+        "go there";
     return r;
   }
   std::vector<Piece> pieces = resolver.value(cuda->b, cuda->e, "cuda_sources");
@@ -389,7 +417,8 @@ TorchExtSource from_cuda(const std::string& source) {
   r.text = source;
   static const std::regex kEntry(R"((?:torch|at)::Tensor\s*>?\s+([A-Za-z_]\w*)\s*\([^;{]*\)\s*\{)");
   std::set<std::string> names;
-  for (std::sregex_iterator it(source.begin(), source.end(), kEntry), end; it != end; ++it) names.insert((*it)[1].str());
+  for (std::sregex_iterator it(source.begin(), source.end(), kEntry), end; it != end; ++it)
+    names.insert((*it)[1].str());
   if (names.size() != 1) {
     std::string listed;
     for (const auto& n : names) listed += (listed.empty() ? "" : ", ") + n;

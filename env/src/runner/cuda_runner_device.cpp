@@ -288,9 +288,9 @@ class CudaRunnerDevice final : public RunnerDevice {
         "ioctl",    "poll",    "ppoll",     "epoll_wait", "epoll_pwait", "nanosleep",         "clock_nanosleep",
         "mprotect", "sysinfo", "getrusage", "uname",      "fcntl",       "sched_getaffinity", "write"};
     if (options_.profiler) {
-      for (const char* c : {"openat", "open", "read", "pread64", "close", "fstat", "stat", "lstat", "newfstatat",
-                            "statx", "lseek", "readlink", "readlinkat", "getdents64", "access", "faccessat",
-                            "faccessat2"}) {
+      for (const char* c :
+           {"openat", "open", "read", "pread64", "close", "fstat", "stat", "lstat", "newfstatat", "statx", "lseek",
+            "readlink", "readlinkat", "getdents64", "access", "faccessat", "faccessat2"}) {
         calls.emplace_back(c);
       }
       // CUPTI's range profiler unlinks a file while collecting counters
@@ -355,8 +355,9 @@ class CudaRunnerDevice final : public RunnerDevice {
     if (gated && gate_->timed_out()) {
       // kf_forward waited on the host for work queued behind the gate: this
       // candidate is timed without it from now on, and this call again.
-      gate_off_ = "kf_forward waited on the host for its own stream (a synchronous copy or API), so its calls "
-                  "are timed without the launch gate";
+      gate_off_ =
+          "kf_forward waited on the host for its own stream (a synchronous copy or API), so its calls "
+          "are timed without the launch gate";
       timed_region(false);
     }
     result.extra["launch_gate"] = gated && gate_off_.empty() ? "on" : "off: " + gate_off_;

@@ -92,8 +92,8 @@ int run_entry(R (*entry)(P...), const char* name, const kf_tensor* inputs, int n
 
 }  // namespace kforge::torch_ext
 
-#define KFORGE_TORCH_EXT_ENTRY(name)                                                                              \
-  extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,         \
-                            void* stream) {                                                                       \
-    return ::kforge::torch_ext::run_entry(&name, #name, inputs, num_inputs, outputs, num_outputs, stream);        \
+#define KFORGE_TORCH_EXT_ENTRY(name)                                                                       \
+  extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,  \
+                            void* stream) {                                                                \
+    return ::kforge::torch_ext::run_entry(&name, #name, inputs, num_inputs, outputs, num_outputs, stream); \
   }

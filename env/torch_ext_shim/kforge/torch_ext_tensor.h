@@ -73,15 +73,24 @@ using BFloat16 = __nv_bfloat16;
 
 inline const char* toString(ScalarType t) {
   switch (t) {
-    case ScalarType::Byte: return "Byte";
-    case ScalarType::Char: return "Char";
-    case ScalarType::Int: return "Int";
-    case ScalarType::Long: return "Long";
-    case ScalarType::Half: return "Half";
-    case ScalarType::Float: return "Float";
-    case ScalarType::Double: return "Double";
-    case ScalarType::Bool: return "Bool";
-    case ScalarType::BFloat16: return "BFloat16";
+    case ScalarType::Byte:
+      return "Byte";
+    case ScalarType::Char:
+      return "Char";
+    case ScalarType::Int:
+      return "Int";
+    case ScalarType::Long:
+      return "Long";
+    case ScalarType::Half:
+      return "Half";
+    case ScalarType::Float:
+      return "Float";
+    case ScalarType::Double:
+      return "Double";
+    case ScalarType::Bool:
+      return "Bool";
+    case ScalarType::BFloat16:
+      return "BFloat16";
   }
   return "Unknown";
 }
@@ -90,22 +99,26 @@ inline size_t elementSize(ScalarType t) {
   switch (t) {
     case ScalarType::Byte:
     case ScalarType::Char:
-    case ScalarType::Bool: return 1;
+    case ScalarType::Bool:
+      return 1;
     case ScalarType::Half:
-    case ScalarType::BFloat16: return 2;
+    case ScalarType::BFloat16:
+      return 2;
     case ScalarType::Int:
-    case ScalarType::Float: return 4;
+    case ScalarType::Float:
+      return 4;
     case ScalarType::Long:
-    case ScalarType::Double: return 8;
+    case ScalarType::Double:
+      return 8;
   }
   return 1;
 }
 
 template <typename T>
 struct CppTypeToScalarType;
-#define KFORGE_TORCH_EXT_TYPE(cpp, name) \
-  template <>                            \
-  struct CppTypeToScalarType<cpp> {      \
+#define KFORGE_TORCH_EXT_TYPE(cpp, name)                  \
+  template <>                                             \
+  struct CppTypeToScalarType<cpp> {                       \
     static constexpr ScalarType value = ScalarType::name; \
   };
 KFORGE_TORCH_EXT_TYPE(uint8_t, Byte)
@@ -169,7 +182,7 @@ class IntArrayRef {
 class TensorOptions {
  public:
   TensorOptions() = default;
-  TensorOptions(ScalarType t) : dtype_(t) {}  // NOLINT
+  TensorOptions(ScalarType t) : dtype_(t) {}   // NOLINT
   TensorOptions(DeviceType d) : device_(d) {}  // NOLINT
   TensorOptions(Device d) : device_(d) {}      // NOLINT
   TensorOptions dtype(ScalarType t) const {
@@ -361,15 +374,33 @@ class Tensor {
   template <typename Self = Tensor>
   Self& fill_(double value) {
     switch (dtype_) {
-      case ScalarType::Float: fill<float>(static_cast<float>(value)); break;
-      case ScalarType::Double: fill<double>(value); break;
-      case ScalarType::Half: fill<__half>(__float2half(static_cast<float>(value))); break;
-      case ScalarType::BFloat16: fill<__nv_bfloat16>(__float2bfloat16(static_cast<float>(value))); break;
-      case ScalarType::Int: fill<int32_t>(static_cast<int32_t>(value)); break;
-      case ScalarType::Long: fill<int64_t>(static_cast<int64_t>(value)); break;
-      case ScalarType::Char: fill<int8_t>(static_cast<int8_t>(value)); break;
-      case ScalarType::Byte: fill<uint8_t>(static_cast<uint8_t>(value)); break;
-      case ScalarType::Bool: fill<bool>(value != 0); break;
+      case ScalarType::Float:
+        fill<float>(static_cast<float>(value));
+        break;
+      case ScalarType::Double:
+        fill<double>(value);
+        break;
+      case ScalarType::Half:
+        fill<__half>(__float2half(static_cast<float>(value)));
+        break;
+      case ScalarType::BFloat16:
+        fill<__nv_bfloat16>(__float2bfloat16(static_cast<float>(value)));
+        break;
+      case ScalarType::Int:
+        fill<int32_t>(static_cast<int32_t>(value));
+        break;
+      case ScalarType::Long:
+        fill<int64_t>(static_cast<int64_t>(value));
+        break;
+      case ScalarType::Char:
+        fill<int8_t>(static_cast<int8_t>(value));
+        break;
+      case ScalarType::Byte:
+        fill<uint8_t>(static_cast<uint8_t>(value));
+        break;
+      case ScalarType::Bool:
+        fill<bool>(value != 0);
+        break;
     }
     return *this;
   }
@@ -386,15 +417,24 @@ class Tensor {
  private:
   static ScalarType from_kf_dtype(int32_t d) {
     switch (d) {
-      case KF_FLOAT32: return ScalarType::Float;
-      case KF_FLOAT16: return ScalarType::Half;
-      case KF_BFLOAT16: return ScalarType::BFloat16;
-      case KF_FLOAT64: return ScalarType::Double;
-      case KF_INT32: return ScalarType::Int;
-      case KF_INT64: return ScalarType::Long;
-      case KF_INT8: return ScalarType::Char;
-      case KF_UINT8: return ScalarType::Byte;
-      case KF_BOOL: return ScalarType::Bool;
+      case KF_FLOAT32:
+        return ScalarType::Float;
+      case KF_FLOAT16:
+        return ScalarType::Half;
+      case KF_BFLOAT16:
+        return ScalarType::BFloat16;
+      case KF_FLOAT64:
+        return ScalarType::Double;
+      case KF_INT32:
+        return ScalarType::Int;
+      case KF_INT64:
+        return ScalarType::Long;
+      case KF_INT8:
+        return ScalarType::Char;
+      case KF_UINT8:
+        return ScalarType::Byte;
+      case KF_BOOL:
+        return ScalarType::Bool;
     }
     throw c10::Error(c10::detail::concat("torch_ext: unknown kf_tensor dtype ", d));
   }
@@ -464,9 +504,13 @@ inline Tensor empty_like(const Tensor& t, const TensorOptions& o) { return empty
 inline Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), t.options()); }
 inline Tensor zeros_like(const Tensor& t, const TensorOptions& o) { return zeros(t.sizes(), o); }
 template <typename = void>
-inline Tensor ones_like(const Tensor& t) { return ones(t.sizes(), t.options()); }
+inline Tensor ones_like(const Tensor& t) {
+  return ones(t.sizes(), t.options());
+}
 template <typename = void>
-inline Tensor full_like(const Tensor& t, double value) { return full(t.sizes(), value, t.options()); }
+inline Tensor full_like(const Tensor& t, double value) {
+  return full(t.sizes(), value, t.options());
+}
 
 inline TensorOptions dtype(ScalarType t) { return TensorOptions(t); }
 inline TensorOptions device(Device d) { return TensorOptions(d); }
@@ -554,17 +598,16 @@ struct DefaultPtrTraits {};
     using scalar_t = cpp_type;                         \
     return __VA_ARGS__();                              \
   }
-#define KFORGE_DISPATCH_DEFAULT(TYPE, NAME)                                                                   \
-  default:                                                                                                    \
-    throw ::c10::Error(::c10::detail::concat("\"", NAME, "\" not implemented for '", ::c10::toString(TYPE), \
-                                             "'"));
-#define AT_DISPATCH_FLOATING_TYPES(TYPE, NAME, ...)      \
-  [&] {                                                  \
-    switch (TYPE) {                                      \
-      KFORGE_DISPATCH_CASE(Float, float, __VA_ARGS__)    \
-      KFORGE_DISPATCH_CASE(Double, double, __VA_ARGS__)  \
-      KFORGE_DISPATCH_DEFAULT(TYPE, NAME)                \
-    }                                                    \
+#define KFORGE_DISPATCH_DEFAULT(TYPE, NAME) \
+  default:                                  \
+    throw ::c10::Error(::c10::detail::concat("\"", NAME, "\" not implemented for '", ::c10::toString(TYPE), "'"));
+#define AT_DISPATCH_FLOATING_TYPES(TYPE, NAME, ...)     \
+  [&] {                                                 \
+    switch (TYPE) {                                     \
+      KFORGE_DISPATCH_CASE(Float, float, __VA_ARGS__)   \
+      KFORGE_DISPATCH_CASE(Double, double, __VA_ARGS__) \
+      KFORGE_DISPATCH_DEFAULT(TYPE, NAME)               \
+    }                                                   \
   }()
 #define AT_DISPATCH_FLOATING_TYPES_AND_HALF(TYPE, NAME, ...) \
   [&] {                                                      \
@@ -575,27 +618,27 @@ struct DefaultPtrTraits {};
       KFORGE_DISPATCH_DEFAULT(TYPE, NAME)                    \
     }                                                        \
   }()
-#define AT_DISPATCH_FLOATING_TYPES_AND2(T1, T2, TYPE, NAME, ...)  \
-  [&] {                                                           \
-    switch (TYPE) {                                               \
-      KFORGE_DISPATCH_CASE(Float, float, __VA_ARGS__)             \
-      KFORGE_DISPATCH_CASE(Double, double, __VA_ARGS__)           \
-      KFORGE_DISPATCH_CASE(Half, ::c10::Half, __VA_ARGS__)        \
+#define AT_DISPATCH_FLOATING_TYPES_AND2(T1, T2, TYPE, NAME, ...)   \
+  [&] {                                                            \
+    switch (TYPE) {                                                \
+      KFORGE_DISPATCH_CASE(Float, float, __VA_ARGS__)              \
+      KFORGE_DISPATCH_CASE(Double, double, __VA_ARGS__)            \
+      KFORGE_DISPATCH_CASE(Half, ::c10::Half, __VA_ARGS__)         \
       KFORGE_DISPATCH_CASE(BFloat16, ::c10::BFloat16, __VA_ARGS__) \
-      KFORGE_DISPATCH_DEFAULT(TYPE, NAME)                         \
-    }                                                             \
+      KFORGE_DISPATCH_DEFAULT(TYPE, NAME)                          \
+    }                                                              \
   }()
-#define AT_DISPATCH_ALL_TYPES(TYPE, NAME, ...)           \
-  [&] {                                                  \
-    switch (TYPE) {                                      \
-      KFORGE_DISPATCH_CASE(Float, float, __VA_ARGS__)    \
-      KFORGE_DISPATCH_CASE(Double, double, __VA_ARGS__)  \
-      KFORGE_DISPATCH_CASE(Int, int32_t, __VA_ARGS__)    \
-      KFORGE_DISPATCH_CASE(Long, int64_t, __VA_ARGS__)   \
-      KFORGE_DISPATCH_CASE(Char, int8_t, __VA_ARGS__)    \
-      KFORGE_DISPATCH_CASE(Byte, uint8_t, __VA_ARGS__)   \
-      KFORGE_DISPATCH_DEFAULT(TYPE, NAME)                \
-    }                                                    \
+#define AT_DISPATCH_ALL_TYPES(TYPE, NAME, ...)          \
+  [&] {                                                 \
+    switch (TYPE) {                                     \
+      KFORGE_DISPATCH_CASE(Float, float, __VA_ARGS__)   \
+      KFORGE_DISPATCH_CASE(Double, double, __VA_ARGS__) \
+      KFORGE_DISPATCH_CASE(Int, int32_t, __VA_ARGS__)   \
+      KFORGE_DISPATCH_CASE(Long, int64_t, __VA_ARGS__)  \
+      KFORGE_DISPATCH_CASE(Char, int8_t, __VA_ARGS__)   \
+      KFORGE_DISPATCH_CASE(Byte, uint8_t, __VA_ARGS__)  \
+      KFORGE_DISPATCH_DEFAULT(TYPE, NAME)               \
+    }                                                   \
   }()
 
 // load_inline writes the Python binding itself; a source that carries its own
@@ -618,4 +661,5 @@ int arg(Args&&...) {
   return 0;
 }
 }  // namespace pybind11
-#define PYBIND11_MODULE(name, m) [[maybe_unused]] static void kforge_torch_ext_unused_binding(::kforge::torch_ext::PyModule& m)
+#define PYBIND11_MODULE(name, m) \
+  [[maybe_unused]] static void kforge_torch_ext_unused_binding(::kforge::torch_ext::PyModule& m)
