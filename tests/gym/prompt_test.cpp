@@ -43,6 +43,17 @@ TEST_F(PromptTest, UserMessageHasEveryPart) {
   EXPECT_TRUE(has(p.system, "exactly one tool call"));
 }
 
+// torch_ext: the policy writes KernelBench's load_inline format, so the
+// prompt asks for that (and says what the torch shim has), not for kf_forward.
+TEST_F(PromptTest, TorchExtAsksForALoadInlineFile) {
+  config_.default_mode = SolutionMode::kTorchExt;
+  const Prompt p = build_prompt(in_);
+  EXPECT_TRUE(has(p.user, "load_inline(cuda_sources=..., functions=[\"<entry>\"])")) << p.user;
+  EXPECT_TRUE(has(p.user, "no PyTorch operators")) << p.user;
+  EXPECT_TRUE(has(p.user, "| inputs[0] | x | input | [64, 32] |")) << "the argument order";
+  EXPECT_FALSE(has(p.user, in_.abi_header)) << "kernel_abi.h is not what a torch_ext solution uses";
+}
+
 TEST_F(PromptTest, MessagesAndAbiTableAreStructured) {
   const Prompt p = build_prompt(in_);
   ASSERT_EQ(p.messages.size(), 2u);

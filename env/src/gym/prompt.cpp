@@ -36,7 +36,7 @@ std::string language_of(SolutionMode mode) {
     case SolutionMode::kNvrtc:
       return "CUDA device code (built by NVRTC, launched by your launch plan)";
     case SolutionMode::kTorchExt:
-      return "a PyTorch C++/CUDA extension";
+      return "Python with CUDA C++ in load_inline (KernelBench's format)";
   }
   return "";
 }
@@ -187,14 +187,29 @@ Prompt build_prompt(const PromptInputs& in) {
   u << "# Task: " << task.id << "\n\n";
   if (!task.description.empty()) u << task.description << "\n\n";
   u << "## Reference (PyTorch)\n\n```python\n" << render_kernelbench(task) << "```\n\n";
-  u << "## What to write\n\nOne source file in " << language_of(c.default_mode)
-    << " that computes `Model.forward` through this C ABI. Include it with `#include <kforge/kernel_abi.h>`; "
-       "it is the only header of ours you need:\n\n```c\n"
-    << in.abi_header << (in.abi_header.empty() || in.abi_header.back() == '\n' ? "" : "\n") << "```\n\n";
-  u << "`inputs` holds the tensors `get_inputs()` returns, then the model's parameters in the order "
-       "`Model.__init__` creates them; `outputs` are preallocated:\n\n"
-    << render_abi_table(p.abi) << "\n"
-    << tolerance_line(task) << "\n\n";
+  if (c.default_mode == SolutionMode::kTorchExt) {
+    // docs/torch-ext.md: the file is read, not run; the entry is called with
+    // the same tensors kf_forward would get.
+    u << "## What to write\n\nOne file in " << language_of(c.default_mode)
+      << ": a `ModelNew` whose `forward` calls one function built by "
+         "`torch.utils.cpp_extension.load_inline(cuda_sources=..., functions=[\"<entry>\"])`. The entry takes "
+         "one `torch::Tensor` per input and parameter, in the order below, and returns the output tensor(s). "
+         "`#include <torch/extension.h>` provides tensors (`numel`, `size`, `data_ptr<T>()`, `options`), "
+         "`torch::empty`/`zeros`/`*_like`, `TORCH_CHECK`, `AT_DISPATCH_*` and the current stream, but no "
+         "PyTorch operators: `torch::matmul` and the like do not exist, so compute with your own kernels. "
+         "Launches without a stream run on the timed stream.\n\n"
+      << render_abi_table(p.abi) << "\n"
+      << tolerance_line(task) << "\n\n";
+  } else {
+    u << "## What to write\n\nOne source file in " << language_of(c.default_mode)
+      << " that computes `Model.forward` through this C ABI. Include it with `#include <kforge/kernel_abi.h>`; "
+         "it is the only header of ours you need:\n\n```c\n"
+      << in.abi_header << (in.abi_header.empty() || in.abi_header.back() == '\n' ? "" : "\n") << "```\n\n";
+    u << "`inputs` holds the tensors `get_inputs()` returns, then the model's parameters in the order "
+         "`Model.__init__` creates them; `outputs` are preallocated:\n\n"
+      << render_abi_table(p.abi) << "\n"
+      << tolerance_line(task) << "\n\n";
+  }
   if (!task.libraries.empty()) {
     u << "Libraries you may use besides the "
       << (c.backend == BackendKind::kCuda ? "CUDA runtime" : "C and C++ standard libraries") << ": ";
