@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Everything the CUDA backend needs checked on the GPU machine, in one command
 # (docs/cuda-backend.md): build the `gpu` preset, run every GPU test and the
-# CUDA benchmarks, and leave the logs in $OUT. Budget: about 8 minutes on one
-# H200 with 16 cores (build ~3-4 min, GPU tests ~3-4 min, benchmarks ~2 min),
-# each stage under its own timeout so that later stages still report.
+# CUDA benchmarks, and leave the logs in $OUT. Measured on one H200 with 16
+# cores (2026-12-02): build 80-100 s, GPU tests ~315 s with 500 drift
+# evaluations cut to 100, benchmarks ~60 s; each stage under its own timeout
+# so that later stages still report.
 #
 #   OUT=/some/dir bash scripts/gpu/run_all.sh
 #
@@ -19,6 +20,7 @@
 #                          here 500; the test alone defaults to 1000)
 #   KFORGE_GPU_TEST_REGEX  only GPU tests matching this ctest -R regex
 #   KFORGE_GPU_TEST_EXCLUDE  leave out GPU tests matching this ctest -E regex
+#   KFORGE_DEADLINE_S      seconds all stages may use together (default 585)
 #   STAGES                 which of build,test,bench to run (default all three)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
