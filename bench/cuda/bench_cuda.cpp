@@ -247,7 +247,7 @@ void BM_TimingFidelity(benchmark::State& state) {
   const char* env_runs = std::getenv("KFORGE_BENCH_FIDELITY_RUNS");
   const int runs = env_runs != nullptr ? std::max(2, std::atoi(env_runs)) : 10;
   for (auto _ : state) {
-    std::vector<double> speedups, medians;
+    std::vector<double> speedups, medians, null_device;
     std::string last_timer, last_gate;
     double cupti_kernel_ms = 0;
     int cupti_launches = 0;
@@ -266,6 +266,10 @@ void BM_TimingFidelity(benchmark::State& state) {
       last_timer = r.timing.value("timer", "?");
       last_gate = r.timing.contains("launch_gate") ? r.timing["launch_gate"].dump() : "not reported";
       medians.push_back(r.timing["candidate"]["median_ms"].get<double>());
+      // The device time of a null call (the gate's exit, two events and an
+      // empty kernel): what separates the harness's figure from ncu's
+      // kernel-only duration, reported to tell how much of the gap it is.
+      null_device.push_back(r.timing.value("overhead", nlohmann::json::object()).value("median_ms", 0.0));
       if (r.profile.is_object() && r.profile.contains("attribution")) {
         cupti_kernel_ms = r.profile["attribution"].value("kernel_ms", 0.0);
         cupti_launches = r.profile["attribution"].value("kernel_launches", 0);
@@ -291,6 +295,8 @@ void BM_TimingFidelity(benchmark::State& state) {
     if (ncu_ms > 0) {
       state.counters["ncu_kernel_ms"] = ncu_ms;
       state.counters["harness_over_ncu"] = harness_ms / ncu_ms;
+      state.counters["null_call_ms"] = median(null_device);
+      state.counters["harness_minus_null_over_ncu"] = (harness_ms - median(null_device)) / ncu_ms;
       if (cupti_kernel_ms > 0) state.counters["cupti_over_ncu"] = cupti_kernel_ms / ncu_ms;
     } else {
       std::fprintf(stderr, "bench_cuda: no Nsight Compute figure: %s\n", why.c_str());
