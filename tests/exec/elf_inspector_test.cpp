@@ -81,6 +81,45 @@ TEST(ElfInspector, HiddenEntryPointDoesNotCount) {
   EXPECT_TRUE(has_violation(r, "missing_entry_point", "kf_forward"));
 }
 
+#if defined(__x86_64__)
+// A namespace-scope initializer is accepted unless its calls reach an import
+// that does GPU work. g++ builds these (no GPU or nvcc needed): the "launch"
+// is a declared cudaLaunchKernel, reached through a local function, by a PLT
+// call and, with -fno-plt, by a GOT call.
+const char* kInitializerReachesALaunch = R"(#include <kforge/kernel_abi.h>
+extern "C" int cudaLaunchKernel(const void*, int, int, void**, unsigned long, void*);
+__attribute__((noinline)) static int warm_up() { return cudaLaunchKernel(0, 1, 1, 0, 0, 0); }
+static int g_ready = warm_up();
+extern "C" int kf_forward(const kf_tensor*, int, kf_tensor*, int, void*) { return g_ready == 0 ? 0 : 1; }
+)";
+const char* kInitializerComputes = R"(#include <kforge/kernel_abi.h>
+#include <cmath>
+__attribute__((noinline)) static float table_value(int i) { return std::sqrt(static_cast<float>(i)); }
+static float g_table = table_value(7);
+extern "C" int kf_forward(const kf_tensor*, int, kf_tensor*, int, void*) { return g_table > 0 ? 0 : 1; }
+)";
+
+TEST(ElfInspector, InitializerThatReachesGpuWorkIsALoadConstructor) {
+  const SymbolPolicy& cuda = []() -> const SymbolPolicy& {
+    static const SymbolPolicy p = SymbolPolicy::for_backend("cuda");
+    return p;
+  }();
+  for (const std::vector<std::string>& flags : {std::vector<std::string>{}, std::vector<std::string>{"-fno-plt"}}) {
+    ElfInspection r = inspect_candidate(testing::compile_candidate(kInitializerReachesALaunch, flags), cuda);
+    EXPECT_TRUE(has_violation(r, "load_constructor", "which calls cudaLaunchKernel"))
+        << ::testing::PrintToString(flags) << " " << ::testing::PrintToString(checks_of(r));
+  }
+  ElfInspection honest = inspect_candidate(testing::compile_candidate(kInitializerComputes), cuda);
+  EXPECT_FALSE(has_violation(honest, "load_constructor", "")) << ::testing::PrintToString(checks_of(honest));
+  // The facts say what each initializer reaches.
+  bool saw_sqrt_free_initializer = false;
+  for (const auto& code : honest.facts.load_time_code) {
+    for (const auto& n : code.names) saw_sqrt_free_initializer |= n.rfind("_GLOBAL__sub_I_", 0) == 0;
+  }
+  EXPECT_TRUE(saw_sqrt_free_initializer);
+}
+#endif
+
 TEST(ElfInspector, RejectsWritableExecutableSegments) {
   ElfInspection r = inspect_candidate(testing::compile_candidate(cand::kWritableExecutable), cpu());
   EXPECT_FALSE(r.accepted);

@@ -9,6 +9,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "kforge/core/error.h"
@@ -188,6 +189,7 @@ std::vector<SectionInfo> read_sections(const ElfImage& img, const Elf64_Ehdr& eh
 struct FunctionNames {
   std::multimap<uint64_t, std::string> at;
   std::map<std::string, int> count;
+  std::map<uint64_t, uint64_t> size_at;  // functions' extents, for the load-time call graph
 
   void add(const Elf64_Sym& s, const std::string& name) {
     unsigned type = ELF64_ST_TYPE(s.st_info);
@@ -195,6 +197,7 @@ struct FunctionNames {
     if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE) return;
     at.emplace(s.st_value, name);
     ++count[name];
+    if (type == STT_FUNC && s.st_size > 0) size_at[s.st_value] = std::max(size_at[s.st_value], s.st_size);
   }
 };
 
@@ -258,17 +261,96 @@ std::string x86_init_anomaly(const ElfImage& img, const SectionInfo& init) {
 
 using AddressToOffset = std::function<uint64_t(uint64_t, const char*)>;
 
+// x86-64: the imported functions a function reaches through direct calls and
+// jumps (e8/e9 rel32, into PLT stubs or into other functions of the object,
+// followed) and calls through the GOT (ff 15 / ff 25 disp32). Bytes are
+// scanned, not decoded, so only exact hits count: a rel32 must land on a PLT
+// stub or on the first byte of a named function, a disp32 on an import's GOT
+// slot. Calls through other function pointers are not followed: this finds
+// what compiled code does, not what determined code hides (the loading
+// filter stays the guarantee).
+struct CallGraph {
+  const ElfImage* img;
+  const AddressToOffset* to_offset;
+  const std::map<uint64_t, uint64_t>* function_sizes;
+  std::map<uint64_t, std::string> plt_stub;  // stub address -> imported name
+  std::map<uint64_t, std::string> got_slot;  // GOT slot address -> imported name
+
+  std::vector<std::string> imports_reached_from(uint64_t start) const {
+    std::set<std::string> reached;
+    std::set<uint64_t> seen = {start};
+    std::vector<uint64_t> todo = {start};
+    const auto& b = img->bytes();
+    while (!todo.empty() && seen.size() < 4096) {
+      const uint64_t fn = todo.back();
+      todo.pop_back();
+      auto extent = function_sizes->find(fn);
+      if (extent == function_sizes->end()) continue;
+      uint64_t off = 0;
+      try {
+        off = (*to_offset)(fn, "function");
+      } catch (const InputError&) {
+        continue;
+      }
+      const uint64_t end = std::min<uint64_t>(b.size(), off + extent->second);
+      for (uint64_t i = off; i + 5 <= end; ++i) {
+        const uint64_t ip = fn + (i - off);
+        if (b[i] == 0xe8 || b[i] == 0xe9) {
+          int32_t rel = 0;
+          std::memcpy(&rel, b.data() + i + 1, 4);
+          const uint64_t target = ip + 5 + static_cast<int64_t>(rel);
+          if (auto stub = plt_stub.find(target); stub != plt_stub.end()) {
+            reached.insert(stub->second);
+          } else if (function_sizes->count(target) && seen.insert(target).second) {
+            todo.push_back(target);
+          }
+        } else if (b[i] == 0xff && i + 6 <= end && (b[i + 1] == 0x15 || b[i + 1] == 0x25)) {
+          int32_t disp = 0;
+          std::memcpy(&disp, b.data() + i + 2, 4);
+          if (auto slot = got_slot.find(ip + 6 + static_cast<int64_t>(disp)); slot != got_slot.end()) {
+            reached.insert(slot->second);
+          }
+        }
+      }
+    }
+    return std::vector<std::string>(reached.begin(), reached.end());
+  }
+};
+
+// PLT stubs (.plt, and .plt.sec where CET splits them) jump through a GOT
+// slot: `ff 25 disp32` at the start of a 16-byte stub, or after endbr64 and a
+// bnd prefix. The slot's relocation names the import.
+void read_plt_stubs(const ElfImage& img, const std::vector<SectionInfo>& sections, CallGraph* graph) {
+  const auto& b = img.bytes();
+  for (const auto& sec : sections) {
+    if (sec.name != ".plt" && sec.name != ".plt.sec") continue;
+    const Elf64_Shdr& h = sec.header;
+    if (h.sh_offset > b.size() || h.sh_size > b.size() - h.sh_offset) continue;
+    for (uint64_t i = 0; i + 6 <= h.sh_size; ++i) {
+      if (b[h.sh_offset + i] != 0xff || b[h.sh_offset + i + 1] != 0x25) continue;
+      int32_t disp = 0;
+      std::memcpy(&disp, b.data() + h.sh_offset + i + 2, 4);
+      const uint64_t slot = h.sh_addr + i + 6 + static_cast<int64_t>(disp);
+      if (auto name = graph->got_slot.find(slot); name != graph->got_slot.end()) {
+        graph->plt_stub[h.sh_addr + (i & ~uint64_t{15})] = name->second;
+      }
+    }
+  }
+}
+
 void read_load_time_code(const ElfImage& img, const Elf64_Ehdr& eh, const LoadTags& tags, const DynamicSymbols& dynsym,
                          const AddressToOffset& to_offset, ElfFacts* facts) {
   const std::vector<SectionInfo> sections = read_sections(img, eh);
   const FunctionNames names = read_function_names(img, sections, dynsym, &facts->has_symbol_table);
   const RelocTypes types = reloc_types(eh.e_machine);
+  CallGraph graph{&img, &to_offset, &names.size_at, {}, {}};
   auto describe = [&](ElfLoadTimeCode code) {
     auto [first, last] = names.at.equal_range(code.address);
     for (auto it = first; it != last; ++it) {
       code.names.push_back(it->second);
       code.name_counts.push_back(names.count.at(it->second));
     }
+    if (eh.e_machine == EM_X86_64 && code.address != 0) code.reaches = graph.imports_reached_from(code.address);
     facts->load_time_code.push_back(std::move(code));
   };
   auto dynamic_symbol = [&](uint64_t index) {
@@ -323,6 +405,15 @@ void read_load_time_code(const ElfImage& img, const Elf64_Ehdr& eh, const LoadTa
         ifunc_addresses.push_back(static_cast<uint64_t>(r.r_addend));
         continue;
       }
+      // Imports' GOT slots, for the call graph. Only indices the symbol count
+      // covers (with DT_GNU_HASH it is derived, see read_elf_facts).
+      if ((type == types.glob_dat || type == types.jump_slot) && ELF64_R_SYM(r.r_info) != 0 &&
+          ELF64_R_SYM(r.r_info) < dynsym.count) {
+        Elf64_Sym sym = dynamic_symbol(ELF64_R_SYM(r.r_info));
+        if (sym.st_shndx == SHN_UNDEF) {
+          graph.got_slot[r.r_offset] = img.string_at(dynsym.strings, dynsym.strings_size, sym.st_name);
+        }
+      }
       auto slot = slot_code.find(r.r_offset);
       if (slot == slot_code.end()) continue;
       if (type == types.relative) {
@@ -341,6 +432,7 @@ void read_load_time_code(const ElfImage& img, const Elf64_Ehdr& eh, const LoadTa
       }
     }
   }
+  if (eh.e_machine == EM_X86_64) read_plt_stubs(img, sections, &graph);
   for (auto& [slot, code] : slot_code) {
     if (code.kind == std::string("ctors") && (code.address == 0 || code.address == ~uint64_t{0})) continue;
     if (code.kind == std::string("init_array") && code.address == 0 && code.imported.empty()) continue;
@@ -406,6 +498,25 @@ bool is_toolchain_name(const std::string& name) {
 const char* const kConstructorAdvice =
     " (code must run inside kf_forward; do one-time set-up there, e.g. in a function-local static)";
 
+// Imports that put work on a GPU (or set it up). Toolchain initializers
+// reach only registration (__cudaRegisterFatBinary, __cudaRegisterFunction,
+// atexit); a namespace-scope initializer that reaches one of these launches
+// or copies while the object loads: untimed, unchecked work.
+const char* const kDeviceWorkImports[] = {"cudaLaunch*", "__cudaLaunch*", "__cudaPushCallConfiguration",
+                                          "cudaMemcpy*", "cudaMemset*",   "cudaMalloc*",
+                                          "cudaFree*",   "cudaGraph*",    "cudaStream*",
+                                          "cudaEvent*",  "cublas*",       "cudnn*",
+                                          "cuLaunch*",   "cuMem*",        "cudaGetKernel"};
+
+std::string device_work_reached(const ElfLoadTimeCode& code) {
+  for (const auto& name : code.reaches) {
+    for (const char* p : kDeviceWorkImports) {
+      if (::fnmatch(p, name.c_str(), 0) == 0) return name;
+    }
+  }
+  return "";
+}
+
 std::string load_time_code_problem(const ElfLoadTimeCode& code, bool has_symbol_table) {
   std::string where = code.kind == "init_array" ? "an .init_array entry"
                       : code.kind == "ctors"    ? "a .ctors entry"
@@ -439,6 +550,12 @@ std::string load_time_code_problem(const ElfLoadTimeCode& code, bool has_symbol_
       return where + " runs " + code.names[i] + ", a name " + std::to_string(code.name_counts[i]) +
              " functions in the object carry (a toolchain name reused for a constructor)";
     }
+  }
+  if (std::string work = device_work_reached(code); !work.empty()) {
+    return where + " runs " + names + ", which calls " + work +
+           ": GPU work while the object loads, untimed and unchecked (a namespace-scope initializer such as "
+           "`static int x = f();` runs at load)" +
+           kConstructorAdvice;
   }
   return "";
 }

@@ -30,10 +30,15 @@
 // __attribute__((constructor)) functions, hand-made .init_array/.ctors
 // entries, entries pointing at imported functions, IFUNC resolvers (they run
 // during relocation) and anything the symbol table does not name.
-// Known gap, accepted: _GLOBAL__sub_I_* runs whatever initializers of
-// namespace-scope objects compute (`static int x = f();`), and an object
-// without a symbol table cannot be judged (the environment's compilers never
-// strip). The loading filter still applies: no writes, network or processes.
+// A toolchain-named initializer is still refused when, on x86-64, it reaches
+// an import that does GPU work (a launch, copy, memset, allocation, stream,
+// event, graph, cuBLAS/cuDNN call) through direct calls or GOT calls: a
+// `static int x = launch_a_kernel();` would otherwise do untimed work at load.
+// Known gap, accepted: _GLOBAL__sub_I_* runs whatever CPU work initializers
+// of namespace-scope objects compute, GPU work reached only through function
+// pointers is not seen, and an object without a symbol table cannot be
+// judged (the environment's compilers never strip). The loading filter still
+// applies: no writes, network or processes.
 //
 // raw_syscall is a heuristic: it scans bytes, not decoded instructions (x86-64:
 // 0f 05 syscall, 0f 34 sysenter, cd 80 int 0x80; AArch64: the svc #0 word), so
@@ -67,6 +72,9 @@ struct ElfLoadTimeCode {
   std::vector<std::string> names;
   std::vector<int> name_counts;
   std::string anomaly;  // kind "init": why it is not the C runtime's _init
+  // x86-64: imported functions it reaches through direct calls (followed
+  // into the object's own functions) and GOT calls; see CallGraph.
+  std::vector<std::string> reaches;
 };
 
 // The facts read from the file, independent of any policy.

@@ -3,10 +3,9 @@
 // loader runs while loading the object: untimed, unchecked, under the looser
 // loading-phase filter. Here it launches a table-building kernel on the legacy
 // default stream.
-// Must be caught by: load-time inspection, violation `load_constructor`.
-// KNOWN GAP: elf_inspector.h accepts _GLOBAL__sub_I_* (it cannot tell a
-// standard library object's initializer from this one); the loading-phase
-// seccomp filter is what limits it.
+// Must be caught by: load-time inspection, violation `load_constructor`:
+// elf_inspector.h accepts _GLOBAL__sub_I_* initializers, but not one whose
+// calls reach an import that does GPU work (here __cudaLaunchKernel).
 // Task: examples/affine_relu6.
 #include <cuda_runtime.h>
 #include <kforge/kernel_abi.h>
