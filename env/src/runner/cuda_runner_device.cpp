@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -464,16 +465,7 @@ class CudaRunnerDevice final : public RunnerDevice {
     check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     float ms = 0;
     check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-    check(cudaMemsetAsync(scratch, 1, 4096, stream_), "cudaMemsetAsync (capture)");
-    check(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
-    check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-    check(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
-    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
+    run_as_graph([&] { check(cudaMemsetAsync(scratch, 1, 4096, stream_), "cudaMemsetAsync (capture)"); });
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     check(cudaFree(scratch), "cudaFree");
   }
@@ -497,11 +489,19 @@ class CudaRunnerDevice final : public RunnerDevice {
     void* p = nullptr;
     check(cudaMallocAsync(&p, reserve, stream_), "cudaMallocAsync (pool warm-up)");
     check(cudaFreeAsync(p, stream_), "cudaFreeAsync (pool warm-up)");
+    run_as_graph([&] {
+      check(cudaMallocAsync(&p, reserve, stream_), "cudaMallocAsync (graph memory warm-up)");
+      check(cudaFreeAsync(p, stream_), "cudaFreeAsync (graph memory warm-up)");
+    });
+  }
+
+  // Harness work captured on the stream, then run once and waited for: how
+  // the warm-ups exercise graph paths before any filter exists.
+  void run_as_graph(const std::function<void()>& enqueue) {
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
     check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-    check(cudaMallocAsync(&p, reserve, stream_), "cudaMallocAsync (graph memory warm-up)");
-    check(cudaFreeAsync(p, stream_), "cudaFreeAsync (graph memory warm-up)");
+    enqueue();
     check(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
     check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
     check(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
