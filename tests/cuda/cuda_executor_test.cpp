@@ -202,27 +202,24 @@ class CudaExecutorTest : public ::testing::Test {
                              EvalOptions options = gpu_quick_options()) {
     return executor_->submit(request(source, task, time, profile, options)).get();
   }
-  static EvalReport evaluate_nvrtc(const std::string& source, const json& launch, const TaskSpec& task,
-                                   bool time = false, bool profile = false, EvalOptions options = gpu_quick_options()) {
+  static EvalReport evaluate_artifact(const env::Artifact& artifact, const TaskSpec& task, bool time, bool profile,
+                                      const EvalOptions& options) {
     EvalRequest req;
     req.task = task;
-    req.artifact = compile_nvrtc(source, launch, task);
+    req.artifact = artifact;
     req.verify = true;
     req.time = time;
     req.profile = profile;
     req.options = options;
     return executor_->submit(req).get();
   }
+  static EvalReport evaluate_nvrtc(const std::string& source, const json& launch, const TaskSpec& task,
+                                   bool time = false, bool profile = false, EvalOptions options = gpu_quick_options()) {
+    return evaluate_artifact(compile_nvrtc(source, launch, task), task, time, profile, options);
+  }
   static EvalReport evaluate_torch_ext(const std::string& source, const TaskSpec& task, bool time = false,
                                        bool profile = false, EvalOptions options = gpu_quick_options()) {
-    EvalRequest req;
-    req.task = task;
-    req.artifact = compile_torch_ext(source, task);
-    req.verify = true;
-    req.time = time;
-    req.profile = profile;
-    req.options = options;
-    return executor_->submit(req).get();
+    return evaluate_artifact(compile_torch_ext(source, task), task, time, profile, options);
   }
   static bool has_violation(const EvalReport& r, const std::string& check) {
     return std::any_of(r.violations.begin(), r.violations.end(), [&](const Violation& v) { return v.check == check; });
