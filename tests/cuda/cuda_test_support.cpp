@@ -29,44 +29,35 @@ env::CompileService& service() {
 
 }  // namespace
 
-env::Artifact compile_cuda(const std::string& source, const TaskSpec& task) {
+namespace {
+
+// Every mode through the production CompileService; a failure fails the test.
+env::Artifact compile(SolutionMode mode, const std::string& source, const json& launch, const TaskSpec& task) {
   Solution solution;
-  solution.mode = SolutionMode::kCuda;
+  solution.mode = mode;
   solution.source = source;
-  solution.origin = "test.cu";
+  solution.launch = launch;
+  solution.origin = "test (" + solution_mode_name(mode) + ")";
   env::CompileResult r = service().submit(solution, env::compile_context_for(task)).get();
   if (!r.ok) {
-    ADD_FAILURE() << "nvcc failed:\n" << r.diagnostics << "\n" << r.log;
+    ADD_FAILURE() << solution_mode_name(mode) << " build failed:\n" << r.diagnostics << "\n" << r.log;
     throw std::runtime_error("candidate did not compile");
   }
   return r.artifact;
+}
+
+}  // namespace
+
+env::Artifact compile_cuda(const std::string& source, const TaskSpec& task) {
+  return compile(SolutionMode::kCuda, source, nullptr, task);
 }
 
 env::Artifact compile_nvrtc(const std::string& source, const json& launch, const TaskSpec& task) {
-  Solution solution;
-  solution.mode = SolutionMode::kNvrtc;
-  solution.source = source;
-  solution.launch = launch;
-  solution.origin = "test.json";
-  env::CompileResult r = service().submit(solution, env::compile_context_for(task)).get();
-  if (!r.ok) {
-    ADD_FAILURE() << "NVRTC failed:\n" << r.diagnostics << "\n" << r.log;
-    throw std::runtime_error("candidate did not compile");
-  }
-  return r.artifact;
+  return compile(SolutionMode::kNvrtc, source, launch, task);
 }
 
 env::Artifact compile_torch_ext(const std::string& source, const TaskSpec& task) {
-  Solution solution;
-  solution.mode = SolutionMode::kTorchExt;
-  solution.source = source;
-  solution.origin = "test.py";
-  env::CompileResult r = service().submit(solution, env::compile_context_for(task)).get();
-  if (!r.ok) {
-    ADD_FAILURE() << "torch_ext build failed:\n" << r.diagnostics << "\n" << r.log;
-    throw std::runtime_error("candidate did not compile");
-  }
-  return r.artifact;
+  return compile(SolutionMode::kTorchExt, source, nullptr, task);
 }
 
 TaskSpec example_task(const std::string& name) {
