@@ -14,7 +14,9 @@
 //                       speedup; then, when `ncu` is on PATH, Nsight Compute's
 //                       gpu__time_duration.sum of the candidate's kernel (run
 //                       by kforge_kernel_timer) against the harness' median
-//                       (device events) and the CUPTI kernel time of a profile.
+//                       (device events), the CUPTI kernel time of a profile,
+//                       and kforge_kernel_timer's own events after a read
+//                       flush and after a memset flush.
 //
 // Environment: KFORGE_BENCH_FIDELITY_RUNS (default 10), KFORGE_NCU (path to ncu).
 #include <benchmark/benchmark.h>
@@ -186,7 +188,7 @@ double ncu_kernel_ms(const fs::path& task_json, const fs::path& so, std::string*
   std::string cmd = ncu +
                     " --csv --clock-control none --cache-control all --metrics gpu__time_duration.sum"
                     " --kernel-name regex:'^(?!.*[Mm]emset).*' " KFORGE_KERNEL_TIMER " " +
-                    task_json.string() + " " + so.string() + " 20 > " + csv.string() + " 2>&1";
+                    task_json.string() + " " + so.string() + " 20 memset > " + csv.string() + " 2>&1";
   if (std::system(cmd.c_str()) != 0) {
     *why = "ncu failed or is not on PATH (" + cmd + "): " + read_file(csv).substr(0, 400);
     return 0;
@@ -226,6 +228,25 @@ double ncu_kernel_ms(const fs::path& task_json, const fs::path& so, std::string*
     return 0;
   }
   return median(per_launch);
+}
+
+// kforge_kernel_timer on its own (no ncu, no harness): the median event time
+// of the candidate's call after a `flush` ("read" or "memset") L2 flush, in ms;
+// 0 when it failed.
+double plain_event_ms(const fs::path& task_json, const fs::path& so, const std::string& flush) {
+  fs::path log = fs::temp_directory_path() / ("kforge-timer-" + std::to_string(::getpid()) + ".json");
+  std::string cmd = std::string(KFORGE_KERNEL_TIMER) + " " + task_json.string() + " " + so.string() + " 50 " + flush +
+                    " > " + log.string() + " 2>&1";
+  int rc = std::system(cmd.c_str());
+  std::string text = read_file(log);
+  std::error_code ec;
+  fs::remove(log, ec);
+  if (rc != 0) {
+    std::fprintf(stderr, "bench_cuda: %s failed: %s\n", cmd.c_str(), text.substr(0, 400).c_str());
+    return 0;
+  }
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  return j.is_object() ? j.value("event_median_ms", 0.0) : 0.0;
 }
 
 void BM_TimingFidelity(benchmark::State& state) {
@@ -298,6 +319,12 @@ void BM_TimingFidelity(benchmark::State& state) {
       state.counters["null_call_ms"] = median(null_device);
       state.counters["harness_minus_null_over_ncu"] = (harness_ms - median(null_device)) / ncu_ms;
       if (cupti_kernel_ms > 0) state.counters["cupti_over_ncu"] = cupti_kernel_ms / ncu_ms;
+      // The same events outside the harness, after each kind of flush: what
+      // the flush itself adds to the kernel (cuda_timing/read_flush.h).
+      for (const char* flush : {"read", "memset"}) {
+        double plain = plain_event_ms(task_json, c.artifact.path, flush);
+        if (plain > 0) state.counters[std::string("plain_events_") + flush + "_flush_over_ncu"] = plain / ncu_ms;
+      }
     } else {
       std::fprintf(stderr, "bench_cuda: no Nsight Compute figure: %s\n", why.c_str());
     }

@@ -46,6 +46,8 @@ TEST_P(HonestControlGpu, IsCorrectWithoutViolationsAndKeepsItsSpeedup) {
   std::printf("[clocks]  %-34s timer %s  device %.4f ms  round trip %.4f ms  overhead %.4f ms%s\n", c.name.c_str(),
               t.value("timer", "?").c_str(), median("candidate"), median("candidate_wall"), median("overhead_wall"),
               t.contains("device_clock_rejected") ? "  (device clock rejected)" : "");
+  // Every sample starts from a clean, cold L2 (cuda_timing/read_flush.h).
+  EXPECT_EQ(t.value("clocks", json::object()).value("cache_flush", ""), "read") << t.dump(1);
   RecordProperty("speedup_eager", std::to_string(*m.speedup_eager));
   if (c.expect_faster) {
     EXPECT_GT(*m.speedup_eager, 1.0) << c.name << " (" << c.technique
