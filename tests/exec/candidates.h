@@ -167,6 +167,20 @@ extern "C" int kf_forward(const kf_tensor*, int, kf_tensor*, int, void*) {
 }
 )";
 
+// symlinkat("/etc/passwd", AT_FDCWD, "/tmp/kforge-link") through the syscall
+// instruction: the report must name the link it tried to make.
+inline constexpr const char* kRawSymlinkat = R"(
+#include <kforge/kernel_abi.h>
+extern "C" int kf_forward(const kf_tensor*, int, kf_tensor*, int, void*) {
+  static const char target[] = "/etc/passwd";
+  static const char link[] = "/tmp/kforge-link";
+  long ret;
+  __asm__ volatile("syscall" : "=a"(ret) : "a"(266L), "D"(target), "S"(-100L), "d"(link)
+                   : "rcx", "r11", "memory");
+  return ret >= 0 ? 0 : 1;
+}
+)";
+
 // socket(AF_INET, SOCK_STREAM, 0) through the syscall instruction.
 inline constexpr const char* kRawSocket = R"(
 #include <kforge/kernel_abi.h>

@@ -122,6 +122,21 @@ TEST(RunnerSandbox, RawOpenatIsTrapped) {
   EXPECT_FALSE(h.runner->alive());
 }
 
+TEST(RunnerSandbox, RawOpenatReportNamesThePath) {
+  RunnerHarness h;
+  RunnerReply r = h.load_and_call(cand::kRawOpenat);
+  EXPECT_NE(r.detail.find("(/etc/hostname)"), std::string::npos) << r.detail;
+}
+
+TEST(RunnerSandbox, SymlinkIsTrappedAndTheReportNamesTheLink) {
+  RunnerHarness h;
+  RunnerReply r = h.load_and_call(cand::kRawSymlinkat);
+  EXPECT_EQ(r.status, Status::kSandbox) << runner_status_name(r.status) << ": " << r.detail;
+  EXPECT_EQ(r.syscall, "symlinkat");
+  EXPECT_NE(r.detail.find("(/tmp/kforge-link)"), std::string::npos) << r.detail;
+  EXPECT_FALSE(std::filesystem::is_symlink("/tmp/kforge-link"));
+}
+
 TEST(RunnerSandbox, RawSocketIsTrapped) {
   RunnerHarness h;
   RunnerReply r = h.load_and_call(cand::kRawSocket);

@@ -38,10 +38,11 @@ namespace protocol = exec::runner_protocol;
 // Async-signal-safe: the frame is MessagePack written by hand into a stack
 // buffer, sent with one write(2) (allowed on the control fd) and followed by
 // exit_group. {"type": "sandbox", "syscall": <int32>, "arg": <str>}, where
-// `arg` is what the call was about: the path of an open (read from the
-// trapped thread's registers; a bad pointer would fault, so only a bounded
-// C string is copied) or the first argument as a number, so that the report
-// says "openat /proc/self/maps" rather than just "openat".
+// `arg` is what the call was about: the path of a call that takes one (open,
+// unlink, symlink, execve, ...: read from the trapped thread's registers; a
+// bad pointer would fault, so only a bounded C string is copied) or the first
+// argument as a number, so that the report says "openat /proc/self/maps"
+// rather than just "openat".
 size_t put_decimal(char* out, uint64_t v) {
   char tmp[24];
   size_t n = 0;
@@ -57,12 +58,43 @@ size_t describe_argument(const siginfo_t* info, void* context, char* out, size_t
 #if defined(__x86_64__)
   const auto* uc = static_cast<const ucontext_t*>(context);
   const greg_t* r = uc->uc_mcontext.gregs;
-  const char* path = nullptr;
-  if (info->si_syscall == SYS_openat) path = reinterpret_cast<const char*>(r[REG_RSI]);
-  if (info->si_syscall == SYS_open) path = reinterpret_cast<const char*>(r[REG_RDI]);
-  if (path != nullptr) {
+  // The register that holds the path of each call that takes one (the
+  // *at forms take a directory descriptor first); for symlink, the link's.
+  int reg = -1;
+  switch (info->si_syscall) {
+    case SYS_open:
+    case SYS_creat:
+    case SYS_unlink:
+    case SYS_mkdir:
+    case SYS_rmdir:
+    case SYS_rename:
+    case SYS_link:
+    case SYS_chmod:
+    case SYS_truncate:
+    case SYS_execve:
+      reg = REG_RDI;
+      break;
+    case SYS_openat:
+    case SYS_unlinkat:
+    case SYS_mkdirat:
+    case SYS_renameat:
+    case SYS_renameat2:
+    case SYS_linkat:
+    case SYS_fchmodat:
+    case SYS_execveat:
+    case SYS_symlink:
+      reg = REG_RSI;
+      break;
+    case SYS_symlinkat:
+      reg = REG_RDX;
+      break;
+    default:
+      break;
+  }
+  if (reg >= 0) {
+    const char* path = reinterpret_cast<const char*>(r[reg]);
     size_t n = 0;
-    while (n < cap && path[n] != 0) {
+    while (path != nullptr && n < cap && path[n] != 0) {
       out[n] = path[n];
       ++n;
     }
