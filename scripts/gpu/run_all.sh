@@ -22,6 +22,9 @@
 #   KFORGE_GPU_TEST_EXCLUDE  leave out GPU tests matching this ctest -E regex
 #   KFORGE_DEADLINE_S      seconds all stages may use together (default 585)
 #   STAGES                 which of build,test,bench to run (default all three)
+#   KFORGE_BENCH_COMPILE_FILTER  bench_compile's --benchmark_filter (default
+#                          -NvccTorchExtension: without the torch-extension
+#                          baseline, about a minute per sample; '.' keeps it)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/build/gpu-out}
@@ -90,8 +93,9 @@ if stage bench; then
     --benchmark_out_format=json >"$OUT/bench_cuda.log" 2>&1 || status=1
   grep -E '^BM_|ERROR|error' "$OUT/bench_cuda.log" | tee -a "$OUT/summary.log"
   if [ -x build/gpu/bench/compile/bench_compile ]; then
-    say "benchmarks (bench_compile, without the minutes-long torch.extension baseline)"
-    timeout "$(left)" build/gpu/bench/compile/bench_compile --benchmark_filter=-NvccTorchExtension \
+    filter=${KFORGE_BENCH_COMPILE_FILTER:--NvccTorchExtension}
+    say "benchmarks (bench_compile --benchmark_filter=$filter)"
+    timeout "$(left)" build/gpu/bench/compile/bench_compile --benchmark_filter="$filter" \
       >"$OUT/bench_compile.log" 2>&1 || status=1
     grep -E '^BM_' "$OUT/bench_compile.log" | tee -a "$OUT/summary.log"
   fi
