@@ -295,11 +295,15 @@ class CudaRunnerDevice final : public RunnerDevice {
             "readlink", "readlinkat", "getdents64", "access", "faccessat", "faccessat2"}) {
         calls.emplace_back(c);
       }
-      // CUPTI's range profiler unlinks a file while collecting counters
-      // (seen on the H200: the runner was stopped on `unlink`). Refused with
-      // EPERM instead: nothing is deleted, and collection may carry on.
-      calls.emplace_back("!unlink");
-      calls.emplace_back("!unlinkat");
+      // While collecting counters the NVIDIA user-space driver (re)creates
+      // the udev-style link of its device node: unlink, then symlink
+      // /dev/char/195:0 (seen on the H200, whose VM has no /dev/char). These
+      // fail with EPERM instead of stopping the runner: nothing is created
+      // or deleted, and the driver carries on as it does when the link
+      // cannot be made.
+      for (const char* c : {"!unlink", "!unlinkat", "!symlink", "!symlinkat", "!mkdir", "!mkdirat"}) {
+        calls.emplace_back(c);
+      }
     }
     return calls;
   }
@@ -556,26 +560,7 @@ class CudaRunnerDevice final : public RunnerDevice {
       metrics_error_ = "hardware metrics disabled (KFORGE_PROFILER_METRICS=0)";
       return;
     }
-    warm_up_metrics();
     metrics_ = std::make_unique<cupti::RangeMetrics>(options_.device, cupti::default_metric_names());
-  }
-
-  // One throwaway collection over the null kernel, before the filters: the
-  // first collection in a process is where CUPTI touched files on the H200
-  // (unlink, then symlink: the filter stopped it there), and the real
-  // collection later runs under the filter. Failures here are ignored: the
-  // real collection reports its own.
-  void warm_up_metrics() {
-    cupti::RangeMetrics warm(options_.device, cupti::default_metric_names());
-    if (!warm.available()) return;
-    try {
-      warm.collect([] {},
-                   [&] {
-                     launch_null_work();
-                     check(cudaStreamSynchronize(stream_), "the null kernel");
-                   });
-    } catch (const std::exception&) {
-    }
   }
 
   // As the judge flushes before timed calls (cuda_timing/read_flush.h).
