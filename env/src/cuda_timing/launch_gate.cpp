@@ -2,6 +2,8 @@
 
 #include <atomic>
 
+#include "cuda_timing/error_text.h"
+
 namespace kforge::cuda_timing {
 namespace {
 
@@ -34,10 +36,6 @@ DONE:
   ret;
 }
 )";
-
-std::string error_text(const char* what, cudaError_t e) {
-  return std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
-}
 
 }  // namespace
 

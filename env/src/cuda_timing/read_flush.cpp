@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "cuda_timing/error_text.h"
+
 namespace kforge::cuda_timing {
 namespace {
 
@@ -52,10 +54,6 @@ END:
   ret;
 }
 )";
-
-std::string error_text(const char* what, cudaError_t e) {
-  return std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
-}
 
 }  // namespace
 
