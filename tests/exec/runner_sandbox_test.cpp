@@ -112,6 +112,8 @@ TEST(RunnerSandbox, ReportsWhatWasApplied) {
   EXPECT_TRUE(s["no_new_privs"].get<bool>());
   EXPECT_GT(s["address_space_limit"].get<uint64_t>(), 256ull << 20);
   EXPECT_TRUE(s.contains("network"));
+  // The CPU runner asks for no writable files: none may be opened for writing.
+  EXPECT_EQ(s.value("file_writes", ""), "none");
 }
 
 TEST(RunnerSandbox, RawOpenatIsTrapped) {

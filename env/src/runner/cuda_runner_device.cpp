@@ -43,6 +43,7 @@
 #include "cuda_timing/read_flush.h"
 #include "cupti/activity_trace.h"
 #include "cupti/range_metrics.h"
+#include "runner/landlock.h"
 #include "runner/runner_device.h"
 
 namespace kforge::runner {
@@ -306,6 +307,12 @@ class CudaRunnerDevice final : public RunnerDevice {
       }
     }
     return calls;
+  }
+  // While collecting counters the driver reopens its device node for
+  // writing (openat /dev/nvidia0, seen on the H200): a profiler runner may
+  // write to the NVIDIA device nodes and nothing else (landlock.h).
+  std::vector<std::string> writable_files() const override {
+    return options_.profiler ? nvidia_device_paths() : std::vector<std::string>{};
   }
   // The driver holds a descriptor per device file and per mapping; a few
   // dozen after start-up, more as memory is mapped.

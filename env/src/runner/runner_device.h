@@ -51,6 +51,10 @@ class RunnerDevice {
   // ("mprotect" is granted without PROT_EXEC only, "openat"/"open" read-only;
   // "!name" makes the call fail with EPERM instead of stopping the runner).
   virtual std::vector<std::string> extra_syscalls() const = 0;
+  // Files the device runtime opens for writing after the filters exist; the
+  // sandbox confines writes to them with Landlock and then lets "openat"
+  // extras ask for write access (landlock.h). None by default.
+  virtual std::vector<std::string> writable_files() const { return {}; }
   // Descriptors the device runtime holds or opens on its own, on top of the
   // candidate's RLIMIT_NOFILE allowance.
   virtual int extra_open_files() const { return 0; }

@@ -23,6 +23,7 @@
 #include "common/errno_text.h"
 #include "common/runner_protocol.h"
 #include "common/unique_fd.h"
+#include "runner/landlock.h"
 
 namespace kforge::runner {
 namespace {
@@ -194,14 +195,19 @@ class Filter {
   void allow_on_fds(const char* name, std::initializer_list<int> fds) {
     for (int fd : fds) allow_if(name, SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(fd)));
   }
-  void allow_any(const std::vector<std::string>& names) {
+  // `writes_confined`: Landlock restricts file writes to granted paths
+  // (landlock.h), so opens may ask for write access.
+  void allow_any(const std::vector<std::string>& names, bool writes_confined) {
     for (const auto& n : names) {
       // Device runtimes may change page protections of their own buffers;
       // never to executable, which would let candidate code create code.
       if (n == "mprotect") {
         allow_if("mprotect", SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+      } else if ((n == "openat" || n == "open") && writes_confined) {
+        allow(n.c_str());
       } else if (n == "openat") {
-        // Read-only, always: no device may ask for file writes.
+        // Read-only: the filter cannot see the path, so without Landlock no
+        // device may ask for file writes.
         allow_if("openat", SCMP_A2(SCMP_CMP_MASKED_EQ, kFileWriteFlags, 0));
       } else if (n == "open") {
         allow_if("open", SCMP_A1(SCMP_CMP_MASKED_EQ, kFileWriteFlags, 0));
@@ -249,7 +255,7 @@ class Filter {
 };
 
 // What a running kernel (and the runner's own request loop) needs.
-void add_running_rules(Filter* f, const std::vector<std::string>& extra) {
+void add_running_rules(Filter* f, const std::vector<std::string>& extra, bool writes_confined) {
   const int control = protocol::kControlFd;
   f->allow_on_fds("read", {control});
   f->allow_on_fds("recvmsg", {control});
@@ -282,7 +288,7 @@ void add_running_rules(Filter* f, const std::vector<std::string>& extra) {
   f->allow_if("tgkill", SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(::getpid())));
   f->allow("exit");
   f->allow("exit_group");
-  f->allow_any(extra);
+  f->allow_any(extra, writes_confined);
 }
 
 // Additionally, what dlopen and the arena mapping need: read-only file opens,
@@ -330,6 +336,7 @@ nlohmann::json SandboxState::to_json() const {
   return {{"network", network},
           {"capabilities_dropped", capabilities_dropped},
           {"no_new_privs", no_new_privs},
+          {"file_writes", file_writes},
           {"seccomp", loading_filter && running_filter},
           {"address_space_limit", address_space_limit},
           {"notes", notes}};
@@ -351,7 +358,7 @@ void isolate_network(SandboxState* state) {
 }
 
 void enter_loading_phase(const SandboxLimits& limits, const std::vector<std::string>& extra_syscalls,
-                         SandboxState* state) {
+                         const std::vector<std::string>& writable_files, SandboxState* state) {
   set_limit(RLIMIT_CORE, 0, "RLIMIT_CORE");
   set_limit(RLIMIT_FSIZE, limits.output_bytes, "RLIMIT_FSIZE");
   set_limit(RLIMIT_NOFILE, static_cast<rlim_t>(limits.open_files), "RLIMIT_NOFILE");
@@ -362,13 +369,25 @@ void enter_loading_phase(const SandboxLimits& limits, const std::vector<std::str
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("PR_SET_NO_NEW_PRIVS", errno);
   state->no_new_privs = true;
   install_sigsys_reporter();
+  bool writes_confined = false;
+  if (!writable_files.empty()) {
+    FileConfinement c = confine_file_writes(writable_files);
+    writes_confined = c.applied;
+    if (c.applied) {
+      state->file_writes = "landlock ABI " + std::to_string(c.abi) + ": only";
+      for (const auto& path : c.writable) state->file_writes += " " + path;
+    } else {
+      state->file_writes = "read-only opens";
+      state->notes.push_back("file writes not confined by path (" + c.why_not + "); opens stay read-only");
+    }
+  }
 
   Filter running;
-  add_running_rules(&running, extra_syscalls);
+  add_running_rules(&running, extra_syscalls, writes_confined);
   g_running_program = running.export_program();
 
   Filter loading;
-  add_running_rules(&loading, extra_syscalls);
+  add_running_rules(&loading, extra_syscalls, writes_confined);
   add_loading_rules(&loading);
   loading.load();
   state->loading_filter = true;

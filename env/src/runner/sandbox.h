@@ -4,7 +4,9 @@
 //   at startup       die with the judge, close stray fds, own network namespace
 //                    (when permitted), cwd = scratch dir
 //   before loading   rlimits (core 0, file size, open files, CPU time), all
-//                    capabilities dropped, no_new_privs, SIGSYS reporter, and the
+//                    capabilities dropped, no_new_privs, SIGSYS reporter, Landlock
+//                    (only for a device that must open files for writing:
+//                    landlock.h), and the
 //                    LOADING seccomp filter: what the dynamic loader needs
 //                    (read-only openat, mmap/mprotect, ...) plus the RUNNING set
 //   after loading    RLIMIT_AS, then the RUNNING filter stacked on top: memory,
@@ -38,6 +40,10 @@ struct SandboxState {
   std::string network = "shared";  // "private" | "private (user namespace)" | "shared"
   bool capabilities_dropped = false;
   bool no_new_privs = false;
+  // "none": no file may be opened for writing; "landlock ABI <n>: only
+  // <paths>": writes confined to those; "read-only opens" when the device
+  // asked for writable files but Landlock could not be applied.
+  std::string file_writes = "none";
   bool loading_filter = false;
   bool running_filter = false;
   uint64_t address_space_limit = 0;
@@ -50,10 +56,13 @@ void isolate_network(SandboxState* state);
 
 // Limits, capabilities, no_new_privs, the SIGSYS reporter and the loading
 // filter. `extra_syscalls` are the device's additional needs in both phases
-// (none on CPU; "mprotect" among them is allowed without PROT_EXEC only). Throws std::runtime_error if a mandatory step
-// fails.
+// (none on CPU; "mprotect" among them is allowed without PROT_EXEC only).
+// `writable_files`, when not empty, are confined with Landlock (landlock.h)
+// as the only files the device may open for writing; its "openat"/"open"
+// extras then allow write flags. Throws std::runtime_error if a mandatory
+// step fails.
 void enter_loading_phase(const SandboxLimits& limits, const std::vector<std::string>& extra_syscalls,
-                         SandboxState* state);
+                         const std::vector<std::string>& writable_files, SandboxState* state);
 
 // RLIMIT_AS = current address space + limits.memory_bytes, then the running
 // filter. Throws std::runtime_error on failure.
