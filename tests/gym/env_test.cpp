@@ -109,7 +109,7 @@ TEST_F(EnvTest, ResetProducesACompletePrompt) {
 }
 
 TEST_F(EnvTest, CorrectSubmitEarnsAPositiveRewardAndEndsTheEpisode) {
-  env().reset(task_);
+  env().reset(testing::timed_test_task());
   const StepResult r = env().step(make_action(ActionType::kSubmit, "correct"));
   expect_complete_info(r);
   EXPECT_TRUE(r.terminated);

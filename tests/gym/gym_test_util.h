@@ -15,6 +15,11 @@ namespace kforge::env::testing {
 inline std::filesystem::path data_dir() { return std::filesystem::path(KFORGE_SOURCE_DIR) / "tests/gym/data"; }
 
 inline TaskSpec test_task() { return load_task(data_dir() / "scale_bias_relu.json"); }
+// The same task at 1024 x 256: a correct candidate's time there stays
+// measurable when other processes load the machine (at 64 x 32 it is near the
+// null call's noise and can come out as 0, i.e. no speedup), so tests that
+// assert a speedup or a positive reward use it.
+inline TaskSpec timed_test_task() { return load_task(data_dir() / "scale_bias_relu_timed.json"); }
 
 inline Solution candidate(const std::string& name) {
   return load_solution(data_dir() / (name + ".cpp"), SolutionMode::kCpp);
