@@ -94,8 +94,8 @@ int main(int argc, char** argv) {
   void* flush = nullptr;
   check(cudaMalloc(&flush, flush_bytes), "cudaMalloc (flush)");
   kforge::cuda_timing::ReadFlush read_flush(flush_bytes);
-  if (flush_kind == "read" && !read_flush.available()) {
-    std::fprintf(stderr, "kforge_kernel_timer: %s\n", read_flush.why().c_str());
+  if (flush_kind == "read" && !read_flush.reads()) {
+    std::fprintf(stderr, "kforge_kernel_timer: %s\n", read_flush.method().c_str());
     return 1;
   }
   cudaStream_t stream = nullptr;

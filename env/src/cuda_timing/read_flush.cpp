@@ -89,6 +89,7 @@ ReadFlush::~ReadFlush() {
 }
 
 cudaError_t ReadFlush::run(cudaStream_t stream) {
+  if (!reads()) return cudaMemsetAsync(buffer_, ++memset_round_, bytes_, stream);
   uint64_t n = bytes_ / 16;
   void* args[] = {&buffer_, &n, &sink_};
   return cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(blocks_), dim3(kThreads), args, 0, stream);

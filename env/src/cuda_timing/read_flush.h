@@ -10,8 +10,9 @@
 //   ReadFlush flush(bytes);        // allocates and zeroes the buffer once
 //   flush.run(stream);             // enqueues the reading kernel
 //
-// When the kernel cannot be loaded, available() is false and why() says why;
-// callers keep their memset flush then.
+// When the kernel cannot be loaded, run() memsets the buffer instead (a new
+// byte value each time, so that the writes are not elided), and method()
+// says so: "read", or "memset (read flush unavailable: <why>)".
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -32,11 +33,11 @@ class ReadFlush {
   ReadFlush(const ReadFlush&) = delete;
   ReadFlush& operator=(const ReadFlush&) = delete;
 
-  bool available() const { return kernel_ != nullptr; }
-  const std::string& why() const { return why_; }
+  bool reads() const { return kernel_ != nullptr; }
+  std::string method() const { return reads() ? "read" : "memset (read flush unavailable: " + why_ + ")"; }
   size_t bytes() const { return bytes_; }
 
-  // Enqueues the read of the whole buffer on `stream`.
+  // Enqueues the flush of the whole buffer on `stream`.
   cudaError_t run(cudaStream_t stream);
 
  private:
@@ -44,6 +45,7 @@ class ReadFlush {
   std::string why_;
   void* buffer_ = nullptr;
   void* sink_ = nullptr;  // written only if the buffer's XOR is a magic value: never
+  unsigned char memset_round_ = 0;
   unsigned blocks_ = 0;
   cudaLibrary_t library_ = nullptr;
   cudaKernel_t kernel_ = nullptr;

@@ -98,12 +98,7 @@ class CudaJudgeDevice final : public JudgeDevice {
     sm_count_ = prop.multiProcessorCount;
     cc_ = std::to_string(prop.major) + "." + std::to_string(prop.minor);
     flush_ = plan_l2_flush(attribute(cudaDevAttrL2CacheSize, index));
-    read_flush_ = std::make_unique<cuda_timing::ReadFlush>(flush_.flush_bytes);
-    if (!read_flush_->available()) {
-      flush_fallback_ = read_flush_->why();
-      read_flush_.reset();
-      check(cudaMalloc(&flush_buffer_, flush_.flush_bytes), "allocating the L2 flush buffer");
-    }
+    cache_flush_ = std::make_unique<cuda_timing::ReadFlush>(flush_.flush_bytes);
     check(cudaEventCreate(&start_), "cudaEventCreate");
     check(cudaEventCreate(&stop_), "cudaEventCreate");
     gate_ = std::make_unique<cuda_timing::LaunchGate>();
@@ -122,7 +117,6 @@ class CudaJudgeDevice final : public JudgeDevice {
   ~CudaJudgeDevice() override {
     cudaEventDestroy(start_);
     cudaEventDestroy(stop_);
-    cudaFree(flush_buffer_);
   }
 
   std::string backend() const override { return "cuda"; }
@@ -136,15 +130,10 @@ class CudaJudgeDevice final : public JudgeDevice {
 
   // On ATen's stream (the legacy default stream), so the flush is ordered
   // before the reference that follows; synchronous, so it is also complete
-  // before the runner's call starts in its own process. A read flush leaves
-  // the L2 clean (cuda_timing/read_flush.h); the memset fallback writes a
-  // fresh byte value each time so that the writes are not elided.
+  // before the runner's call starts in its own process. Reading leaves the
+  // L2 clean (cuda_timing/read_flush.h).
   void flush_cache() override {
-    if (read_flush_) {
-      check(read_flush_->run(nullptr), "L2 flush");
-    } else {
-      check(cudaMemsetAsync(flush_buffer_, ++flush_round_, flush_.flush_bytes, nullptr), "L2 flush");
-    }
+    check(cache_flush_->run(nullptr), "L2 flush");
     check(cudaStreamSynchronize(nullptr), "L2 flush");
   }
   uint64_t flush_bytes() const override { return flush_.flush_bytes; }
@@ -188,7 +177,7 @@ class CudaJudgeDevice final : public JudgeDevice {
     if (!nvml_) j["unavailable"] = "clocks unavailable: " + nvml_error_;
     j["l2_bytes"] = flush_.l2_bytes;
     j["l2_source"] = flush_.source;
-    j["cache_flush"] = read_flush_ ? "read" : "memset (read flush unavailable: " + flush_fallback_ + ")";
+    j["cache_flush"] = cache_flush_->method();
     j["sm_count"] = sm_count_;
     j["compute_capability"] = cc_;
     return j;
@@ -221,7 +210,7 @@ class CudaJudgeDevice final : public JudgeDevice {
   // work is run through the context to find out.
   std::string context_error() override {
     cudaError_t e = cudaDeviceSynchronize();
-    if (e == cudaSuccess) e = read_flush_ ? read_flush_->run(nullptr) : cudaMemsetAsync(flush_buffer_, 0, 1, nullptr);
+    if (e == cudaSuccess) e = cache_flush_->run(nullptr);
     if (e == cudaSuccess) e = cudaStreamSynchronize(nullptr);
     if (e == cudaSuccess) e = cudaGetLastError();
     return e == cudaSuccess ? "" : "the judge's CUDA context failed: " + cuda_error_text(e);
@@ -237,10 +226,7 @@ class CudaJudgeDevice final : public JudgeDevice {
   std::string name_, cc_;
   int sm_count_ = 0;
   L2FlushPlan flush_;
-  std::unique_ptr<cuda_timing::ReadFlush> read_flush_;
-  std::string flush_fallback_;
-  void* flush_buffer_ = nullptr;  // the memset flush's, only without a read flush
-  unsigned char flush_round_ = 0;
+  std::unique_ptr<cuda_timing::ReadFlush> cache_flush_;
   std::unique_ptr<cuda_timing::LaunchGate> gate_;
   std::string gate_off_;  // why the reference is not gated (empty: it is)
   cudaEvent_t start_ = nullptr, stop_ = nullptr;

@@ -549,11 +549,7 @@ class CudaRunnerDevice final : public RunnerDevice {
     int l2 = 0;
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, options_.device);
     flush_bytes_ = 2 * static_cast<size_t>(l2 > 0 ? l2 : 64 << 20);
-    read_flush_ = std::make_unique<cuda_timing::ReadFlush>(flush_bytes_);
-    if (!read_flush_->available()) {
-      read_flush_.reset();
-      check(cudaMalloc(&flush_buffer_, flush_bytes_), "allocating the profiler's L2 flush buffer");
-    }
+    flush_ = std::make_unique<cuda_timing::ReadFlush>(flush_bytes_);
     activity_error_ = cupti::ActivityTrace::initialize();
     if (activity_error_.empty()) {
       if (auto id = cupti::ActivityTrace::stream_id(stream_)) {
@@ -572,11 +568,7 @@ class CudaRunnerDevice final : public RunnerDevice {
 
   // As the judge flushes before timed calls (cuda_timing/read_flush.h).
   void flush_l2() {
-    if (read_flush_) {
-      check(read_flush_->run(stream_), "L2 flush");
-    } else {
-      check(cudaMemsetAsync(flush_buffer_, ++flush_round_, flush_bytes_, stream_), "L2 flush");
-    }
+    check(flush_->run(stream_), "L2 flush");
     check(cudaStreamSynchronize(stream_), "L2 flush");
   }
 
@@ -734,10 +726,8 @@ class CudaRunnerDevice final : public RunnerDevice {
   std::unique_ptr<cuda_timing::LaunchGate> gate_;
   std::string gate_off_;  // why calls are not gated (empty: they are)
   // Profiler runner only.
-  std::unique_ptr<cuda_timing::ReadFlush> read_flush_;
-  void* flush_buffer_ = nullptr;  // the memset flush's, only without a read flush
+  std::unique_ptr<cuda_timing::ReadFlush> flush_;
   size_t flush_bytes_ = 0;
-  unsigned char flush_round_ = 0;
   std::string activity_error_;
   uint32_t stream_id_ = 0;
   std::unique_ptr<cupti::RangeMetrics> metrics_;
