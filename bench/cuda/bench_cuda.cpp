@@ -179,26 +179,35 @@ void BM_EvalThroughput(benchmark::State& state) {
 }
 BENCHMARK(BM_EvalThroughput)->Iterations(1)->Unit(benchmark::kSecond);
 
-// Runs ncu on kforge_kernel_timer and returns the median gpu__time_duration of
-// the candidate's kernels per call, in ms; 0 with `why` set when not possible.
-double ncu_kernel_ms(const fs::path& task_json, const fs::path& so, std::string* why) {
+// What Nsight Compute measures of the candidate's kernels: the median per
+// launch of each metric (times in ms, bytes in bytes, percentages as %).
+const std::vector<std::string> kNcuMetrics = {
+    "gpu__time_duration.sum",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+};
+
+// Runs ncu on kforge_kernel_timer; empty with `why` set when not possible.
+std::map<std::string, double> ncu_metrics(const fs::path& task_json, const fs::path& so, std::string* why) {
   const char* env_ncu = std::getenv("KFORGE_NCU");
   std::string ncu = env_ncu != nullptr ? env_ncu : "ncu";
   fs::path csv = fs::temp_directory_path() / ("kforge-ncu-" + std::to_string(::getpid()) + ".csv");
-  std::string cmd = ncu +
-                    " --csv --clock-control none --cache-control all --metrics gpu__time_duration.sum"
-                    " --kernel-name regex:'^(?!.*[Mm]emset).*' " KFORGE_KERNEL_TIMER " " +
-                    task_json.string() + " " + so.string() + " 20 memset > " + csv.string() + " 2>&1";
+  std::string list;
+  for (const auto& m : kNcuMetrics) list += (list.empty() ? "" : ",") + m;
+  std::string cmd = ncu + " --csv --print-units base --clock-control none --cache-control all --metrics " + list +
+                    " --kernel-name regex:'^(?!.*[Mm]emset).*' " KFORGE_KERNEL_TIMER " " + task_json.string() + " " +
+                    so.string() + " 20 memset > " + csv.string() + " 2>&1";
   if (std::system(cmd.c_str()) != 0) {
     *why = "ncu failed or is not on PATH (" + cmd + "): " + read_file(csv).substr(0, 400);
-    return 0;
+    return {};
   }
   // Rows: "ID","Process ID",...,"Kernel Name",...,"Metric Name","Metric Unit","Metric Value"
-  std::vector<double> per_launch;
+  std::map<std::string, std::vector<double>> per_launch;
   std::istringstream in(read_file(csv));
   std::string line;
   while (std::getline(in, line)) {
-    if (line.find("gpu__time_duration.sum") == std::string::npos) continue;
     std::vector<std::string> cells;
     std::string cell;
     bool quoted = false;
@@ -214,20 +223,26 @@ double ncu_kernel_ms(const fs::path& task_json, const fs::path& so, std::string*
     }
     cells.push_back(cell);
     if (cells.size() < 3) continue;
+    const std::string& name = cells[cells.size() - 3];
+    if (std::find(kNcuMetrics.begin(), kNcuMetrics.end(), name) == kNcuMetrics.end()) continue;
     const std::string& unit = cells[cells.size() - 2];
     std::string value = cells.back();
     value.erase(std::remove(value.begin(), value.end(), ','), value.end());
-    double v = std::atof(value.c_str());
-    double scale = unit == "nsecond" || unit == "ns" ? 1e-6 : unit == "usecond" || unit == "us" ? 1e-3 : 1.0;
-    per_launch.push_back(v * scale);
+    const double v = std::atof(value.c_str());
+    const double scale = unit == "nsecond" || unit == "ns"   ? 1e-6
+                         : unit == "usecond" || unit == "us" ? 1e-3
+                         : unit == "Kbyte"                   ? 1e3
+                         : unit == "Mbyte"                   ? 1e6
+                         : unit == "Gbyte"                   ? 1e9
+                                                             : 1.0;
+    per_launch[name].push_back(v * scale);
   }
   std::error_code ec;
   fs::remove(csv, ec);
-  if (per_launch.empty()) {
-    *why = "ncu printed no gpu__time_duration rows";
-    return 0;
-  }
-  return median(per_launch);
+  std::map<std::string, double> out;
+  for (auto& [name, v] : per_launch) out[name] = median(v);
+  if (!out.count("gpu__time_duration.sum")) *why = "ncu printed no gpu__time_duration rows";
+  return out;
 }
 
 // kforge_kernel_timer on its own (no ncu, no harness): the median event time
@@ -272,6 +287,7 @@ void BM_TimingFidelity(benchmark::State& state) {
     std::string last_timer, last_gate;
     double cupti_kernel_ms = 0;
     int cupti_launches = 0;
+    nlohmann::json profile_metrics = nlohmann::json::object();
     for (int i = 0; i < runs; ++i) {
       EvalRequest req;
       req.task = task;
@@ -295,6 +311,7 @@ void BM_TimingFidelity(benchmark::State& state) {
         cupti_kernel_ms = r.profile["attribution"].value("kernel_ms", 0.0);
         cupti_launches = r.profile["attribution"].value("kernel_launches", 0);
       }
+      if (r.profile.is_object() && r.profile.contains("metrics")) profile_metrics = r.profile["metrics"];
     }
     double mean = 0, var = 0;
     for (double x : speedups) mean += x / static_cast<double>(speedups.size());
@@ -312,7 +329,22 @@ void BM_TimingFidelity(benchmark::State& state) {
     for (double x : medians) std::printf(" %.5f", x);
     std::printf("\n[fidelity] timer %s, launch gate %s\n", last_timer.c_str(), last_gate.c_str());
     std::string why;
-    double ncu_ms = ncu_kernel_ms(task_json, c.artifact.path, &why);
+    std::map<std::string, double> ncu = ncu_metrics(task_json, c.artifact.path, &why);
+    const double ncu_ms = ncu.count("gpu__time_duration.sum") ? ncu["gpu__time_duration.sum"] : 0.0;
+    // The profile's hardware metrics (CUPTI range profiler, restated over the
+    // busy time) against Nsight Compute's per-kernel figures.
+    auto compare = [&](const char* counter, const char* ours, double theirs) {
+      if (profile_metrics.contains(ours) && theirs > 0) {
+        state.counters[counter] = profile_metrics[ours].get<double>() / theirs;
+      }
+    };
+    compare("metrics_memory_pct_over_ncu", "memory_throughput_pct",
+            ncu["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"]);
+    compare("metrics_sm_pct_over_ncu", "sm_throughput_pct", ncu["sm__throughput.avg.pct_of_peak_sustained_elapsed"]);
+    compare("metrics_dram_bytes_over_ncu", "dram_bytes", ncu["dram__bytes_read.sum"] + ncu["dram__bytes_write.sum"]);
+    std::printf("[fidelity] profile metrics %s\n[fidelity] ncu:", profile_metrics.dump().c_str());
+    for (const auto& [name, v] : ncu) std::printf(" %s=%.6g", name.c_str(), v);
+    std::printf("\n");
     if (ncu_ms > 0) {
       state.counters["ncu_kernel_ms"] = ncu_ms;
       state.counters["harness_over_ncu"] = harness_ms / ncu_ms;

@@ -181,13 +181,34 @@ TEST(ProfileMetrics, RangeProfilerValuesAreRenamedAndScaled) {
                  {"sm__warps_active.avg.pct_of_peak_sustained_active", 62.0},
                  {"sm__cycles_elapsed.avg.per_second", 1.98e9}};
   json m = normalize_metrics(values);
-  EXPECT_DOUBLE_EQ(m["duration_ms"].get<double>(), 0.052);
+  EXPECT_DOUBLE_EQ(m["range_ms"].get<double>(), 0.052);
   EXPECT_DOUBLE_EQ(m["sm_throughput_pct"].get<double>(), 41.5);
   EXPECT_DOUBLE_EQ(m["memory_throughput_pct"].get<double>(), 88.0);
   EXPECT_DOUBLE_EQ(m["dram_bytes"].get<double>(), 3.0e8);
   EXPECT_DOUBLE_EQ(m["achieved_occupancy_pct"].get<double>(), 62.0);
   EXPECT_DOUBLE_EQ(m["sm_clock_mhz"].get<double>(), 1980.0);
+  EXPECT_EQ(m["pct_basis"], "range");
   EXPECT_FALSE(m.contains("dram_throughput_pct"));
+}
+
+TEST(ProfileMetrics, ThroughputsAreRestatedOverTheTimeTheGpuWorked) {
+  // A 10 us kernel in a 60 us range (the host's part of the call is inside it).
+  json values = {{"gpu__time_duration.sum", 60000.0},
+                 {"sm__throughput.avg.pct_of_peak_sustained_elapsed", 3.0},
+                 {"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 12.0},
+                 {"dram__throughput.avg.pct_of_peak_sustained_elapsed", 20.0},
+                 {"sm__warps_active.avg.pct_of_peak_sustained_active", 70.0}};
+  json m = normalize_metrics(values, 0.010);
+  EXPECT_EQ(m["pct_basis"], "busy");
+  EXPECT_DOUBLE_EQ(m["busy_ms"].get<double>(), 0.010);
+  EXPECT_NEAR(m["sm_throughput_pct"].get<double>(), 18.0, 1e-9);
+  EXPECT_NEAR(m["memory_throughput_pct"].get<double>(), 72.0, 1e-9);
+  EXPECT_DOUBLE_EQ(m["dram_throughput_pct"].get<double>(), 100.0) << "capped at the peak";
+  EXPECT_DOUBLE_EQ(m["over_range"]["memory_throughput_pct"].get<double>(), 12.0);
+  EXPECT_DOUBLE_EQ(m["achieved_occupancy_pct"].get<double>(), 70.0) << "already per active cycle";
+  // A busy time longer than the range is never used to scale down.
+  EXPECT_EQ(normalize_metrics(values, 0.5)["pct_basis"], "range");
+  EXPECT_DOUBLE_EQ(normalize_metrics(values, 0.5)["memory_throughput_pct"].get<double>(), 12.0);
 }
 
 TEST(NvmlMonitor, EitherReachesTheDeviceOrSaysWhyNot) {

@@ -2,7 +2,10 @@
 #include "kforge/env/env_pool.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "gym_test_util.h"
@@ -169,6 +172,28 @@ TEST_F(EnvPoolTest, PoolsShareServices) {
   ASSERT_EQ(b.size(), 1u);
   EXPECT_TRUE(b[0].result.info["cache_hit"].get<bool>()) << "the on-disk cache is shared";
   EXPECT_EQ(b[0].result.info["solution_hash"], a[0].result.info["solution_hash"]);
+}
+
+TEST_F(EnvPoolTest, AnEnergyRewardTermTurnsOnTheEnergyMeasurement) {
+  EnvPool plain(config_, 1);
+  EXPECT_EQ(plain.config().eval.energy_window_ms, 0.0) << "off unless a reward pays for it";
+
+  const std::filesystem::path yaml =
+      std::filesystem::temp_directory_path() / ("kforge-energy-reward-" + std::to_string(::getpid()) + ".yaml");
+  {
+    std::ofstream out(yaml);
+    out << "name: speed_and_energy\nterms:\n  - type: log_speedup\n  - type: energy\n    per_joule: -0.1\n";
+  }
+  EnvConfig with_energy = config_;
+  with_energy.reward.function = yaml.string();
+  with_energy.reward.step_terms = {};
+  EnvPool paying(with_energy, 1);
+  EXPECT_EQ(paying.config().eval.energy_window_ms, 100.0);
+
+  with_energy.eval.energy_window_ms = 250;  // a window the config chose stays
+  EnvPool chosen(with_energy, 1);
+  EXPECT_EQ(chosen.config().eval.energy_window_ms, 250.0);
+  std::filesystem::remove(yaml);
 }
 
 }  // namespace

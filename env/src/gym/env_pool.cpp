@@ -18,6 +18,10 @@ using internal::StepJob;
 
 namespace {
 
+// The energy window an `energy` reward term turns on when the config set none
+// (EvalOptions::energy_window_ms).
+constexpr double kEnergyWindowForRewardMs = 100.0;
+
 // The modes a backend can run, in the order offered to the policy.
 std::vector<SolutionMode> backend_modes(BackendKind backend) {
   if (backend == BackendKind::kCpu) return {SolutionMode::kCpp};
@@ -88,6 +92,13 @@ EnvPool::Impl::Impl(EnvConfig c, int num_envs, EnvServices s) : config(std::move
       for (const auto& n : components) list += (list.empty() ? "" : ", ") + n;
       throw InputError(config.source + ": reward.step_terms: \"" + term + "\" is not a term of reward function \"" +
                        reward->name() + "\" (its terms: " + list + ")");
+    }
+  }
+  // Energy per call costs every profiled evaluation twice its window, so it is
+  // measured only when a reward term pays for it.
+  for (const auto& term : reward->describe().value("terms", json::array())) {
+    if (term.value("type", "") == "energy" && !(config.eval.energy_window_ms > 0)) {
+      config.eval.energy_window_ms = kEnergyWindowForRewardMs;
     }
   }
   skills = load_skills(config);

@@ -172,6 +172,7 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
     ProfileResult profile =
         profile_candidate(request, plan, &session, device, profilers, limits, deadline, &report.timing);
     report.phase_ms["profile"] = ms_since(t);
+    for (const auto& [part, ms] : profile.phase_ms.items()) report.phase_ms["profile_" + part] = ms;
     report.profile = std::move(profile.profile);
     if (!explain_roofline) {
       if (profile.verdict.failed()) verdict = std::move(profile.verdict);

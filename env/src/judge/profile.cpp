@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <set>
@@ -25,18 +24,14 @@ using Status = exec::RunnerReply::Status;
 
 // Data the candidate has not seen in verification or timing.
 constexpr uint64_t kProfileSeed = 7000003;
-// Energy: back-to-back calls for about this long per side, at most this many
-// calls. The NVML counter advances in steps of milliseconds, so shorter
-// windows get noisy; longer ones cost every profiled evaluation twice the
-// window. KFORGE_ENERGY_WINDOW_MS overrides it; 0 turns energy off.
-constexpr double kDefaultEnergyWindowMs = 100;
+// Energy (EvalOptions::energy_window_ms): the NVML counter advances in steps
+// of milliseconds, so windows much shorter than ~100 ms get noisy.
 constexpr int kMaxEnergyCalls = 20000;
 constexpr int kMaxEnergyWindows = 3;
 
-double energy_window_ms() {
-  const char* env = std::getenv("KFORGE_ENERGY_WINDOW_MS");
-  return env != nullptr ? std::max(0.0, std::atof(env)) : kDefaultEnergyWindowMs;
-}
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
 // The profile request: one traced call plus one call per range-profiler pass.
 constexpr double kProfileBudgetMs = 60000;
 
@@ -53,8 +48,8 @@ int energy_calls(double per_call_ms, double window_ms) {
 // Joules per call of the candidate and of the reference; nothing when the
 // device has no energy counter.
 Verdict measure_energy(const CasePlan& plan, CandidateSession* session, JudgeDevice* device,
-                       const std::vector<at::Tensor>& inputs, double limit_ms, exec::Deadline deadline, json* timing) {
-  const double window_ms = energy_window_ms();
+                       const std::vector<at::Tensor>& inputs, double window_ms, double limit_ms,
+                       exec::Deadline deadline, json* timing) {
   const int cand_calls = energy_calls(median_ms(*timing, "candidate"), window_ms);
   const int ref_calls = energy_calls(median_ms(*timing, "reference"), window_ms);
   if (cand_calls == 0 || ref_calls == 0 || !device->energy_mj()) return {};
@@ -194,12 +189,12 @@ json roofline_profile(const TaskSpec& task, double time_ms, int launches, const 
 
 }  // namespace
 
-json normalize_metrics(const json& values) {
+json normalize_metrics(const json& values, double busy_ms) {
   json m = json::object();
   auto take = [&](const char* name, const char* key, double scale) {
     if (values.contains(name) && values[name].is_number()) m[key] = values[name].get<double>() * scale;
   };
-  take("gpu__time_duration.sum", "duration_ms", 1e-6);
+  take("gpu__time_duration.sum", "range_ms", 1e-6);
   take("sm__throughput.avg.pct_of_peak_sustained_elapsed", "sm_throughput_pct", 1);
   take("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "memory_throughput_pct", 1);
   take("dram__throughput.avg.pct_of_peak_sustained_elapsed", "dram_throughput_pct", 1);
@@ -208,6 +203,24 @@ json normalize_metrics(const json& values) {
   if (values.contains("dram__bytes_read.sum") && values.contains("dram__bytes_write.sum")) {
     m["dram_bytes"] = values["dram__bytes_read.sum"].get<double>() + values["dram__bytes_write.sum"].get<double>();
   }
+  const double range_ms = m.value("range_ms", 0.0);
+  // Only ever scaled up: a busy time longer than the range (the traced call
+  // ran slower than the profiled ones) leaves the range's figures.
+  if (!(busy_ms > 0) || !(range_ms > busy_ms)) {
+    m["pct_basis"] = "range";
+    return m;
+  }
+  const double scale = range_ms / busy_ms;
+  json over_range = json::object();
+  for (const char* key : {"sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct"}) {
+    if (!m.contains(key)) continue;
+    over_range[key] = m[key];
+    // Capped: busy_ms comes from a different call than the counters.
+    m[key] = std::min(100.0, m[key].get<double>() * scale);
+  }
+  m["busy_ms"] = busy_ms;
+  m["pct_basis"] = "busy";
+  m["over_range"] = over_range;
   return m;
 }
 
@@ -231,9 +244,12 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
   session->poison_outputs();
   device->synchronize();
 
-  if (timing != nullptr && timing->is_object()) {
+  if (timing != nullptr && timing->is_object() && options.energy_window_ms > 0) {
+    const auto t = Clock::now();
     const double limit_ms = options.call_timeout_ms * 4;
-    Verdict v = measure_energy(plan, session, device, inputs, limit_ms, call_deadline(limit_ms), timing);
+    Verdict v = measure_energy(plan, session, device, inputs, options.energy_window_ms, limit_ms,
+                               call_deadline(limit_ms), timing);
+    result.phase_ms["energy"] = ms_since(t);
     if (v.failed()) {
       result.verdict = std::move(v);
       return result;
@@ -250,6 +266,7 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
     auto profile_once = [&](bool with_metrics, std::string* unavailable) {
       exec::RunnerReply r;
       std::unique_ptr<exec::RunnerProcess> runner;
+      const auto t_take = Clock::now();
       try {
         runner = profilers->take();
       } catch (const SystemError& e) {
@@ -264,6 +281,7 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
         json b = session->tensor_bindings(base);
         r = runner->bind(b["inputs"], b["outputs"], call_deadline(options.call_timeout_ms));
       }
+      result.phase_ms["profiler_setup"] = result.phase_ms.value("profiler_setup", 0.0) + ms_since(t_take);
       if (r.ok()) r = runner->profile({{"metrics", with_metrics}}, call_deadline(kProfileBudgetMs));
       std::string output = r.ok() ? std::string() : runner->output_tail(2048);
       runner->terminate();
@@ -300,6 +318,8 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
     }
     if (r.ok()) {
       const json& p = r.body.value("profile", json::object());
+      const json parts = p.value("phase_ms", json::object());
+      for (const auto& [part, ms] : parts.items()) result.phase_ms[part] = ms;
       if (p.contains("activity") && !p["activity"].contains("error")) {
         AttributionDevice where;
         json clocks = device->clocks();
@@ -319,7 +339,8 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
             p.contains("activity") ? p["activity"]["error"] : p.value("activity_unavailable", json("unknown"));
       }
       if (p.contains("metrics")) {
-        metrics = normalize_metrics(p["metrics"].value("values", json::object()));
+        metrics =
+            normalize_metrics(p["metrics"].value("values", json::object()), attribution ? attribution->busy_ms : 0.0);
         metrics["passes"] = p["metrics"].value("passes", 0);
         metrics["unsupported"] = p["metrics"].value("unsupported", json::array());
         if (attribution) metrics["waves_per_sm"] = attribution->max_waves;

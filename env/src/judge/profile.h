@@ -30,6 +30,9 @@ namespace kforge::judge {
 struct ProfileResult {
   Verdict verdict;                   // kCorrect unless the candidate misbehaved under the profiler
   nlohmann::json profile = nullptr;  // EvalReport::profile
+  // Wall time of the stage's parts: energy, profiler_setup (a profiler runner
+  // taken, the candidate loaded and bound), trace and metrics (in the runner).
+  nlohmann::json phase_ms = nlohmann::json::object();
 };
 
 // `profilers` starts profiler runners (null: no attribution, said in the
@@ -41,7 +44,16 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
 
 // The range profiler's raw values as the report names them: sm_throughput_pct,
 // memory_throughput_pct, dram_throughput_pct, dram_bytes, achieved_occupancy_pct,
-// duration_ms, sm_clock_mhz (those present).
-nlohmann::json normalize_metrics(const nlohmann::json& values);
+// range_ms, sm_clock_mhz (those present).
+//
+// The range is the whole kf_forward call, so its "% of peak sustained
+// elapsed" counts the host's part of the call too (argument checks, the
+// launch): on the H200 a ~9 us kernel sat in a 60 us range and read as 8%
+// memory throughput. Given `busy_ms`, the GPU time of the call's kernels and
+// copies from the activity trace, the three throughputs are restated over
+// that time (work counted in the range / time the GPU worked), which is how
+// Nsight Compute states them per kernel; `pct_basis` says which time they are
+// over and `over_range` keeps the range's own figures.
+nlohmann::json normalize_metrics(const nlohmann::json& values, double busy_ms = 0);
 
 }  // namespace kforge::judge

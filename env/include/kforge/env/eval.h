@@ -17,21 +17,26 @@ namespace kforge::env {
 // tests shrink the time budgets, never the checks.
 struct EvalOptions {
   // Verification (§7).
-  int seeds = 5;                    // fresh random inputs per seed, per shape variant
-  bool float64_reference = false;   // also judge against a float64 reference
-  bool check_determinism = true;    // run every check twice and compare
+  int seeds = 5;                   // fresh random inputs per seed, per shape variant
+  bool float64_reference = false;  // also judge against a float64 reference
+  bool check_determinism = true;   // run every check twice and compare
   // Timing (§8), all in milliseconds of wall time.
-  double warmup_ms = 50.0;          // warm-up by time, before samples are kept
-  double max_time_ms = 2000.0;      // cap on the sampling phase (both sides)
+  double warmup_ms = 50.0;      // warm-up by time, before samples are kept
+  double max_time_ms = 2000.0;  // cap on the sampling phase (both sides)
   int min_samples = 10;
   int max_samples = 2000;
-  double target_rse = 0.005;        // stop when the median's relative std. error is below this
-  int timing_input_sets = 3;        // pool from which every timed call's fresh inputs are mixed
-  bool cuda_graph = false;          // CUDA: time graph replays of the candidate's call
-  bool hardware_metrics = true;     // CUDA profile: CUPTI range-profiler metrics
+  double target_rse = 0.005;     // stop when the median's relative std. error is below this
+  int timing_input_sets = 3;     // pool from which every timed call's fresh inputs are mixed
+  bool cuda_graph = false;       // CUDA: time graph replays of the candidate's call
+  bool hardware_metrics = true;  // CUDA profile: CUPTI range-profiler metrics
+  // CUDA profile: energy per call from NVML over back-to-back calls lasting
+  // about this long per side (~100 is a good value); 0 leaves it out, which
+  // saves twice the window per profiled evaluation. An env whose reward has
+  // an `energy` term turns it on (EnvPool).
+  double energy_window_ms = 0.0;
   // Limits for the candidate.
-  double call_timeout_ms = 10000.0;  // one kf_forward call, including sync
-  double eval_timeout_ms = 120000.0; // the whole request
+  double call_timeout_ms = 10000.0;          // one kf_forward call, including sync
+  double eval_timeout_ms = 120000.0;         // the whole request
   uint64_t memory_limit_bytes = 4ull << 30;  // runner address space (CPU backend)
 };
 
@@ -43,8 +48,8 @@ EvalOptions parse_eval_options(const Field& field, EvalOptions base = {});
 struct EvalRequest {
   TaskSpec task;
   Artifact artifact;
-  bool verify = true;  // §7 checks
-  bool time = false;   // §8 timing (only when verification passed)
+  bool verify = true;    // §7 checks
+  bool time = false;     // §8 timing (only when verification passed)
   bool profile = false;  // CUDA: kernel attribution + hardware metrics
   EvalOptions options;
 };
@@ -70,9 +75,9 @@ struct EvalReport {
   json timing = nullptr;
   // CUDA profile: {"kernels": [...], "metrics": {...}, "roofline": {...}, "hints": [...]}
   json profile = nullptr;
-  std::string candidate_output;  // tail of the runner's stdout/stderr
+  std::string candidate_output;    // tail of the runner's stdout/stderr
   json phase_ms = json::object();  // "verify", "time", "profile", "spawn" wall times
-  std::string device;  // e.g. "NVIDIA H200" or the CPU model
+  std::string device;              // e.g. "NVIDIA H200" or the CPU model
 
   bool correct() const { return outcome == Outcome::kCorrect; }
 };
