@@ -410,7 +410,7 @@ TEST_F(CudaExecutorTest, ProfileAttributesKernelsAndClassifies) {
     EXPECT_GT(p["metrics"].value("dram_bytes", 0.0), 1e6) << p["metrics"].dump();
     // ~9 us of a memory-bound kernel: over the time the GPU worked, well above
     // the 8% the whole call's range read (normalize_metrics).
-    EXPECT_EQ(p["metrics"].value("pct_basis", ""), "busy") << p["metrics"].dump();
+    EXPECT_NE(p["metrics"].value("pct_basis", "range"), "range") << p["metrics"].dump();
     EXPECT_GT(p["metrics"].value("memory_throughput_pct", 0.0), 25.0) << p["metrics"].dump();
     EXPECT_LE(p["metrics"].value("memory_throughput_pct", 0.0), 100.0) << p["metrics"].dump();
   } else {

@@ -206,6 +206,16 @@ TEST(ProfileMetrics, ThroughputsAreRestatedOverTheTimeTheGpuWorked) {
   EXPECT_DOUBLE_EQ(m["dram_throughput_pct"].get<double>(), 100.0) << "capped at the peak";
   EXPECT_DOUBLE_EQ(m["over_range"]["memory_throughput_pct"].get<double>(), 12.0);
   EXPECT_DOUBLE_EQ(m["achieved_occupancy_pct"].get<double>(), 70.0) << "already per active cycle";
+  // The SMs' own active share, counted in the same passes, wins over a busy
+  // time from another call.
+  values["sm__cycles_active.max"] = 30000.0;
+  values["sm__cycles_elapsed.max"] = 120000.0;
+  json c = normalize_metrics(values, 0.010);
+  EXPECT_EQ(c["pct_basis"], "sm_active_cycles");
+  EXPECT_NEAR(c["busy_ms"].get<double>(), 0.015, 1e-12);
+  EXPECT_NEAR(c["memory_throughput_pct"].get<double>(), 48.0, 1e-9);
+  values.erase("sm__cycles_active.max");
+  values.erase("sm__cycles_elapsed.max");
   // A busy time longer than the range is never used to scale down.
   EXPECT_EQ(normalize_metrics(values, 0.5)["pct_basis"], "range");
   EXPECT_DOUBLE_EQ(normalize_metrics(values, 0.5)["memory_throughput_pct"].get<double>(), 12.0);

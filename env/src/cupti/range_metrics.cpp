@@ -66,6 +66,10 @@ const std::vector<std::string>& default_metric_names() {
       "dram__bytes_write.sum",
       "sm__warps_active.avg.pct_of_peak_sustained_active",
       "sm__cycles_elapsed.avg.per_second",
+      // The share of the range in which some SM had work: what restates the
+      // throughputs over the kernels' time (judge/profile.h).
+      "sm__cycles_active.max",
+      "sm__cycles_elapsed.max",
   };
   return kNames;
 }

@@ -204,8 +204,15 @@ json normalize_metrics(const json& values, double busy_ms) {
     m["dram_bytes"] = values["dram__bytes_read.sum"].get<double>() + values["dram__bytes_write.sum"].get<double>();
   }
   const double range_ms = m.value("range_ms", 0.0);
-  // Only ever scaled up: a busy time longer than the range (the traced call
-  // ran slower than the profiled ones) leaves the range's figures.
+  std::string basis = "busy";
+  const double active = values.value("sm__cycles_active.max", 0.0);
+  const double elapsed = values.value("sm__cycles_elapsed.max", 0.0);
+  if (active > 0 && elapsed > 0 && range_ms > 0) {
+    busy_ms = range_ms * std::min(1.0, active / elapsed);
+    basis = "sm_active_cycles";
+  }
+  // Only ever scaled up: a busy time longer than the range (taken from a
+  // traced call that ran slower) leaves the range's figures.
   if (!(busy_ms > 0) || !(range_ms > busy_ms)) {
     m["pct_basis"] = "range";
     return m;
@@ -215,11 +222,11 @@ json normalize_metrics(const json& values, double busy_ms) {
   for (const char* key : {"sm_throughput_pct", "memory_throughput_pct", "dram_throughput_pct"}) {
     if (!m.contains(key)) continue;
     over_range[key] = m[key];
-    // Capped: busy_ms comes from a different call than the counters.
+    // Capped: the busy time is a proxy, not the hardware's own elapsed count.
     m[key] = std::min(100.0, m[key].get<double>() * scale);
   }
   m["busy_ms"] = busy_ms;
-  m["pct_basis"] = "busy";
+  m["pct_basis"] = basis;
   m["over_range"] = over_range;
   return m;
 }

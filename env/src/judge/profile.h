@@ -49,11 +49,17 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
 // The range is the whole kf_forward call, so its "% of peak sustained
 // elapsed" counts the host's part of the call too (argument checks, the
 // launch): on the H200 a ~9 us kernel sat in a 60 us range and read as 8%
-// memory throughput. Given `busy_ms`, the GPU time of the call's kernels and
-// copies from the activity trace, the three throughputs are restated over
-// that time (work counted in the range / time the GPU worked), which is how
-// Nsight Compute states them per kernel; `pct_basis` says which time they are
-// over and `over_range` keeps the range's own figures.
+// memory throughput. The three throughputs are therefore restated over the
+// time the GPU worked (work counted in the range / that time), which is how
+// Nsight Compute states them per kernel. That time is, by preference,
+//   * "sm_active_cycles": the range's length scaled by the busiest SM's active
+//     cycles over its elapsed ones, measured in the same passes (CUPTI's
+//     passes ran at ~1.5 GHz where timed calls ran at 1.98, so a time taken
+//     from another call would overstate the throughputs by a third);
+//   * "busy": `busy_ms`, the traced call's kernels and copies (activity trace);
+//   * "range": no restating.
+// `pct_basis` names the one used, `busy_ms` the time, `over_range` keeps the
+// range's own figures.
 nlohmann::json normalize_metrics(const nlohmann::json& values, double busy_ms = 0);
 
 }  // namespace kforge::judge
