@@ -311,7 +311,13 @@ void BM_TimingFidelity(benchmark::State& state) {
         cupti_kernel_ms = r.profile["attribution"].value("kernel_ms", 0.0);
         cupti_launches = r.profile["attribution"].value("kernel_launches", 0);
       }
-      if (r.profile.is_object() && r.profile.contains("metrics")) profile_metrics = r.profile["metrics"];
+      if (r.profile.is_object() && r.profile.contains("metrics")) {
+        profile_metrics = r.profile["metrics"];
+      } else if (i == 0) {
+        std::printf("[fidelity] the profile has no metrics: %s\n",
+                    r.profile.is_object() ? r.profile.value("metrics_unavailable", r.profile).dump().c_str()
+                                          : "no profile");
+      }
     }
     double mean = 0, var = 0;
     for (double x : speedups) mean += x / static_cast<double>(speedups.size());
