@@ -5,6 +5,7 @@
 // writing. (The runner end to end is in runner_sandbox_test.cpp.)
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -108,6 +109,32 @@ TEST(SandboxFilterTest, WritableFilesAreTheOnlyOnesOpenedForWriting) {
     // open stops the child.
     EXPECT_FALSE(WIFEXITED(status)) << "exit " << WEXITSTATUS(status);
   }
+}
+
+TEST(SandboxFilterTest, WithConfinedWritesFilesMayBeMappedExecutableButNotAnonymousMemory) {
+  TwoFiles files;
+  auto map_exec = [&](bool anonymous) {
+    return in_sandbox({"mmap", "openat"},
+                      [&] {
+                        const int fd =
+                            anonymous ? -1 : static_cast<int>(::syscall(SYS_openat, AT_FDCWD, "/bin/sh", O_RDONLY));
+                        if (!anonymous && fd < 0) return 2;
+                        void* p = ::mmap(nullptr, 4096, PROT_READ | PROT_EXEC,
+                                         anonymous ? MAP_PRIVATE | MAP_ANONYMOUS : MAP_PRIVATE, fd, 0);
+                        return p == MAP_FAILED ? 3 : 7;
+                      },
+                      {files.granted()});
+  };
+  const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, 1 /* LANDLOCK_CREATE_RULESET_VERSION */);
+  const int file = map_exec(false);
+  const int anonymous = map_exec(true);
+  if (abi >= 1) {
+    ASSERT_TRUE(WIFEXITED(file)) << "status " << file;
+    EXPECT_EQ(WEXITSTATUS(file), 7);
+  } else {
+    EXPECT_FALSE(WIFEXITED(file) && WEXITSTATUS(file) == 7) << "without Landlock no executable mapping";
+  }
+  EXPECT_FALSE(WIFEXITED(anonymous) && WEXITSTATUS(anonymous) == 7) << "status " << anonymous;
 }
 
 TEST(SandboxFilterTest, ConfinementReportsWhatWasGranted) {

@@ -305,6 +305,10 @@ class CudaRunnerDevice final : public RunnerDevice {
       for (const char* c : {"!unlink", "!unlinkat", "!symlink", "!symlinkat", "!mkdir", "!mkdirat"}) {
         calls.emplace_back(c);
       }
+      // CUPTI may load a library while collecting counters (an executable
+      // mmap at a fixed address, seen on the H200); with file writes
+      // confined the filter allows executable mappings of files only.
+      calls.emplace_back("mmap");
     }
     return calls;
   }

@@ -203,6 +203,12 @@ class Filter {
       // never to executable, which would let candidate code create code.
       if (n == "mprotect") {
         allow_if("mprotect", SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+      } else if (n == "mmap" && writes_confined) {
+        // Executable mappings of files, never of anonymous memory: with
+        // writes confined (Landlock) no file can be made or changed, so only
+        // libraries already on the machine can be mapped, as dlopen does
+        // (CUPTI loads one while collecting counters, seen on the H200).
+        allow_if("mmap", SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, 0));
       } else if ((n == "openat" || n == "open") && writes_confined) {
         allow(n.c_str());
       } else if (n == "openat") {
