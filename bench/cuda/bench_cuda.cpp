@@ -16,7 +16,9 @@
 //                       by kforge_kernel_timer) against the harness' median
 //                       (device events), the CUPTI kernel time of a profile,
 //                       and kforge_kernel_timer's own events after a read
-//                       flush and after a memset flush.
+//                       flush and after a memset flush; and the profile's
+//                       hardware metrics (memory and SM throughput, DRAM
+//                       bytes) over Nsight Compute's (metrics_*_over_ncu).
 //
 // Environment: KFORGE_BENCH_FIDELITY_RUNS (default 10), KFORGE_NCU (path to ncu).
 #include <benchmark/benchmark.h>
