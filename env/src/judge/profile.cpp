@@ -205,8 +205,12 @@ json normalize_metrics(const json& values, double busy_ms) {
   }
   const double range_ms = m.value("range_ms", 0.0);
   std::string basis = "busy";
-  const double active = values.value("sm__cycles_active.max", 0.0);
-  const double elapsed = values.value("sm__cycles_elapsed.max", 0.0);
+  // (A counter CUPTI could not evaluate arrives as null, never as a number.)
+  auto number = [&](const char* name) {
+    return values.contains(name) && values[name].is_number() ? values[name].get<double>() : 0.0;
+  };
+  const double active = number("sm__cycles_active.max");
+  const double elapsed = number("sm__cycles_elapsed.max");
   if (active > 0 && elapsed > 0 && range_ms > 0) {
     busy_ms = range_ms * std::min(1.0, active / elapsed);
     basis = "sm_active_cycles";
