@@ -316,9 +316,9 @@ void BM_TimingFidelity(benchmark::State& state) {
       if (r.profile.is_object() && r.profile.contains("metrics")) {
         profile_metrics = r.profile["metrics"];
       } else if (i == 0) {
-        std::printf("[fidelity] the profile has no metrics: %s\n",
-                    r.profile.is_object() ? r.profile.value("metrics_unavailable", r.profile).dump().c_str()
-                                          : "no profile");
+        std::printf(
+            "[fidelity] the profile has no metrics: %s\n",
+            r.profile.is_object() ? r.profile.value("metrics_unavailable", r.profile).dump().c_str() : "no profile");
       }
     }
     double mean = 0, var = 0;
@@ -337,8 +337,13 @@ void BM_TimingFidelity(benchmark::State& state) {
     for (double x : medians) std::printf(" %.5f", x);
     std::printf("\n[fidelity] timer %s, launch gate %s\n", last_timer.c_str(), last_gate.c_str());
     std::string why;
-    std::map<std::string, double> ncu = ncu_metrics(task_json, c.artifact.path, &why);
-    const double ncu_ms = ncu.count("gpu__time_duration.sum") ? ncu["gpu__time_duration.sum"] : 0.0;
+    const std::map<std::string, double> ncu = ncu_metrics(task_json, c.artifact.path, &why);
+    // 0 for a metric ncu did not print (no ratio is formed from it).
+    auto ncu_value = [&](const std::string& name) {
+      auto it = ncu.find(name);
+      return it == ncu.end() ? 0.0 : it->second;
+    };
+    const double ncu_ms = ncu_value("gpu__time_duration.sum");
     // The profile's hardware metrics (CUPTI range profiler, restated over the
     // busy time) against Nsight Compute's per-kernel figures.
     auto compare = [&](const char* counter, const char* ours, double theirs) {
@@ -347,9 +352,13 @@ void BM_TimingFidelity(benchmark::State& state) {
       }
     };
     compare("metrics_memory_pct_over_ncu", "memory_throughput_pct",
-            ncu["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"]);
-    compare("metrics_sm_pct_over_ncu", "sm_throughput_pct", ncu["sm__throughput.avg.pct_of_peak_sustained_elapsed"]);
-    compare("metrics_dram_bytes_over_ncu", "dram_bytes", ncu["dram__bytes_read.sum"] + ncu["dram__bytes_write.sum"]);
+            ncu_value("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"));
+    compare("metrics_sm_pct_over_ncu", "sm_throughput_pct",
+            ncu_value("sm__throughput.avg.pct_of_peak_sustained_elapsed"));
+    if (ncu.count("dram__bytes_read.sum") && ncu.count("dram__bytes_write.sum")) {
+      compare("metrics_dram_bytes_over_ncu", "dram_bytes",
+              ncu_value("dram__bytes_read.sum") + ncu_value("dram__bytes_write.sum"));
+    }
     std::printf("[fidelity] profile metrics %s\n[fidelity] ncu:", profile_metrics.dump().c_str());
     for (const auto& [name, v] : ncu) std::printf(" %s=%.6g", name.c_str(), v);
     std::printf("\n");

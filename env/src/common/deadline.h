@@ -9,6 +9,12 @@
 
 namespace kforge::exec {
 
+// Milliseconds of steady-clock time since `since`: how the stages of an
+// evaluation are reported (phase_ms).
+inline double ms_since(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
+}
+
 class Deadline {
  public:
   using Clock = std::chrono::steady_clock;

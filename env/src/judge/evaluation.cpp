@@ -16,7 +16,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+using exec::ms_since;
 
 // The runner's output and limits must not let a candidate flood reports.
 constexpr size_t kOutputTailBytes = 4096;

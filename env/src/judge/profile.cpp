@@ -30,7 +30,7 @@ constexpr int kMaxEnergyCalls = 20000;
 constexpr int kMaxEnergyWindows = 3;
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+using exec::ms_since;
 
 // The profile request: one traced call plus one call per range-profiler pass.
 constexpr double kProfileBudgetMs = 60000;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <random>
 
+#include "common/deadline.h"
 #include "common/sample_stats.h"
 #include "judge/leftover_work.h"
 #include "judge/output_comparison.h"
@@ -38,10 +39,6 @@ double thread_cpu_ms() {
 // A nanosecond count of a runner reply in ms (0 when absent: CPU runners).
 double ns_to_ms(const nlohmann::json& body, const char* key) {
   return static_cast<double>(body.value(key, uint64_t{0})) / 1e6;
-}
-
-double elapsed_ms(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
 }
 
 nlohmann::json summary_json(const exec::SampleSummary& s) {
@@ -136,7 +133,7 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
     // inside fn would add the host's wake-up latency to the reference only
     // (the runner's stop event is recorded as soon as kf_forward returns).
     double t_ref = device->time_ms([&] { reference = ref::run_reference(base.task, inputs); });
-    double t_ref_wall = elapsed_ms(wall_before);
+    double t_ref_wall = exec::ms_since(wall_before);
     double t_ref_cpu = thread_cpu_ms() - cpu_before;
 
     session->load_inputs(inputs);
@@ -187,7 +184,7 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
     ++round;
 
     if (warming) {
-      if (elapsed_ms(phase_start) >= options.warmup_ms) {
+      if (exec::ms_since(phase_start) >= options.warmup_ms) {
         warming = false;
         sampling_start = std::chrono::steady_clock::now();
       }
@@ -205,8 +202,8 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
       cpu.candidate.push_back(std::max(reply.cpu_ms - overhead_cpu.median, 0.0));
     }
     self_ms.push_back(self);
-    exec::StopReason stop =
-        rule.check(exec::summarize(primary.reference), exec::summarize(primary.candidate), elapsed_ms(sampling_start));
+    exec::StopReason stop = rule.check(exec::summarize(primary.reference), exec::summarize(primary.candidate),
+                                       exec::ms_since(sampling_start));
     if (stop != exec::StopReason::kContinue) {
       stop_reason = exec::stop_reason_name(stop);
       break;
@@ -246,7 +243,7 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
                    {"fresh_inputs", true},
                    {"timing_seed", seed},
                    {"cache_flush_bytes", device->flush_bytes()},
-                   {"elapsed_ms", elapsed_ms(phase_start)},
+                   {"elapsed_ms", exec::ms_since(phase_start)},
                    {"clocks", device->clocks()},
                    {"device", device->name()}};
   if (!device_clock_rejected.empty()) {

@@ -38,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/deadline.h"
 #include "common/hex_codec.h"
 #include "cuda_timing/launch_gate.h"
 #include "cuda_timing/read_flush.h"
@@ -402,18 +403,15 @@ class CudaRunnerDevice final : public RunnerDevice {
     if (!options_.profiler) throw std::runtime_error("this runner was not started as a profiler");
     nlohmann::json out = nlohmann::json::object();
     // Where the stage's time goes, for the judge's phase_ms.
-    using Clock = std::chrono::steady_clock;
-    auto ms_since = [](Clock::time_point t) {
-      return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-    };
-    auto t = Clock::now();
+    using exec::ms_since;
+    auto t = std::chrono::steady_clock::now();
     if (activity_error_.empty()) {
       out["activity"] = trace_one_call(forward);
     } else {
       out["activity_unavailable"] = activity_error_;
     }
     out["phase_ms"]["trace"] = ms_since(t);
-    t = Clock::now();
+    t = std::chrono::steady_clock::now();
     if (request.value("metrics", true)) {
       if (metrics_ && metrics_->available()) {
         try {
