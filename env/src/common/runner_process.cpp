@@ -149,20 +149,41 @@ RunnerReply RunnerProcess::fail(RunnerReply reply) {
   return reply;
 }
 
+namespace {
+
+RunnerReply not_running() {
+  RunnerReply reply;
+  reply.status = RunnerReply::Status::kCrashed;
+  reply.detail = "runner is not running";
+  return reply;
+}
+
+}  // namespace
+
+RunnerReply RunnerProcess::await_started(Deadline deadline) {
+  if (started_) return {};
+  if (!alive()) return not_running();
+  RunnerReply reply = converse(nullptr, {}, "started", 0, deadline);
+  started_ = reply.ok();
+  return reply;
+}
+
 RunnerReply RunnerProcess::exchange(json request, const std::string& expected_type, Deadline deadline,
                                     const std::vector<int>& fds) {
-  RunnerReply reply;
-  if (!alive()) {
-    reply.status = RunnerReply::Status::kCrashed;
-    reply.detail = "runner is not running";
-    return reply;
-  }
+  if (!alive()) return not_running();
+  if (RunnerReply started = await_started(deadline); !started.ok()) return started;
   uint64_t seq = ++seq_;
   request["seq"] = seq;
+  return converse(&request, fds, expected_type, seq, deadline);
+}
+
+RunnerReply RunnerProcess::converse(const json* request, const std::vector<int>& fds, const std::string& expected_type,
+                                    uint64_t seq, Deadline deadline) {
+  RunnerReply reply;
   double cpu_start = runner_cpu_ms();
   auto start = std::chrono::steady_clock::now();
   try {
-    send_frame(control_.get(), request, deadline, fds);
+    if (request != nullptr) send_frame(control_.get(), *request, deadline, fds);
     Frame frame = recv_frame(control_.get(), deadline, reply_spin_us_);
     reply.round_trip_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     double cpu_end = runner_cpu_ms();

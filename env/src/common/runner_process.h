@@ -90,6 +90,8 @@ class RunnerProcess {
   };
 
   // Starts a runner that waits for `setup`. Throws SystemError if it cannot.
+  // The runner starts up on its own (on GPUs: the CUDA context, warm-ups,
+  // CUPTI) and says `started` when done; the first exchange waits for that.
   static std::unique_ptr<RunnerProcess> spawn(const Config& config);
   ~RunnerProcess();
   RunnerProcess(const RunnerProcess&) = delete;
@@ -111,6 +113,11 @@ class RunnerProcess {
   // on the bound tensors; on kOk, body["profile"].
   RunnerReply profile(const json& request, Deadline deadline);
 
+  // Waits for the runner's `started` (runner_protocol.h) if it has not come
+  // yet. A runner that does not start by the deadline is killed (kTimedOut).
+  RunnerReply await_started(Deadline deadline);
+  bool started() const { return started_; }
+
   // Kills (SIGKILL), reaps and removes the scratch dir, keeping the output
   // tail. Idempotent.
   void terminate();
@@ -127,6 +134,10 @@ class RunnerProcess {
   RunnerProcess() = default;
   RunnerReply exchange(json request, const std::string& expected_type, Deadline deadline,
                        const std::vector<int>& fds = {});
+  // Sends `request` (if any) and reads the reply of `expected_type` numbered
+  // `seq` (0: unnumbered), turning every failure into a reply.
+  RunnerReply converse(const json* request, const std::vector<int>& fds, const std::string& expected_type, uint64_t seq,
+                       Deadline deadline);
   RunnerReply fail(RunnerReply reply);
   std::string read_output_tail(size_t max_bytes) const;
 
@@ -141,6 +152,7 @@ class RunnerProcess {
   int reply_spin_us_ = 0;
   std::string final_output_;
   bool terminated_ = false;
+  bool started_ = false;
 };
 
 const char* runner_status_name(RunnerReply::Status status);

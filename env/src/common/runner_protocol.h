@@ -1,6 +1,7 @@
 // The judge <-> runner conversation (frames from wire.h on the runner's fd 3).
 //
 //   judge -> runner                           runner -> judge
+//   (once, unasked, when start-up is over)     started {}
 //   setup {seq, library, limits, arena} +fds   ready {seq, sandbox}  | error {seq, stage, message}
 //   setup {seq, cubin, launch, tensors, ...}   (nvrtc: a CUBIN and its launch plan instead of a library)
 //   bind  {seq, inputs, outputs}               bound {seq}           | error {...}

@@ -149,8 +149,16 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
     verdict = std::move(v.verdict);
   }
 
-  // 4. Timing.
+  // 4. Timing, with no runner starting meanwhile (runner_pool.h): the spares
+  // started after the previous candidate's timing must be done starting.
+  auto settle_runners = [&] {
+    const auto s = Clock::now();
+    pool->settle(deadline);
+    if (profilers != nullptr) profilers->settle(deadline);
+    report.phase_ms["settle"] = report.phase_ms.value("settle", 0.0) + ms_since(s);
+  };
   if (!verdict.failed() && request.time) {
+    settle_runners();
     t = Clock::now();
     TimingResult timing = time_candidate(plan, options, &session, device, deadline);
     report.phase_ms["time"] = ms_since(t);
@@ -161,6 +169,10 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
       verdict.summary += timing_summary(report.timing);
     }
   }
+  // The next candidate's runner starts now, while this one is profiled (or
+  // the report is written): after the timing, before the next one's.
+  pool->refill();
+
   // 5. Profile (CUDA): energy, kernel attribution, hardware metrics, roofline.
   // A time below the roofline says only that work escaped the timed interval;
   // the profile still runs then, because its kernel attribution can say where
@@ -168,6 +180,8 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
   // the policy needs to hear. Its violations are added to the roofline's.
   const bool explain_roofline = verdict.outcome == Outcome::kViolation && has_check(verdict, "below_roofline");
   if ((!verdict.failed() || explain_roofline) && request.profile && device->backend() == "cuda") {
+    // The energy counter is the whole device's, like the timer's GPU.
+    if (options.energy_window_ms > 0) settle_runners();
     t = Clock::now();
     ProfileResult profile =
         profile_candidate(request, plan, &session, device, profilers, limits, deadline, &report.timing);

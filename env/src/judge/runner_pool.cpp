@@ -1,5 +1,8 @@
 #include "judge/runner_pool.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "kforge/core/error.h"
 
 namespace kforge::judge {
@@ -12,9 +15,6 @@ std::unique_ptr<exec::RunnerProcess> RunnerPool::take() {
     if (!r->check_alive()) r.reset();  // a spare that died while waiting is reaped here
   }
   if (!r) r = exec::RunnerProcess::spawn(config_);
-  // (CPU runners start in milliseconds; refilling now would only add noise to
-  // the CPU timing of this request.)
-  if (config_.backend != "cpu") refill();
   return r;
 }
 
@@ -29,6 +29,15 @@ void RunnerPool::refill() {
       return;
     }
   }
+}
+
+double RunnerPool::settle(exec::Deadline deadline) {
+  const auto start = std::chrono::steady_clock::now();
+  const exec::Deadline limit = exec::Deadline::earliest(deadline, exec::Deadline::after_ms(kStartLimitMs));
+  // A spare that has not started by then is killed by await_started: either
+  // way it no longer runs start-up work; take() and refill() drop it.
+  for (auto& spare : spares_) spare->await_started(limit);
+  return exec::ms_since(start);
 }
 
 }  // namespace kforge::judge

@@ -13,6 +13,7 @@
 #include "common/child_process.h"
 #include "common/errno_text.h"
 #include "common/runner_protocol.h"
+#include "common/wire.h"
 #include "runner/request_loop.h"
 #include "runner/runner_device.h"
 #include "runner/sandbox.h"
@@ -68,6 +69,15 @@ int main(int argc, char** argv) {
     device = kforge::runner::make_runner_device(backend, device_options);
   } catch (const std::exception& e) {
     return usage(e.what());
+  }
+  // Tells the judge that start-up, and with it this process' GPU work outside
+  // a request (context creation, warm-ups, CUPTI set-up), is over: the judge
+  // times nothing while a runner is still starting (RunnerPool::settle).
+  try {
+    kforge::exec::send_frame(kforge::exec::runner_protocol::kControlFd, {{"type", "started"}},
+                             kforge::exec::Deadline::never());
+  } catch (const kforge::exec::WireError&) {
+    return 0;  // the judge went away
   }
   return kforge::runner::serve_requests(device.get(), std::move(sandbox));
 }
