@@ -285,7 +285,7 @@ void BM_TimingFidelity(benchmark::State& state) {
   const char* env_runs = std::getenv("KFORGE_BENCH_FIDELITY_RUNS");
   const int runs = env_runs != nullptr ? std::max(2, std::atoi(env_runs)) : 10;
   for (auto _ : state) {
-    std::vector<double> speedups, medians, null_device;
+    std::vector<double> speedups, medians, reference_medians, settle_ms, null_device;
     std::string last_timer, last_gate;
     double cupti_kernel_ms = 0;
     int cupti_launches = 0;
@@ -305,6 +305,8 @@ void BM_TimingFidelity(benchmark::State& state) {
       last_timer = r.timing.value("timer", "?");
       last_gate = r.timing.contains("launch_gate") ? r.timing["launch_gate"].dump() : "not reported";
       medians.push_back(r.timing["candidate"]["median_ms"].get<double>());
+      reference_medians.push_back(r.timing["reference"].value("median_ms", 0.0));
+      settle_ms.push_back(r.phase_ms.value("settle", 0.0));
       // The device time of a null call (the gate's exit, two events and an
       // empty kernel): what separates the harness's figure from ncu's
       // kernel-only duration, reported to tell how much of the gap it is.
@@ -312,6 +314,10 @@ void BM_TimingFidelity(benchmark::State& state) {
       if (r.profile.is_object() && r.profile.contains("attribution")) {
         cupti_kernel_ms = r.profile["attribution"].value("kernel_ms", 0.0);
         cupti_launches = r.profile["attribution"].value("kernel_launches", 0);
+      }
+      if (r.profile.is_object() && r.profile.contains("libraries_loaded_while_profiling")) {
+        std::printf("[fidelity] CUPTI loaded while profiling: %s\n",
+                    r.profile["libraries_loaded_while_profiling"].dump().c_str());
       }
       if (r.profile.is_object() && r.profile.contains("metrics")) {
         profile_metrics = r.profile["metrics"];
@@ -335,6 +341,11 @@ void BM_TimingFidelity(benchmark::State& state) {
     for (double x : speedups) std::printf(" %.4f", x);
     std::printf("\n[fidelity] candidate medians (ms):");
     for (double x : medians) std::printf(" %.5f", x);
+    std::printf("\n[fidelity] reference medians (ms):");
+    for (double x : reference_medians) std::printf(" %.5f", x);
+    // Waiting for starting spare runners before each timing (runner_pool.h).
+    std::printf("\n[fidelity] settle (ms):");
+    for (double x : settle_ms) std::printf(" %.1f", x);
     std::printf("\n[fidelity] timer %s, launch gate %s\n", last_timer.c_str(), last_gate.c_str());
     std::string why;
     const std::map<std::string, double> ncu = ncu_metrics(task_json, c.artifact.path, &why);

@@ -24,6 +24,7 @@
 // judge with null calls) and any pending error.
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -308,8 +309,12 @@ class CudaRunnerDevice final : public RunnerDevice {
       }
       // CUPTI may load a library while collecting counters (an executable
       // mmap at a fixed address, seen on the H200); with file writes
-      // confined the filter allows executable mappings of files only.
-      calls.emplace_back("mmap");
+      // confined the filter allows executable mappings of files only. The
+      // library's initialization then asked for the scheduler's priority
+      // range (sched_get_priority_max(SCHED_RR), seen on the H200): a query
+      // of two constants, as the loading filter allows for cuBLAS.
+      // initialize_profiler() loads NVML, which CUPTI names, beforehand.
+      for (const char* c : {"mmap", "sched_get_priority_max", "sched_get_priority_min"}) calls.emplace_back(c);
     }
     return calls;
   }
@@ -411,6 +416,7 @@ class CudaRunnerDevice final : public RunnerDevice {
       out["activity_unavailable"] = activity_error_;
     }
     out["phase_ms"]["trace"] = ms_since(t);
+    const std::vector<std::string> loaded_before = loaded_objects();
     t = std::chrono::steady_clock::now();
     if (request.value("metrics", true)) {
       if (metrics_ && metrics_->available()) {
@@ -430,6 +436,16 @@ class CudaRunnerDevice final : public RunnerDevice {
         out["metrics_unavailable"] = metrics_ ? metrics_->why_unavailable() : metrics_error_;
       }
       out["phase_ms"]["metrics"] = ms_since(t);
+    }
+    // Libraries CUPTI loaded while collecting, under the running filter:
+    // reported so that they can be loaded beforehand (preload_nvml()).
+    const std::vector<std::string> loaded_after = loaded_objects();
+    if (loaded_after.size() > loaded_before.size()) {
+      nlohmann::json added = nlohmann::json::array();
+      for (const auto& name : loaded_after) {
+        if (std::find(loaded_before.begin(), loaded_before.end(), name) == loaded_before.end()) added.push_back(name);
+      }
+      out["libraries_loaded"] = added;
     }
     return out;
   }
@@ -556,7 +572,34 @@ class CudaRunnerDevice final : public RunnerDevice {
     }
   }
 
+  // The shared objects in the process (dl_iterate_phdr: no system call).
+  static std::vector<std::string> loaded_objects() {
+    std::vector<std::string> names;
+    ::dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* data) {
+          static_cast<std::vector<std::string>*>(data)->emplace_back(info->dlpi_name != nullptr ? info->dlpi_name : "");
+          return 0;
+        },
+        &names);
+    return names;
+  }
+
+  // CUPTI names NVML (libnvidia-ml) and has loaded a library while
+  // collecting counters, under the running filter, whose library start-up
+  // (threads, device files) that filter may refuse. NVML is loaded and
+  // initialized here, before any filter, and kept: a later dlopen of it only
+  // counts a reference and a later nvmlInit only a user. Best effort: without
+  // it CUPTI does what it did before.
+  void preload_nvml() {
+    void* lib = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (lib == nullptr) return;
+    using Init = int (*)();
+    if (auto init = reinterpret_cast<Init>(::dlsym(lib, "nvmlInit_v2"))) init();
+    nvml_ = lib;
+  }
+
   void initialize_profiler() {
+    preload_nvml();
     int l2 = 0;
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, options_.device);
     flush_bytes_ = 2 * static_cast<size_t>(l2 > 0 ? l2 : 64 << 20);
@@ -724,6 +767,7 @@ class CudaRunnerDevice final : public RunnerDevice {
   RunnerDeviceOptions options_;
   std::string init_error_;
   std::vector<void*> library_handles_;  // kept alive: see warm_up_libraries()
+  void* nvml_ = nullptr;                // kept loaded: see preload_nvml()
   cudaLibrary_t null_library_ = nullptr;
   cudaKernel_t null_kernel_ = nullptr;
   void* null_buffer_ = nullptr;
