@@ -365,7 +365,7 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
         profile["metrics_unavailable"] = p["metrics_unavailable"];
       }
       // CUPTI loading libraries mid-collection is what the sandbox has
-      // stopped before (cuda_runner_device.cpp, preload_nvml): kept in view.
+      // stopped before (cuda_runner_device.cpp, extra_syscalls): kept in view.
       if (p.contains("libraries_loaded")) profile["libraries_loaded_while_profiling"] = p["libraries_loaded"];
     }
   }

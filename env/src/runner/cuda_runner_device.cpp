@@ -307,13 +307,14 @@ class CudaRunnerDevice final : public RunnerDevice {
       for (const char* c : {"!unlink", "!unlinkat", "!symlink", "!symlinkat", "!mkdir", "!mkdirat"}) {
         calls.emplace_back(c);
       }
-      // CUPTI may load a library while collecting counters (an executable
-      // mmap at a fixed address, seen on the H200); with file writes
-      // confined the filter allows executable mappings of files only. The
-      // library's initialization then asked for the scheduler's priority
-      // range (sched_get_priority_max(SCHED_RR), seen on the H200): a query
-      // of two constants, as the loading filter allows for cuBLAS.
-      // initialize_profiler() loads NVML, which CUPTI names, beforehand.
+      // CUPTI may load a library while collecting counters: on the H200,
+      // at times, the driver's PTX JIT compiler (libnvidia-ptxjitcompiler,
+      // named by the profile's libraries_loaded_while_profiling), mapped
+      // executable at a fixed address. With file writes confined the filter
+      // allows executable mappings of files only. The library's start-up
+      // asks for the scheduler's priority range (sched_get_priority_max(
+      // SCHED_RR)): a query of two constants, as the loading filter allows
+      // for cuBLAS.
       for (const char* c : {"mmap", "sched_get_priority_max", "sched_get_priority_min"}) calls.emplace_back(c);
     }
     return calls;
@@ -437,8 +438,9 @@ class CudaRunnerDevice final : public RunnerDevice {
       }
       out["phase_ms"]["metrics"] = ms_since(t);
     }
-    // Libraries CUPTI loaded while collecting, under the running filter:
-    // reported so that they can be loaded beforehand (preload_nvml()).
+    // Libraries CUPTI loaded while collecting, under the running filter
+    // (extra_syscalls() says why that is allowed): reported, so that a new
+    // one shows up in the profile rather than only as a blocked system call.
     const std::vector<std::string> loaded_after = loaded_objects();
     if (loaded_after.size() > loaded_before.size()) {
       nlohmann::json added = nlohmann::json::array();
@@ -584,22 +586,7 @@ class CudaRunnerDevice final : public RunnerDevice {
     return names;
   }
 
-  // CUPTI names NVML (libnvidia-ml) and has loaded a library while
-  // collecting counters, under the running filter, whose library start-up
-  // (threads, device files) that filter may refuse. NVML is loaded and
-  // initialized here, before any filter, and kept: a later dlopen of it only
-  // counts a reference and a later nvmlInit only a user. Best effort: without
-  // it CUPTI does what it did before.
-  void preload_nvml() {
-    void* lib = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_GLOBAL);
-    if (lib == nullptr) return;
-    using Init = int (*)();
-    if (auto init = reinterpret_cast<Init>(::dlsym(lib, "nvmlInit_v2"))) init();
-    nvml_ = lib;
-  }
-
   void initialize_profiler() {
-    preload_nvml();
     int l2 = 0;
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, options_.device);
     flush_bytes_ = 2 * static_cast<size_t>(l2 > 0 ? l2 : 64 << 20);
@@ -767,7 +754,6 @@ class CudaRunnerDevice final : public RunnerDevice {
   RunnerDeviceOptions options_;
   std::string init_error_;
   std::vector<void*> library_handles_;  // kept alive: see warm_up_libraries()
-  void* nvml_ = nullptr;                // kept loaded: see preload_nvml()
   cudaLibrary_t null_library_ = nullptr;
   cudaKernel_t null_kernel_ = nullptr;
   void* null_buffer_ = nullptr;
