@@ -1,6 +1,5 @@
 #include "judge/runner_pool.h"
 
-#include <algorithm>
 #include <chrono>
 
 #include "kforge/core/error.h"
