@@ -41,7 +41,7 @@ int run_serve(const ServeArgs& a) {
   config.max_inflight_per_client = a.max_inflight;
   config.drain_timeout_s = a.drain_timeout_s;
   if (!a.tasks.empty()) {
-    config.tasks = env::load_task_set(a.tasks);
+    config.tasks = load_task_set(a.tasks);
     config.tasks_source = a.tasks;
   }
 

@@ -11,6 +11,7 @@
 namespace kforge::env {
 namespace {
 
+namespace protocol = kforge::rpc;
 using testing::gym_data;
 using testing::RunningServer;
 using testing::server_data;
@@ -403,24 +404,6 @@ TEST(ServerEndpointTest, LocalEndpointsAreRecognized) {
   EXPECT_FALSE(is_local_endpoint("tcp://*:5555"));
   EXPECT_FALSE(is_local_endpoint("tcp://0.0.0.0:5555"));
   EXPECT_FALSE(is_local_endpoint("tcp://10.1.2.3:5555"));
-}
-
-TEST(TaskSetTest, RejectsDuplicatesAndEmptyDirectories) {
-  const auto dir = std::filesystem::path(KFORGE_BINARY_DIR) / "tests/server/taskset";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  EXPECT_THROW(load_task_set(dir), InputError);
-  const std::string line = test_task().dump();
-  {
-    std::ofstream out(dir / "tasks.jsonl");
-    out << line << "\n\n" << line << "\n";
-  }
-  try {
-    load_task_set(dir / "tasks.jsonl");
-    ADD_FAILURE() << "duplicate ids were accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("tasks.jsonl:3: duplicate task id"), std::string::npos) << e.what();
-  }
 }
 
 }  // namespace

@@ -15,11 +15,13 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "kforge/core/rpc.h"
 #include "kforge/env/env_config.h"
 #include "kforge/env/server.h"
-#include "protocol.h"
 
 namespace kforge::env::testing {
+
+namespace protocol = kforge::rpc;
 
 inline std::filesystem::path gym_data() { return std::filesystem::path(KFORGE_SOURCE_DIR) / "tests/gym/data"; }
 inline std::filesystem::path server_data() { return std::filesystem::path(KFORGE_SOURCE_DIR) / "tests/server/data"; }

@@ -6,8 +6,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <string_view>
 
 #include "common/errno_text.h"
+#include "kforge/core/msgpack.h"
 
 namespace kforge::exec {
 namespace {
@@ -155,9 +157,15 @@ Frame recv_frame(int fd, Deadline deadline, int spin_us) {
   }
   std::vector<uint8_t> payload(n);
   read_exact(fd, payload.data(), n, deadline, &frame.fds);
-  frame.body = json::from_msgpack(payload, /*strict=*/true, /*allow_exceptions=*/false);
-  if (frame.body.is_discarded() || !frame.body.is_object()) {
-    throw WireError(WireError::Kind::kMalformed, "receive: payload is not a MessagePack object");
+  // Bounded: a runner's frame is the candidate's text, and nlohmann's decoder
+  // recurses once per nesting level (msgpack.h).
+  try {
+    frame.body = msgpack::decode(std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size()));
+  } catch (const msgpack::DecodeError& e) {
+    throw WireError(WireError::Kind::kMalformed, std::string("receive: payload is not MessagePack: ") + e.what());
+  }
+  if (!frame.body.is_object()) {
+    throw WireError(WireError::Kind::kMalformed, "receive: payload is not a MessagePack map");
   }
   return frame;
 }

@@ -12,7 +12,7 @@
 #include "kforge/core/error.h"
 #include "kforge/env/compile/compilers.h"
 #include "kforge/env/compile/diagnostics.h"
-#include "kforge/env/compile/sha256.h"
+#include "kforge/core/sha256.h"
 
 namespace kforge::env::detail {
 

@@ -13,7 +13,7 @@
 #include "disk_cache.h"
 #include "kforge/core/error.h"
 #include "kforge/env/compile/compilers.h"
-#include "kforge/env/compile/sha256.h"
+#include "kforge/core/sha256.h"
 
 namespace kforge::env {
 namespace {

@@ -6,23 +6,10 @@
 #include <random>
 
 #include "judge/tolerance.h"
+#include "kforge/core/output_spread.h"
 
 namespace kforge::judge {
 namespace {
-
-// Unit roundoff of each floating dtype (spacing of values at 1.0).
-double dtype_epsilon(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat16:
-      return 9.765625e-4;
-    case DType::kBFloat16:
-      return 7.8125e-3;
-    case DType::kFloat64:
-      return 2.220446049250313e-16;
-    default:
-      return 1.1920928955078125e-7;
-  }
-}
 
 std::string fmt(double v) {
   char buf[32];
@@ -77,7 +64,7 @@ double relative_l2_bound(const Tolerance& tol) {
 std::optional<QualityProblem> judge_output_quality(const OutputQuality& q, DType dtype, const Tolerance& tol,
                                                    const std::string& output_name) {
   if (!dtype_is_floating(dtype) || q.finite < 2 || q.expected_rms == 0) return std::nullopt;
-  const double meaningful = kMeaningfulSpreadUlps * dtype_epsilon(dtype) * q.expected_rms;
+  const double meaningful = ref::meaningful_spread(q.expected_rms, dtype);
   if (q.expected_std > meaningful && q.got_std <= kDegenerateSpreadRatio * q.expected_std) {
     return QualityProblem{"degenerate_output",
                           "output " + output_name + " is " + (q.got_std == 0 ? "constant" : "nearly constant") +

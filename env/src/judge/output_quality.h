@@ -8,9 +8,9 @@
 //
 //   degenerate_output (a violation): the reference varies, the candidate's
 //     output does not. "Varies" means the reference's standard deviation is
-//     above kMeaningfulSpreadUlps units in the last place of the output dtype
-//     at the reference's RMS (below that, the spread is rounding noise an
-//     honest kernel may flatten). The candidate is degenerate when its
+//     above ref::kMeaningfulSpreadUlps units in the last place of the output
+//     dtype at the reference's RMS (kforge/core/output_spread.h: below that,
+//     the spread is rounding noise an honest kernel may flatten). The candidate is degenerate when its
 //     standard deviation is at most kDegenerateSpreadRatio of the reference's:
 //     an honest kernel's spread matches the reference's to within its error,
 //     which allclose already bounds far tighter than 99% of the spread
@@ -43,7 +43,6 @@
 
 namespace kforge::judge {
 
-inline constexpr double kMeaningfulSpreadUlps = 16.0;
 inline constexpr double kDegenerateSpreadRatio = 1e-2;
 inline constexpr double kRelL2RtolFactor = 5.0;
 inline constexpr double kRelL2Floor = 0.05;

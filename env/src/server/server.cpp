@@ -17,8 +17,8 @@
 #include <zmq.hpp>
 
 #include "kforge/core/action.h"
+#include "kforge/core/rpc.h"
 #include "kforge/core/solution.h"
-#include "protocol.h"
 
 #ifndef KFORGE_VERSION
 #define KFORGE_VERSION "0.0.0"
@@ -27,6 +27,7 @@
 namespace kforge::env {
 namespace {
 
+namespace protocol = kforge::rpc;
 using protocol::ErrorCode;
 using protocol::ProtocolError;
 using Clock = std::chrono::steady_clock;
@@ -131,63 +132,6 @@ bool is_local_endpoint(const std::string& endpoint) {
   std::string host = colon == std::string::npos ? rest : rest.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   return host == "localhost" || host == "lo" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
-std::vector<TaskSpec> load_task_set(const std::filesystem::path& path) {
-  namespace fs = std::filesystem;
-  std::vector<TaskSpec> tasks;
-  std::map<std::string, std::string> first_seen;
-  auto add = [&](TaskSpec task, const std::string& origin) {
-    auto [it, inserted] = first_seen.emplace(task.id, origin);
-    if (!inserted) {
-      throw InputError(origin + ": duplicate task id \"" + task.id + "\" (also in " + it->second + ")");
-    }
-    tasks.push_back(std::move(task));
-  };
-  auto load_file = [&](const fs::path& file) {
-    if (file.extension() != ".jsonl") {
-      add(load_task(file), file.string());
-      return;
-    }
-    const std::string text = read_text_file(file);
-    size_t line_no = 0;
-    size_t start = 0;
-    while (start < text.size()) {
-      size_t end = text.find('\n', start);
-      if (end == std::string::npos) end = text.size();
-      const std::string line = text.substr(start, end - start);
-      start = end + 1;
-      ++line_no;
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      const std::string origin = file.string() + ":" + std::to_string(line_no);
-      add(parse_task(Document::from_json_text(line, origin)), origin);
-    }
-  };
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw InputError(path.string() + ": no such file or directory (the task set)");
-  if (!fs::is_directory(path, ec)) {
-    load_file(path);
-  } else {
-    const std::set<std::string> task_ext = {".json", ".yaml", ".yml", ".jsonl"};
-    std::vector<fs::path> files;
-    for (const auto& entry : fs::directory_iterator(path)) {
-      if (entry.is_regular_file() && task_ext.count(entry.path().extension().string())) {
-        files.push_back(entry.path());
-      } else if (entry.is_directory()) {
-        for (const char* name : {"task.json", "task.yaml", "task.yml"}) {
-          if (fs::is_regular_file(entry.path() / name)) files.push_back(entry.path() / name);
-        }
-      }
-    }
-    std::sort(files.begin(), files.end());
-    for (const auto& f : files) load_file(f);
-  }
-  if (tasks.empty()) {
-    throw InputError(path.string() +
-                     ": no tasks found (expected a .jsonl file, a task file, or a directory of task files or of "
-                     "folders with a task.json)");
-  }
-  return tasks;
 }
 
 struct Server::Impl {

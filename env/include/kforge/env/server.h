@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "kforge/core/document.h"
+#include "kforge/core/task_set.h"
 #include "kforge/core/task_spec.h"
 #include "kforge/env/env_config.h"
 #include "kforge/env/env_pool.h"
@@ -93,12 +94,6 @@ class Server {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// Reads a task set: a .jsonl file (one task per line), a single task file
-// (.json/.yaml), or a directory holding task files and/or sub-directories with
-// a task.json (the examples/ layout). InputError naming the file and line for
-// a bad task or a duplicate id.
-std::vector<TaskSpec> load_task_set(const std::filesystem::path& path);
 
 // True for endpoints only this host can reach: tcp:// on a loopback address
 // (127.0.0.0/8, ::1, localhost, lo), ipc:// and inproc://.

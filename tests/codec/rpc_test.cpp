@@ -1,14 +1,14 @@
-// The env server's wire codec: round trips, and every kind of malformed input
+// The request/reply envelope: round trips, and every kind of malformed input
 // turned into a ProtocolError with the right code, field and (when readable)
 // request id.
-#include "protocol.h"
+#include "kforge/core/rpc.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 #include <string>
 
-namespace kforge::env::protocol {
+namespace kforge::rpc {
 namespace {
 
 std::string msgpack(const json& value) {
@@ -96,14 +96,14 @@ TEST(ProtocolTest, NonMsgpackBytesAreBadRequestsWithoutId) {
 }
 
 TEST(ProtocolTest, CheckMsgpackFindsTruncationTrailingBytesAndLies) {
-  EXPECT_EQ(check_msgpack(msgpack({{"a", {1, 2, 3}}, {"b", "text"}})), "");
-  EXPECT_NE(check_msgpack(std::string("\x92\xcd\x01", 3)).find("truncated"), std::string::npos);
-  EXPECT_NE(check_msgpack(std::string("\x01\x02", 2)).find("trailing"), std::string::npos);
+  EXPECT_EQ(msgpack::check(msgpack({{"a", {1, 2, 3}}, {"b", "text"}})), "");
+  EXPECT_NE(msgpack::check(std::string("\x92\xcd\x01", 3)).find("truncated"), std::string::npos);
+  EXPECT_NE(msgpack::check(std::string("\x01\x02", 2)).find("trailing"), std::string::npos);
   // A 32-bit array header claiming 4 billion items in a 5-byte message.
-  EXPECT_NE(check_msgpack(std::string("\xdd\xff\xff\xff\xff", 5)).find("claims more items"), std::string::npos);
-  EXPECT_NE(check_msgpack(std::string("\xdb\x00\x00\x00\x10"
-                                      "abc",
-                                      8))
+  EXPECT_NE(msgpack::check(std::string("\xdd\xff\xff\xff\xff", 5)).find("claims more items"), std::string::npos);
+  EXPECT_NE(msgpack::check(std::string("\xdb\x00\x00\x00\x10"
+                                       "abc",
+                                       8))
                 .find("truncated"),
             std::string::npos);
 }
@@ -113,11 +113,11 @@ TEST(ProtocolTest, DeepNestingIsRefusedBeforeDecoding) {
   // overflow the stack.
   std::string bomb(1000000, '\x91');
   bomb += '\x01';
-  EXPECT_NE(check_msgpack(bomb).find("nested deeper"), std::string::npos);
+  EXPECT_NE(msgpack::check(bomb).find("nested deeper"), std::string::npos);
   EXPECT_EQ(decode_failure(bomb).code, "bad_request");
-  std::string ok(kMaxDepth - 1, '\x91');
+  std::string ok(msgpack::kMaxDepth - 1, '\x91');
   ok += '\x01';
-  EXPECT_EQ(check_msgpack(ok), "");
+  EXPECT_EQ(msgpack::check(ok), "");
 }
 
 TEST(ProtocolTest, NonMapMessages) {
@@ -257,4 +257,4 @@ TEST(ProtocolTest, MalformedRepliesAreRejected) {
 }
 
 }  // namespace
-}  // namespace kforge::env::protocol
+}  // namespace kforge::rpc

@@ -1,5 +1,7 @@
-// The env server's wire protocol, version 1 (trainer_bridge/PROTOCOL.md): one
-// MessagePack map per ZeroMQ message.
+// The request/reply envelope of KernelForge's ZeroMQ protocols, version 1
+// (trainer_bridge/PROTOCOL.md): one MessagePack map per ZeroMQ message. The env
+// server speaks it; the rollout workers' policy clients and the trajectory
+// streams reuse the same envelope and the bounded decoding of msgpack.h.
 //
 //   request  {"v": 1, "id": <uint>, "method": "<name>", "params": {...}}
 //   reply    {"v": 1, "id": <uint>, "ok": true,  "result": {...}}
@@ -7,8 +9,8 @@
 //             "error": {"code": "...", "message": "...", "field": "..."}}
 //
 // The codec is separate from the server so that malformed input can be tested
-// byte by byte without sockets, and so that C++ clients (tests, the rollout
-// workers) share the exact encoding.
+// byte by byte without sockets, and so that every C++ peer (the server, the
+// rollout workers, the streams, tests) shares the exact encoding.
 #pragma once
 
 #include <cstdint>
@@ -20,14 +22,11 @@
 
 #include "kforge/core/document.h"
 #include "kforge/core/error.h"
+#include "kforge/core/msgpack.h"
 
-namespace kforge::env::protocol {
+namespace kforge::rpc {
 
 inline constexpr int kVersion = 1;
-// Deeper payloads are refused before decoding: the MessagePack decoder
-// recurses once per level, so a hostile frame of nested one-element arrays
-// would otherwise overflow the stack.
-inline constexpr int kMaxDepth = 128;
 
 enum class ErrorCode {
   kBadRequest,          // not MessagePack, not a map, wrong types, unknown or missing keys
@@ -71,11 +70,6 @@ struct Request {
   json params = json::object();
 };
 
-// Checks that `payload` is exactly one well-formed MessagePack value no
-// deeper than kMaxDepth; "" when it is, else what is wrong. Iterative, so it
-// cannot itself be driven into deep recursion.
-std::string check_msgpack(std::string_view payload, int max_depth = kMaxDepth);
-
 // Decodes one request. Throws ProtocolError for anything malformed; `id_out`
 // receives the request id as soon as it can be read (it stays null when the
 // bytes are not a map with a valid id), so the error can still be routed.
@@ -108,4 +102,4 @@ Reply decode_reply(std::string_view payload);
 ProtocolError from_input_error(const InputError& error, ErrorCode code, const std::string& label,
                                const std::string& prefix);
 
-}  // namespace kforge::env::protocol
+}  // namespace kforge::rpc

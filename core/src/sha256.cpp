@@ -1,12 +1,12 @@
-#include "kforge/env/compile/sha256.h"
+#include "kforge/core/sha256.h"
 
 #include <openssl/evp.h>
 
 #include "kforge/core/error.h"
 
-namespace kforge::env {
+namespace kforge {
 
-std::string sha256_hex(const std::string& data) {
+std::string sha256_hex(std::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   if (EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr) != 1) {
@@ -22,4 +22,4 @@ std::string sha256_hex(const std::string& data) {
   return hex;
 }
 
-}  // namespace kforge::env
+}  // namespace kforge
