@@ -11,8 +11,12 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   const kforge::rollout::ChatResponse r = kforge::rollout::parse_chat_response(body);
-  kforge::json reply = kforge::rollout::to_json(r.reply);
-  reply["usage"] = r.usage;
+  kforge::json reply = {{"content", r.reply.content},
+                        {"tool_calls", r.reply.tool_calls},
+                        {"finish_reason", r.reply.finish_reason},
+                        {"usage", r.usage}};
+  if (r.reply.token_ids) reply["token_ids"] = *r.reply.token_ids;
+  if (r.reply.logprobs) reply["logprobs"] = *r.reply.logprobs;
   reply["model"] = r.model;
   reply["error"] = r.error;
   (void)reply.dump();

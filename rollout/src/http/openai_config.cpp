@@ -57,8 +57,9 @@ std::string check_base_url(const std::string& url) {
 
 }  // namespace
 
-OpenAiPolicyConfig parse_openai_policy_config(const Field& section) {
+OpenAiPolicyConfig parse_openai_policy_config(const Field& section, const std::vector<std::string>& handled_by_caller) {
   ObjectReader r = section.as_object();
+  for (const auto& key : handled_by_caller) r.allow(key);
   OpenAiPolicyConfig c;
   if (auto f = r.optional("kind")) {
     if (f->as_string() != "openai") f->fail("\"openai\" for this policy");

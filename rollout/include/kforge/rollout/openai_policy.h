@@ -71,9 +71,11 @@ struct OpenAiPolicyConfig {
 //    backoff_max_s, max_retry_after_s, max_concurrency, tool_choice,
 //    logprobs, top_logprobs, return_token_ids, extra_body, headers,
 //    max_response_bytes, max_response_depth, max_tool_calls}
-// Every number is bounded; errors name the field. `kind` is allowed (the
-// caller dispatches on it) but not required.
-OpenAiPolicyConfig parse_openai_policy_config(const Field& section);
+// Every number is bounded; errors name the field. `kind`, when present, must
+// be "openai". Keys in `handled_by_caller` (the rollout config's shared
+// `sampling`, say) are left to the caller; any other key is an error.
+OpenAiPolicyConfig parse_openai_policy_config(const Field& section,
+                                              const std::vector<std::string>& handled_by_caller = {"sampling"});
 json to_json(const OpenAiPolicyConfig& config);  // without the key itself
 
 class OpenAiPolicy : public Policy {
