@@ -329,6 +329,10 @@ TEST(ReplayReevaluationTest, RewardIsScoredAtTheRecordedTurn) {
   ASSERT_EQ(r.rows[0].rewards.size(), 1u) << r.rows[0].note;
   EXPECT_EQ(r.rows[0].verdict, ReevalVerdict::kExact)
       << "recorded " << r.rows[0].recorded_reward << ", re-run " << r.rows[0].rewards[0];
+  // The recording says which reward it paid; a different one is pointed out.
+  EXPECT_EQ(b.recorded_reward, "default");
+  EXPECT_EQ(b.recorded_backend, "cpu");
+  EXPECT_TRUE(has(r.rows[0].note, "recorded with reward default, re-scored with linear_cost")) << r.rows[0].note;
 }
 
 TEST(ReplayReportTest, HtmlWithPlotsFromARealReplay) {

@@ -206,8 +206,13 @@ std::vector<double> exemplar_speedups_of(const json& info) {
       if (x.is_number()) out.push_back(x.get<double>());
     }
   } else if (const json* ex = find(info, "exemplars"); ex != nullptr && ex->is_array()) {
+    // The rollout workers write {"speedup_eager", "note", "solution"}.
     for (const auto& x : *ex) {
-      if (auto s = number_at(x, "speedup")) out.push_back(*s);
+      if (auto s = number_at(x, "speedup_eager")) {
+        out.push_back(*s);
+      } else if (auto t = number_at(x, "speedup")) {
+        out.push_back(*t);
+      }
     }
   }
   return out;
@@ -278,6 +283,8 @@ RecordedEpisode episode_from_json(const json& value, const std::string& file, si
   e.policy_error = policy_error_of(info);
   e.truncation_reason = string_at(info, "truncation_reason");
   e.exemplar_speedups = exemplar_speedups_of(info);
+  e.recorded_backend = string_at(find_or_null(info, "env"), "backend");
+  e.recorded_reward = string_at(find_or_null(find_or_null(info, "env"), "reward"), "function");
 
   std::optional<Solution> last_solution;
   for (size_t i = 0; i < turns->size(); ++i) {

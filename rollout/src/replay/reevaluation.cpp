@@ -18,6 +18,7 @@ namespace {
 
 struct Job {
   size_t row = 0;
+  const RecordedEpisode* episode = nullptr;
   const TaskSpec* task = nullptr;
   Solution solution;
   int env_turn = 0;
@@ -40,10 +41,15 @@ std::string modes_text(const std::vector<SolutionMode>& modes) {
 
 std::string outcome_or_none(const std::string& o) { return o.empty() ? "not_run" : o; }
 
+void append_note(ReevalRow* row, const std::string& text) { row->note += (row->note.empty() ? "" : "; ") + text; }
+void prepend_note(ReevalRow* row, const std::string& text) {
+  row->note = text + (row->note.empty() ? "" : "; " + row->note);
+}
+
 void decide(ReevalRow* row, const Job& job, const ReevalOptions& options) {
   if (row->rewards.empty()) {
     row->verdict = ReevalVerdict::kNotReevaluated;
-    row->note = "the environment failed on every run: " + job.last_system_error;
+    prepend_note(row, "the environment failed on every run: " + job.last_system_error);
     return;
   }
   std::map<std::string, int> counts;
@@ -53,14 +59,14 @@ void decide(ReevalRow* row, const Job& job, const ReevalOptions& options) {
     same = same && o == outcome_or_none(row->recorded_outcome);
   }
   if (job.system_errors > 0) {
-    row->note = std::to_string(job.system_errors) + " run(s) hit an environment failure: " + job.last_system_error;
+    append_note(row,
+                std::to_string(job.system_errors) + " run(s) hit an environment failure: " + job.last_system_error);
   }
   if (!same) {
     row->verdict = ReevalVerdict::kOutcomeDiffers;
     std::string runs;
     for (const auto& [o, n] : counts) runs += (runs.empty() ? "" : ", ") + o + " x" + std::to_string(n);
-    row->note = "recorded " + outcome_or_none(row->recorded_outcome) + "; runs: " + runs +
-                (row->note.empty() ? "" : "; " + row->note);
+    prepend_note(row, "recorded " + outcome_or_none(row->recorded_outcome) + "; runs: " + runs);
     return;
   }
   const auto [lo, hi] = std::minmax_element(row->rewards.begin(), row->rewards.end());
@@ -74,8 +80,7 @@ void decide(ReevalRow* row, const Job& job, const ReevalOptions& options) {
     row->verdict = ReevalVerdict::kWithinSpread;
   } else {
     row->verdict = ReevalVerdict::kDiffers;
-    row->note = "recorded " + format_number(rec) + ", runs " + format_number(*lo) + " to " + format_number(*hi) +
-                (row->note.empty() ? "" : "; " + row->note);
+    prepend_note(row, "recorded " + format_number(rec) + ", runs " + format_number(*lo) + " to " + format_number(*hi));
   }
 }
 
@@ -128,6 +133,7 @@ ReevalReport reevaluate(const std::vector<RecordedEpisode>& episodes, const Task
       } else {
         Job job;
         job.row = report.rows.size();
+        job.episode = &e;
         job.task = task;
         job.solution = *t.solution;
         job.env_turn = t.env_turn;
@@ -145,6 +151,21 @@ ReevalReport reevaluate(const std::vector<RecordedEpisode>& episodes, const Task
   }
   if (!jobs.empty()) {
     const reward::RewardFunction reward_fn = reward::RewardFunction::load(config.reward.function);
+    // Say so when the trajectories were recorded under another reward or on
+    // another backend: the comparison is then about different things.
+    for (const Job& job : jobs) {
+      ReevalRow& row = report.rows[job.row];
+      const RecordedEpisode& e = *job.episode;
+      std::string note;
+      if (!e.recorded_reward.empty() && e.recorded_reward != reward_fn.name()) {
+        note = "recorded with reward " + e.recorded_reward + ", re-scored with " + reward_fn.name() +
+               " (pass the recording's --config or --reward)";
+      }
+      if (!e.recorded_backend.empty() && e.recorded_backend != report.backend) {
+        note += (note.empty() ? "" : "; ") + std::string("recorded on the ") + e.recorded_backend + " backend";
+      }
+      if (!note.empty()) append_note(&row, note);
+    }
     const size_t total = jobs.size() * static_cast<size_t>(std::max(1, options.repeats));
     const int slots = std::max(1, std::min<int>(options.parallel, static_cast<int>(total)));
     env::EnvPool pool(config, slots);
@@ -172,7 +193,7 @@ ReevalReport reevaluate(const std::vector<RecordedEpisode>& episodes, const Task
         } catch (const InputError& e) {
           // The task itself is refused (it does not type-check here): every
           // run of it would be.
-          row.note = std::string("the environment refused the task: ") + e.what();
+          append_note(&row, std::string("the environment refused the task: ") + e.what());
           job.refused = true;
           ++done;
           continue;

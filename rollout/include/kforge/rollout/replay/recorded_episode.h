@@ -64,6 +64,10 @@ struct RecordedEpisode {
   json task = nullptr;                    // the TaskSpec JSON, when the trajectory carries it
   std::string policy_error;               // the policy could not answer (no penalty)
   std::vector<double> exemplar_speedups;  // contrastive prompts' exemplars
+  // What the recorder says the environment was (info.env): "cpu"/"cuda" and
+  // the reward function's name; "" when not recorded.
+  std::string recorded_backend;
+  std::string recorded_reward;
   std::vector<RecordedTurn> turns;
   // A truncated episode's final evaluation ({"auto_submitted", "verdict",
   // "measurement"}, from the last observation); null otherwise.
