@@ -364,13 +364,19 @@ struct OpenAiPolicy::Engine {
       }
       if (remaining == 0) break;
       // Sleep until a transfer has news, a retry is due or a slot frees.
+      // A due request that found no free slot waits for one: a transfer of
+      // this call finishing wakes the poll, another thread's release is
+      // seen within 20 ms. (Polling with 0 here would spin.)
       int wait_ms = 1000;
       const auto t = Clock::now();
       for (const Job* job : waiting) {
         const double until = seconds_between(t, job->not_before);
-        wait_ms = std::min(wait_ms, std::max(0, static_cast<int>(std::ceil(until * 1000))));
+        if (until <= 0) {
+          wait_ms = std::min(wait_ms, blocked_on_slots ? 20 : 0);
+        } else {
+          wait_ms = std::min(wait_ms, static_cast<int>(std::ceil(until * 1000)));
+        }
       }
-      if (blocked_on_slots) wait_ms = std::min(wait_ms, 20);
       if (active > 0) {
         curl_multi_poll(multi, nullptr, 0, wait_ms, nullptr);
       } else if (wait_ms > 0) {

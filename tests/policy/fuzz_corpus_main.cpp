@@ -1,6 +1,6 @@
 // Runs a fuzz target's function over every file of its seed corpus, so that
-// CI exercises every target on every build without clang's libFuzzer (the
-// `KFORGE_FUZZ` build links the real fuzzer instead of this file).
+// every build exercises it without clang's libFuzzer (the fuzz build links
+// the real fuzzer instead of this file).
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>

@@ -28,7 +28,7 @@ class OpenAiTestServer {
       dup2(out[1], 1);
       close(in[1]);
       close(out[0]);
-      const std::string script = std::string(KFORGE_SOURCE_DIR) + "/tests/rollout/openai_server.py";
+      const std::string script = std::string(KFORGE_SOURCE_DIR) + "/tests/policy/openai_server.py";
       execl(KFORGE_PYTHON, KFORGE_PYTHON, script.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <thread>
@@ -17,6 +18,13 @@ namespace {
 using testing::OpenAiTestServer;
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+double thread_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 
 PolicyRequest request_with(const json& scenario, const std::string& episode = "ep") {
   PolicyRequest r;
@@ -315,7 +323,14 @@ TEST_F(OpenAiPolicyTest, ABatchRunsConcurrentlyWithinTheLimitAndKeepsOrder) {
     batch.push_back(
         request_with({{"do", "slow"}, {"seconds", 0.3}, {"content", "reply " + std::to_string(i)}, {"key", "conc"}}));
   }
+  const double cpu0 = thread_cpu_seconds();
+  const auto t0 = std::chrono::steady_clock::now();
   const auto replies = policy.act(batch);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double cpu = thread_cpu_seconds() - cpu0;
+  // Requests waiting for a slot sleep until one frees; spinning on the poll
+  // would burn a core for the whole batch.
+  EXPECT_LT(cpu, 0.5 * wall) << "cpu " << cpu << " s over " << wall << " s";
   ASSERT_EQ(replies.size(), 12u);
   for (int i = 0; i < 12; ++i) EXPECT_EQ(replies[static_cast<size_t>(i)].content, "reply " + std::to_string(i));
   const int max_inflight = server_->log()["max_inflight"]["conc"].get<int>();

@@ -15,7 +15,7 @@
 namespace kforge::rollout::testing {
 
 inline std::filesystem::path source_dir() { return KFORGE_SOURCE_DIR; }
-inline std::filesystem::path rollout_data() { return source_dir() / "tests/rollout/data"; }
+inline std::filesystem::path rollout_data() { return source_dir() / "tests/replay/data"; }
 inline std::filesystem::path gym_data() { return source_dir() / "tests/gym/data"; }
 
 // The tests/gym fast config (same checks, short timing phases, 4 turns) with

@@ -134,7 +134,7 @@ json record_episode(env::Env& env, const TaskSpec& task, uint64_t seed, const st
 }
 
 fs::path recorded_episodes_file() {
-  const fs::path dir = fs::path(KFORGE_BINARY_DIR) / "tests/rollout";
+  const fs::path dir = fs::path(KFORGE_BINARY_DIR) / "tests/replay";
   fs::create_directories(dir);
   const fs::path file = dir / "replay-episodes.jsonl";
   const int lock = ::open((dir / "replay-episodes.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);

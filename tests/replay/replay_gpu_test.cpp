@@ -77,7 +77,7 @@ TEST(ReplayGpuTest, CudaEpisodesReevaluateOnTheCudaBackend) {
                                    {"sum_of_squares", "fast", "gpu-b"},
                                    {"sum_of_squares", "wrong", "gpu-c"},
                                    {"layernorm_residual", "naive", "gpu-d"}};
-  fs::path file = fs::path(KFORGE_BINARY_DIR) / "tests/rollout/replay-gpu-episodes.jsonl";
+  fs::path file = fs::path(KFORGE_BINARY_DIR) / "tests/replay/replay-gpu-episodes.jsonl";
   {
     JsonlWriter w(file, JsonlWriter::Mode::kTruncate);
     uint64_t seed = 21;
