@@ -298,7 +298,9 @@ std::string format_reevaluation(const ReevalReport& report) {
   out << "Verdicts: " << verdicts << "\n";
   TextTable table(
       {"task", "trajectory", "turn", "recorded", "runs (reward)", "runs (outcome, speedup)", "verdict", "note"}, 60);
-  for (const auto& r : report.rows) {
+  constexpr size_t kShown = 200;  // the rest are in --json and the report's data.json
+  for (size_t row = 0; row < report.rows.size() && row < kShown; ++row) {
+    const ReevalRow& r = report.rows[row];
     std::string rewards, outcomes;
     for (size_t i = 0; i < r.rewards.size(); ++i) rewards += (i ? " " : "") + format_number(r.rewards[i]);
     for (size_t i = 0; i < r.outcomes.size(); ++i) {
@@ -311,6 +313,7 @@ std::string format_reevaluation(const ReevalReport& report) {
                r.note});
   }
   out << table.render();
+  if (report.rows.size() > kShown) out << "... and " << report.rows.size() - kShown << " more submits\n";
   return out.str();
 }
 

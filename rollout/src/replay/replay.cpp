@@ -202,9 +202,12 @@ std::string format_replay(const ReplayAnalysis& a) {
   out << "Read " << a.recorded.episodes.size() << " trajectories from " << a.recorded.files << " file(s)";
   if (!a.recorded.problems.empty()) out << "; " << a.recorded.problems.size() << " line(s) or file(s) skipped";
   out << "\n";
-  for (const auto& p : a.recorded.problems) {
+  constexpr size_t kShown = 20;  // the rest are in --json and the report
+  for (size_t i = 0; i < a.recorded.problems.size() && i < kShown; ++i) {
+    const ReadProblem& p = a.recorded.problems[i];
     out << "  skipped " << p.file << (p.line ? ":" + std::to_string(p.line) : "") << ": " << p.message << "\n";
   }
+  if (a.recorded.problems.size() > kShown) out << "  ... and " << a.recorded.problems.size() - kShown << " more\n";
   if (a.recorded.episodes.empty()) return out.str();
   out << "\n" << format_summary(a.summary);
   if (!a.technique_stats.empty()) {

@@ -90,7 +90,16 @@ std::vector<std::pair<std::string, std::string>> draw_plots(const fs::path& dir,
   return plots;
 }
 
+// Per-solution and per-submit tables list this many rows; data.json has all.
+constexpr size_t kMaxTableRows = 300;
+
 std::string cell(const std::string& s) { return "<td>" + html_escape(s) + "</td>"; }
+
+void more_rows_note(std::ostringstream& h, size_t total) {
+  if (total > kMaxTableRows) {
+    h << "<p>" << kMaxTableRows << " of " << total << " rows shown; data.json has all of them.</p>\n";
+  }
+}
 
 std::string percent(double f) {
   char buf[16];
@@ -138,10 +147,12 @@ std::string render_html(const ReplayAnalysis& a, const std::vector<std::pair<std
     << dist(o.speedup, "x") << "; " << format_number(o.turns_used.mean) << " turns used on average.</p>\n";
   if (!a.recorded.problems.empty()) {
     h << "<p class=\"note\">" << a.recorded.problems.size() << " line(s) or file(s) could not be read:</p><ul>\n";
-    for (const auto& p : a.recorded.problems) {
+    for (size_t i = 0; i < a.recorded.problems.size() && i < kMaxTableRows; ++i) {
+      const ReadProblem& p = a.recorded.problems[i];
       h << "<li>" << html_escape(p.file + (p.line ? ":" + std::to_string(p.line) : "") + ": " + p.message) << "</li>\n";
     }
     h << "</ul>\n";
+    more_rows_note(h, a.recorded.problems.size());
   }
   h << "<h2>Per task</h2>\n";
   group_table(h, "task", a.summary.by_task);
@@ -164,7 +175,8 @@ std::string render_html(const ReplayAnalysis& a, const std::vector<std::pair<std
     }
     h << "</table>\n<table><tr><th>trajectory</th><th>task</th><th>mode</th><th>verdict</th><th>techniques "
          "(evidence)</th></tr>\n";
-    for (const auto& t : a.techniques) {
+    for (size_t i = 0; i < a.techniques.size() && i < kMaxTableRows; ++i) {
+      const SolutionTechniques& t = a.techniques[i];
       std::string list;
       for (const auto& f : t.report.found) {
         std::string ev;
@@ -177,6 +189,7 @@ std::string render_html(const ReplayAnalysis& a, const std::vector<std::pair<std
         << cell(list.empty() ? "-" : list) << "</tr>\n";
     }
     h << "</table>\n";
+    more_rows_note(h, a.techniques.size());
   }
   if (a.reevaluation) {
     const ReevalReport& r = *a.reevaluation;
@@ -186,7 +199,8 @@ std::string render_html(const ReplayAnalysis& a, const std::vector<std::pair<std
       << " runs on the " << html_escape(r.backend) << " backend. Verdicts: " << html_escape(verdicts) << ".</p>\n"
       << "<table><tr><th>task</th><th>trajectory</th><th>turn</th><th>recorded</th><th>re-run rewards</th>"
          "<th>re-run outcomes</th><th>verdict</th><th>note</th></tr>\n";
-    for (const auto& row : r.rows) {
+    for (size_t n = 0; n < r.rows.size() && n < kMaxTableRows; ++n) {
+      const ReevalRow& row = r.rows[n];
       std::string rewards, outcomes;
       for (double x : row.rewards) rewards += (rewards.empty() ? "" : " ") + format_number(x);
       for (size_t i = 0; i < row.outcomes.size(); ++i) {
@@ -200,6 +214,7 @@ std::string render_html(const ReplayAnalysis& a, const std::vector<std::pair<std
         << cell(reeval_verdict_name(row.verdict)) << cell(row.note) << "</tr>\n";
     }
     h << "</table>\n";
+    more_rows_note(h, r.rows.size());
   }
   if (!a.notes.empty()) {
     h << "<h2>Notes</h2><ul>\n";
