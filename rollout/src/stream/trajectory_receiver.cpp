@@ -223,6 +223,14 @@ struct TrajectoryReceiver::Impl {
         log(std::string("error: ") + e.what());
       }
     }
+    // Acks the trainer gave last still go out; the socket waits up to a
+    // second for them when it closes.
+    try {
+      send_outgoing();
+      router.set(zmq::sockopt::linger, 1000);
+    } catch (const std::exception& e) {
+      log(std::string("error: ") + e.what());
+    }
   }
 
   void housekeeping() {
@@ -444,7 +452,7 @@ struct TrajectoryReceiver::Impl {
   std::vector<Delivery> next_batch(size_t max, milliseconds timeout) {
     std::unique_lock<std::mutex> lock(mu);
     const auto deadline = Clock::now() + timeout;
-    ready_cv.wait_until(lock, deadline, [&] { return queue.size() >= std::max<size_t>(max, 1) || stopping; });
+    ready_cv.wait_until(lock, deadline, [&] { return !queue.empty() || stopping; });
     std::vector<Delivery> out;
     while (!queue.empty() && out.size() < max) {
       pending[queue.front().worker][queue.front().seq] = true;

@@ -45,12 +45,32 @@ double percentile(std::vector<double> v, double q) {
   return v[k];
 }
 
+// The last kLatencySamples latencies, in milliseconds.
+class LatencyRing {
+ public:
+  void add(double ms) {
+    if (samples_.size() < kLatencySamples) {
+      samples_.push_back(ms);
+    } else {
+      samples_[next_] = ms;
+    }
+    next_ = (next_ + 1) % kLatencySamples;
+  }
+  double quantile(double q) const { return percentile(samples_, q); }
+  double max() const { return samples_.empty() ? 0.0 : *std::max_element(samples_.begin(), samples_.end()); }
+
+ private:
+  std::vector<double> samples_;
+  size_t next_ = 0;
+};
+
 }  // namespace
 
 struct TrajectorySender::Impl {
   struct Out {
     std::shared_ptr<const std::string> payload;  // null: read back from the spool
     Clock::time_point written;
+    Clock::time_point sent;  // last sent (resends included)
   };
   struct ToSend {
     uint64_t seq;
@@ -68,8 +88,8 @@ struct TrajectorySender::Impl {
   std::map<uint64_t, Out> outbox;  // everything unacknowledged, by seq
   uint64_t outbox_bytes = 0;
   SenderStats counters;
-  std::vector<double> latencies;
-  size_t latency_next = 0;
+  LatencyRing ack_latency;       // sent -> acked
+  LatencyRing delivery_latency;  // written -> acked
 
   zmq::context_t ctx{1};
   std::unique_ptr<zmq::socket_t> socket;
@@ -97,9 +117,8 @@ struct TrajectorySender::Impl {
                            std::fprintf(stderr, "kforge stream sender [%s]: %s\n", w.c_str(), m.c_str());
                          })),
         spool(SpoolOptions{config.spool_dir, config.worker_id, config.max_spool_bytes, 0, config.fsync}) {
-    for (const auto& [seq, rec] : spool.pending()) outbox.emplace(seq, Out{nullptr, Clock::now()});
+    for (const auto& [seq, rec] : spool.pending()) outbox.emplace(seq, Out{nullptr, Clock::now(), {}});
     counters.unacked = outbox.size();
-    latencies.reserve(kLatencySamples);
     wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd < 0) throw SystemError("trajectory sender: eventfd failed");
     if (!outbox.empty()) {
@@ -323,13 +342,10 @@ struct TrajectorySender::Impl {
     for (const auto& [first, last] : ranges) {
       for (auto it = outbox.lower_bound(first); it != outbox.end() && it->first <= last;) {
         if (it->second.payload) outbox_bytes -= it->second.payload->size();
-        const double ms = std::chrono::duration<double, std::milli>(now - it->second.written).count();
-        if (latencies.size() < kLatencySamples) {
-          latencies.push_back(ms);
-        } else {
-          latencies[latency_next] = ms;
+        delivery_latency.add(std::chrono::duration<double, std::milli>(now - it->second.written).count());
+        if (it->second.sent != Clock::time_point{}) {
+          ack_latency.add(std::chrono::duration<double, std::milli>(now - it->second.sent).count());
         }
-        latency_next = (latency_next + 1) % kLatencySamples;
         if (it->first < next_to_send && inflight > 0) --inflight;
         seqs.push_back(it->first);
         it = outbox.erase(it);
@@ -407,7 +423,9 @@ struct TrajectorySender::Impl {
                                       std::to_string(limit) + " bytes per message");
             continue;
           }
-          auto payload = outbox.at(seq).payload;
+          Out& out = outbox.at(seq);
+          out.sent = Clock::now();
+          auto payload = out.payload;
           if (!payload) payload = std::make_shared<const std::string>(spool.read(seq));
           batch.push_back({seq, rec.id, std::move(payload)});
           next_to_send = seq + 1;
@@ -471,7 +489,7 @@ struct TrajectorySender::Impl {
       }
     }
     const uint64_t seq = spool.append(id, payload);
-    Out out{nullptr, Clock::now()};
+    Out out{nullptr, Clock::now(), {}};
     if (outbox_bytes + payload.size() <= config.max_outbox_bytes) {
       out.payload = std::make_shared<const std::string>(payload);
       outbox_bytes += payload.size();
@@ -495,9 +513,11 @@ struct TrajectorySender::Impl {
     s.spool_bytes = spool.disk_bytes();
     s.next_seq = spool.next_seq();
     s.rejected = spool.rejected_count();
-    s.ack_latency_p50_ms = percentile(latencies, 0.50);
-    s.ack_latency_p99_ms = percentile(latencies, 0.99);
-    s.ack_latency_max_ms = latencies.empty() ? 0.0 : *std::max_element(latencies.begin(), latencies.end());
+    s.ack_latency_p50_ms = ack_latency.quantile(0.50);
+    s.ack_latency_p99_ms = ack_latency.quantile(0.99);
+    s.ack_latency_max_ms = ack_latency.max();
+    s.delivery_latency_p50_ms = delivery_latency.quantile(0.50);
+    s.delivery_latency_p99_ms = delivery_latency.quantile(0.99);
     return s;
   }
 };

@@ -97,8 +97,9 @@ class TrajectoryReceiver {
   // The next trajectory, or nothing after `timeout`.
   std::optional<Delivery> next(std::chrono::milliseconds timeout);
   // Up to `max` trajectories: waits up to `timeout` for the first, then
-  // for the batch to fill until `timeout` has passed; may return fewer
-  // (none after a timeout with nothing).
+  // takes what has arrived (none after a timeout with nothing). Waiting for
+  // a full batch is the caller's choice: with credit C and W senders, at
+  // most C x W can be waiting unacknowledged.
   std::vector<Delivery> next_batch(size_t max, std::chrono::milliseconds timeout);
   // The trainer holds these: recorded in the state (durably, before this
   // returns), then acknowledged to their senders. Keys not delivered (or

@@ -74,10 +74,14 @@ struct SenderStats {
   uint64_t credit = 0;    // granted by the receiver in this session
   uint64_t inflight = 0;  // sent in this session, not acknowledged
   bool connected = false;
-  // write() to ack, over the last 65536 acks (milliseconds).
+  // Over the last 65536 acks, in milliseconds: from sending a trajectory to
+  // its ack (the receiver and its trainer's ack() included), and from
+  // write() to the ack (time waiting for credit or a connection included).
   double ack_latency_p50_ms = 0;
   double ack_latency_p99_ms = 0;
   double ack_latency_max_ms = 0;
+  double delivery_latency_p50_ms = 0;
+  double delivery_latency_p99_ms = 0;
 };
 
 class TrajectorySender : public TrajectorySink {
