@@ -307,8 +307,10 @@ TEST_F(StreamTest, AReceiverRestartedOnItsStateLosesAndDuplicatesNothing) {
   std::vector<DeliveryKey> first_run;
   {
     TrajectoryReceiver r1(config);
-    Trainer t1(r1);
-    ASSERT_TRUE(eventually([&] { return t1.acked_count() >= 100; }));
+    // The first trainer acknowledges 100, then dies holding the rest.
+    std::atomic<int> accepted{0};
+    Trainer t1(r1, [&](const Delivery&) { return accepted++ < 100; });
+    ASSERT_TRUE(eventually([&] { return t1.acked_count() >= 100 && t1.delivered().size() > 100; }));
     t1.stop();
     first_run = t1.acked();
     // r1 goes away holding deliveries the trainer never acknowledged, and
@@ -321,9 +323,11 @@ TEST_F(StreamTest, AReceiverRestartedOnItsStateLosesAndDuplicatesNothing) {
   std::set<DeliveryKey> acked;
   for (const auto& k : first_run) EXPECT_TRUE(acked.insert(k).second);
   for (const auto& k : t2.acked()) EXPECT_TRUE(acked.insert(k).second) << "acknowledged twice: seq " << k.seq;
+  EXPECT_EQ(first_run.size(), 100u);
   EXPECT_EQ(acked.size(), 300u);
   EXPECT_EQ(sender.stats().unacked, 0u);
   EXPECT_GE(sender.stats().reconnects, 1u);
+  EXPECT_GE(sender.stats().resent, 1u);
 }
 
 TEST_F(StreamTest, ARestartedSenderResendsOnlyWhatWasNotAcknowledged) {
@@ -581,6 +585,26 @@ TEST_F(StreamTest, MalformedTrafficDoesNotStopTheReceiver) {
   trainer.stop();
   EXPECT_EQ(trainer.delivered().size(), 20u);
   EXPECT_GE(receiver.stats().errors, 1000u);
+}
+
+TEST_F(StreamTest, SendersThatVanishAreDroppedWhileHeartbeatsGoOut) {
+  // Heartbeats to peers whose connections are gone fail and drop their
+  // sessions, in the middle of the receiver's pass over all sessions.
+  TrajectoryReceiver receiver(receiver_config(false));
+  {
+    std::vector<std::unique_ptr<RawPeer>> peers;
+    for (int i = 0; i < 20; ++i) {
+      peers.push_back(std::make_unique<RawPeer>(zmq::socket_type::dealer, receiver.endpoint(), false));
+      peers.back()->send(hello_frame("ghost" + std::to_string(i), "i"));
+      ASSERT_TRUE(peers.back()->recv(5s));
+    }
+    EXPECT_EQ(receiver.stats().sessions_live, 20u);
+  }  // all gone at once
+  ASSERT_TRUE(eventually([&] { return receiver.stats().sessions_live == 0; }, 5s));
+  Trainer trainer(receiver);
+  TrajectorySender sender(sender_config(receiver.endpoint(), "alive"));
+  sender.write_value(trajectory("after"));
+  EXPECT_TRUE(sender.flush(10s));
 }
 
 TEST_F(StreamTest, HeldIdsAreAcknowledgedWithoutBeingDelivered) {

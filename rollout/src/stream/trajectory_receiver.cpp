@@ -236,17 +236,20 @@ struct TrajectoryReceiver::Impl {
   void housekeeping() {
     const auto now = Clock::now();
     next_housekeeping = now + std::max(milliseconds(1), config.heartbeat_interval / 4);
-    std::vector<std::string> silent;
-    for (auto& [rid, s] : sessions) {
+    // Collected first: a failed send drops its session from the map.
+    std::vector<std::string> silent, due;
+    for (const auto& [rid, s] : sessions) {
       if (now - s.last_recv > config.heartbeat_timeout) {
         silent.push_back(rid);
       } else if (now - s.last_send >= config.heartbeat_interval) {
-        send_to(rid, stream::encode(stream::Heartbeat{}));
+        due.push_back(rid);
       }
     }
     for (const auto& rid : silent) {
       drop_session(rid, "nothing heard for " + std::to_string(config.heartbeat_timeout.count()) + " ms");
     }
+    const std::string heartbeat = stream::encode(stream::Heartbeat{});
+    for (const auto& rid : due) send_to(rid, heartbeat);
   }
 
   void send_outgoing() {
