@@ -106,6 +106,31 @@ TEST(StreamProtocolTest, TheWireFormatIsPlainMessagePackMaps) {
   EXPECT_EQ(msgpack::decode(encode(Ack{{{2, 5}}})), json({{"v", 1}, {"type", "ack"}, {"ranges", {{2, 5}}}}));
 }
 
+TEST(StreamProtocolTest, TrajsInAnyKeyOrderOrWithExtraKeysDecodeTheSame) {
+  // The receiver reads trajs in place; other encoders order keys as they
+  // like and may add keys (scalars or not).
+  const std::string data = trajectory_bytes("k");
+  const json bin = json::binary(std::vector<uint8_t>(data.begin(), data.end()));
+  const std::vector<json> variants = {
+      {{"data", bin}, {"id", "k"}, {"seq", 70000}, {"type", "traj"}, {"v", 1}},
+      {{"v", 1}, {"type", "traj"}, {"seq", 70000}, {"id", "k"}, {"data", bin}, {"note", "x"}, {"n", 5}},
+      {{"v", 1}, {"type", "traj"}, {"seq", 70000}, {"id", "k"}, {"data", bin}, {"extra", {1, 2}}},
+  };
+  for (const json& v : variants) {
+    const Traj t = std::get<Traj>(decode(pack(v)));
+    EXPECT_EQ(t.seq, 70000u);
+    EXPECT_EQ(t.id, "k");
+    EXPECT_EQ(t.data, data);
+  }
+  // What the in-place reader refuses, the general decoder names.
+  json bad = variants[0];
+  bad["seq"] = "7";
+  EXPECT_EQ(decode_error(pack(bad)).field(), "seq");
+  bad = variants[0];
+  bad["v"] = 9;
+  EXPECT_EQ(decode_error(pack(bad)).field(), "v");
+}
+
 TEST(StreamProtocolTest, UnknownKeysAreIgnoredForForwardCompatibility) {
   const json j = {{"v", 1}, {"type", "credit"}, {"credit", 5}, {"added_in_a_later_minor", "x"}};
   EXPECT_EQ(std::get<Credit>(decode(pack(j))).credit, 5u);

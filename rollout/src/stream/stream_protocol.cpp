@@ -43,18 +43,17 @@ class Writer {
     }
     out_.append(s);
   }
-  void bin(std::string_view b) {
-    if (b.size() <= 0xff) {
+  void bin_header(size_t n) {
+    if (n <= 0xff) {
       out_.push_back(static_cast<char>(0xc4));
-      be(b.size(), 1);
-    } else if (b.size() <= 0xffff) {
+      be(n, 1);
+    } else if (n <= 0xffff) {
       out_.push_back(static_cast<char>(0xc5));
-      be(b.size(), 2);
+      be(n, 2);
     } else {
       out_.push_back(static_cast<char>(0xc6));
-      be(b.size(), 4);
+      be(n, 4);
     }
-    out_.append(b);
   }
   void uint(uint64_t v) {
     if (v <= 0x7f) {
@@ -215,6 +214,125 @@ void decode_traj_body(const Fields& f, Traj& t) {
   }
 }
 
+// The receiver's hot path: a traj is a flat map of scalars, read here in
+// place (the payload is copied once, into Traj::data). Anything unusual
+// (another type, a container value, bad lengths or values) returns nothing,
+// and the general decoder then accepts it or says precisely what is wrong.
+class FlatMapReader {
+ public:
+  explicit FlatMapReader(std::string_view bytes)
+      : p_(reinterpret_cast<const unsigned char*>(bytes.data())), n_(bytes.size()) {}
+
+  bool map_header(uint64_t* count) {
+    if (pos_ >= n_) return false;
+    const unsigned char b = p_[pos_++];
+    if (b >= 0x80 && b <= 0x8f) {
+      *count = b & 0x0f;
+      return true;
+    }
+    if (b == 0xde) return be(2, count);
+    if (b == 0xdf) return be(4, count);
+    return false;
+  }
+  bool str(std::string_view* out) {
+    if (pos_ >= n_) return false;
+    const unsigned char b = p_[pos_++];
+    uint64_t len = 0;
+    if (b >= 0xa0 && b <= 0xbf) {
+      len = b & 0x1f;
+    } else if (b < 0xd9 || b > 0xdb || !be(b == 0xd9 ? 1 : b == 0xda ? 2 : 4, &len)) {
+      return false;
+    }
+    return take(len, out);
+  }
+  // A scalar value: an unsigned integer, a string or bin. False for anything
+  // else (the general decoder handles it).
+  bool scalar(uint64_t* u, std::string_view* bytes, bool* is_uint, bool* is_bin) {
+    if (pos_ >= n_) return false;
+    const unsigned char b = p_[pos_];
+    *is_uint = *is_bin = false;
+    if (b <= 0x7f) {
+      ++pos_;
+      *u = b;
+      *is_uint = true;
+      return true;
+    }
+    if (b >= 0xcc && b <= 0xcf) {
+      ++pos_;
+      *is_uint = true;
+      return be(1 << (b - 0xcc), u);
+    }
+    if (b >= 0xc4 && b <= 0xc6) {
+      ++pos_;
+      uint64_t len = 0;
+      *is_bin = true;
+      return be(1 << (b - 0xc4), &len) && take(len, bytes);
+    }
+    return str(bytes);
+  }
+  bool at_end() const { return pos_ == n_; }
+
+ private:
+  bool be(int bytes, uint64_t* out) {
+    if (n_ - pos_ < static_cast<size_t>(bytes)) return false;
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; ++i) v = (v << 8) | p_[pos_++];
+    *out = v;
+    return true;
+  }
+  bool take(uint64_t len, std::string_view* out) {
+    if (n_ - pos_ < len) return false;
+    *out = std::string_view(reinterpret_cast<const char*>(p_ + pos_), static_cast<size_t>(len));
+    pos_ += static_cast<size_t>(len);
+    return true;
+  }
+  const unsigned char* p_;
+  size_t n_;
+  size_t pos_ = 0;
+};
+
+std::optional<Traj> decode_traj_fast(std::string_view frame) {
+  FlatMapReader r(frame);
+  uint64_t count = 0;
+  if (!r.map_header(&count) || count > 16) return std::nullopt;
+  std::string_view type, id, data;
+  uint64_t v = 0, seq = 0;
+  bool have_v = false, have_seq = false, have_id = false, have_data = false;
+  for (uint64_t i = 0; i < count; ++i) {
+    std::string_view key, bytes;
+    uint64_t u = 0;
+    bool is_uint = false, is_bin = false;
+    if (!r.str(&key) || !r.scalar(&u, &bytes, &is_uint, &is_bin)) return std::nullopt;
+    if (key == "type") {
+      if (is_uint || is_bin) return std::nullopt;
+      type = bytes;
+    } else if (key == "v" || key == "seq") {
+      if (!is_uint) return std::nullopt;
+      (key == "v" ? v : seq) = u;
+      (key == "v" ? have_v : have_seq) = true;
+    } else if (key == "id") {
+      if (is_uint || is_bin) return std::nullopt;
+      id = bytes;
+      have_id = true;
+    } else if (key == "data") {
+      if (!is_bin) return std::nullopt;
+      data = bytes;
+      have_data = true;
+    }
+  }
+  if (!r.at_end() || type != "traj" || !have_v || !have_seq || !have_id || !have_data) return std::nullopt;
+  if (!version_known(v) || seq == 0 || id.empty() || id.size() > kMaxTrajectoryIdBytes || !msgpack::valid_utf8(id) ||
+      data.empty() || !is_map_byte(static_cast<unsigned char>(data[0])) ||
+      !msgpack::check(data, kMaxDataDepth).empty()) {
+    return std::nullopt;
+  }
+  Traj t;
+  t.seq = seq;
+  t.id.assign(id);
+  t.data.assign(data);
+  return t;
+}
+
 }  // namespace
 
 const std::vector<int>& supported_versions() {
@@ -255,6 +373,7 @@ std::string check_instance(std::string_view instance) {
 }
 
 Message decode(std::string_view frame) {
+  if (auto t = decode_traj_fast(frame)) return std::move(*t);
   json map;
   try {
     map = msgpack::decode(frame, kMaxEnvelopeDepth);
@@ -327,16 +446,22 @@ Message decode(std::string_view frame) {
   throw DecodeError("unknown message type \"" + type + "\"", "type");
 }
 
-std::string encode_traj(uint64_t seq, std::string_view id, std::string_view data, int version) {
-  Writer w(data.size() + traj_overhead(id.size()));
+std::string encode_traj_header(uint64_t seq, std::string_view id, size_t data_bytes, int version) {
+  Writer w(traj_overhead(id.size()));
   w.map(5);
   w.kv("v", static_cast<uint64_t>(version));
   w.kv("type", "traj");
   w.kv("seq", seq);
   w.kv("id", id);
   w.str("data");
-  w.bin(data);
+  w.bin_header(data_bytes);
   return w.take();
+}
+
+std::string encode_traj(uint64_t seq, std::string_view id, std::string_view data, int version) {
+  std::string frame = encode_traj_header(seq, id, data.size(), version);
+  frame.append(data);
+  return frame;
 }
 
 size_t traj_overhead(size_t id_bytes) {

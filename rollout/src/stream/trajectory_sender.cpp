@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -94,6 +95,7 @@ struct TrajectorySender::Impl {
   zmq::context_t ctx{1};
   std::unique_ptr<zmq::socket_t> socket;
   int wake_fd = -1;
+  mutable std::atomic<bool> wake_pending{false};
   std::atomic<bool> stopping{false};
   std::thread io;
 
@@ -147,7 +149,10 @@ struct TrajectorySender::Impl {
     if (wake_fd >= 0) ::close(wake_fd);
   }
 
+  // One wake-up per pass of the I/O thread, not one per write(): under load
+  // the thread is awake anyway and takes every new trajectory in its pass.
   void wake() const {
+    if (wake_pending.exchange(true)) return;
     const uint64_t one = 1;
     (void)!::write(wake_fd, &one, sizeof one);
   }
@@ -175,6 +180,22 @@ struct TrajectorySender::Impl {
   bool send_frame(const std::string& frame) {
     try {
       const auto r = socket->send(zmq::buffer(frame), zmq::send_flags::dontwait);
+      if (r) last_send = Clock::now();
+      return r.has_value();
+    } catch (const zmq::error_t& e) {
+      log(std::string("send failed: ") + e.what());
+      return false;
+    }
+  }
+
+  // A traj frame built in the message itself: the payload is copied once.
+  bool send_traj(uint64_t seq, const std::string& id, const std::string& payload) {
+    const std::string header = stream::encode_traj_header(seq, id, payload.size(), version);
+    zmq::message_t msg(header.size() + payload.size());
+    std::memcpy(msg.data(), header.data(), header.size());
+    std::memcpy(static_cast<char*>(msg.data()) + header.size(), payload.data(), payload.size());
+    try {
+      const auto r = socket->send(msg, zmq::send_flags::dontwait);
       if (r) last_send = Clock::now();
       return r.has_value();
     } catch (const zmq::error_t& e) {
@@ -276,6 +297,9 @@ struct TrajectorySender::Impl {
       uint64_t count;
       (void)!::read(wake_fd, &count, sizeof count);
     }
+    // Cleared before the next pass looks at the outbox: a write after this
+    // point wakes the thread again, one before it is seen by the pass.
+    wake_pending = false;
     if (n == 2 && (items[1].revents & ZMQ_POLLIN)) {
       // Everything that is waiting, so that acks are never starved by sends.
       for (int i = 0; i < 4096 && socket; ++i) {
@@ -436,7 +460,7 @@ struct TrajectorySender::Impl {
       if (batch.empty()) return;
       uint64_t sent = 0, resent = 0;
       for (const ToSend& t : batch) {
-        if (!send_frame(stream::encode_traj(t.seq, t.id, *t.payload, version))) {
+        if (!send_traj(t.seq, t.id, *t.payload)) {
           disconnect("the connection refused a message", false);
           break;
         }
@@ -452,7 +476,8 @@ struct TrajectorySender::Impl {
 
   // ---- the writers' side ------------------------------------------------
 
-  uint64_t write_encoded(std::string_view id, std::string_view payload) {
+  // `owned`, when given, holds `payload` and may be moved into the outbox.
+  uint64_t write_encoded(std::string_view id, std::string_view payload, std::string* owned = nullptr) {
     if (id.empty() || id.size() > stream::kMaxTrajectoryIdBytes || !msgpack::valid_utf8(id)) {
       throw InputError("trajectory stream: a trajectory's \"id\" must be 1.." +
                        std::to_string(stream::kMaxTrajectoryIdBytes) + " bytes of UTF-8");
@@ -491,7 +516,8 @@ struct TrajectorySender::Impl {
     const uint64_t seq = spool.append(id, payload);
     Out out{nullptr, Clock::now(), {}};
     if (outbox_bytes + payload.size() <= config.max_outbox_bytes) {
-      out.payload = std::make_shared<const std::string>(payload);
+      out.payload =
+          owned ? std::make_shared<const std::string>(std::move(*owned)) : std::make_shared<const std::string>(payload);
       outbox_bytes += payload.size();
     }
     outbox.emplace(seq, std::move(out));
@@ -564,7 +590,8 @@ void TrajectorySender::write_value(const json& trajectory) {
   if (it == trajectory.end() || !it->is_string()) {
     throw InputError("trajectory stream: the trajectory has no string \"id\"; every trajectory needs a unique id");
   }
-  impl_->write_encoded(it->get_ref<const std::string&>(), msgpack::encode(trajectory));
+  std::string payload = msgpack::encode(trajectory);
+  impl_->write_encoded(it->get_ref<const std::string&>(), payload, &payload);
 }
 
 uint64_t TrajectorySender::write_encoded(std::string_view id, std::string_view msgpack_map) {

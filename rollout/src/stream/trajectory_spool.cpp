@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -452,16 +453,33 @@ uint64_t TrajectorySpool::append(std::string_view id, std::string_view payload) 
   }
   Segment& seg = active_segment_for(size);
   const uint64_t seq = next_seq_;
-  std::string record(kHeaderBytes, '\0');
-  std::memcpy(record.data(), kMagic, 4);
-  put_le(record.data() + 4, payload.size(), 4);
-  put_le(record.data() + 8, seq, 8);
-  put_le(record.data() + 16, id.size(), 2);
-  put_le(record.data() + 20, record_crc(record.data(), id, payload), 4);
-  record.append(id);
-  record.append(payload);
+  char header[kHeaderBytes];
+  std::memcpy(header, kMagic, 4);
+  put_le(header + 4, payload.size(), 4);
+  put_le(header + 8, seq, 8);
+  put_le(header + 16, id.size(), 2);
+  put_le(header + 18, 0, 2);
+  put_le(header + 20, record_crc(header, id, payload), 4);
   try {
-    write_all(seg.fd, record.data(), record.size(), seg.path);
+    // One writev: header, id and payload land together or the tail is torn.
+    iovec parts[3] = {{header, kHeaderBytes},
+                      {const_cast<char*>(id.data()), id.size()},
+                      {const_cast<char*>(payload.data()), payload.size()}};
+    size_t done = 0;
+    while (done < size) {
+      int first = 0;
+      size_t skip = done;
+      while (first < 3 && skip >= parts[first].iov_len) skip -= parts[first++].iov_len;
+      iovec rest[3];
+      int n = 0;
+      for (int i = first; i < 3; ++i) rest[n++] = parts[i];
+      rest[0].iov_base = static_cast<char*>(rest[0].iov_base) + skip;
+      rest[0].iov_len -= skip;
+      const ssize_t w = ::writev(seg.fd, rest, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) throw SystemError("spool: cannot write " + seg.path.string() + ": " + errno_text());
+      done += static_cast<size_t>(w);
+    }
     if (options_.fsync && ::fdatasync(seg.fd) != 0) {
       throw SystemError("spool: fdatasync of " + seg.path.string() + " failed: " + errno_text());
     }
@@ -481,7 +499,7 @@ uint64_t TrajectorySpool::append(std::string_view id, std::string_view payload) 
   rec.size = static_cast<uint32_t>(payload.size());
   pending_.emplace(seq, std::move(rec));
   pending_bytes_ += payload.size();
-  seg.bytes += record.size();
+  seg.bytes += size;
   seg.last_seq = seq;
   ++seg.pending;
   ++next_seq_;

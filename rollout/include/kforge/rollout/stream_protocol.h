@@ -122,6 +122,9 @@ Message decode(std::string_view frame);
 std::string encode(const Message& message, int version = kVersion);
 // encode(Traj) without copying the payload into a Traj first.
 std::string encode_traj(uint64_t seq, std::string_view id, std::string_view data, int version = kVersion);
+// Everything of that frame before the data's bytes: the frame is this
+// followed by the data (so that a sender can build it in place).
+std::string encode_traj_header(uint64_t seq, std::string_view id, size_t data_bytes, int version = kVersion);
 // Bytes encode_traj adds around the payload, at most (for size checks).
 size_t traj_overhead(size_t id_bytes);
 
