@@ -385,9 +385,10 @@ void print_summary() {
       paced.delivery_p99 < 10.0 ? "OK" : "ABOVE TARGET");
   std::fflush(stdout);
   if (g_fault_runs > 0) {
+    // Without pyzmq (the GPU machines) only the C++ receiver takes part.
     const std::string cmd = std::string(KFORGE_PYTHON) + " " + KFORGE_SOURCE_DIR +
                             "/bench/stream/stream_fault_run.py --kforge " + KFORGE_BINARY_DIR + "/cli/kforge --runs " +
-                            std::to_string(g_fault_runs);
+                            std::to_string(g_fault_runs) + (g_python ? "" : " --receiver cpp");
     std::printf("\n");
     std::fflush(stdout);
     const int rc = std::system(cmd.c_str());
@@ -412,6 +413,13 @@ int main(int argc, char** argv) {
       python_only = true;
     } else {
       rest.push_back(argv[i]);
+    }
+  }
+  if (g_python) {
+    const std::string probe = std::string(KFORGE_PYTHON) + " -c 'import zmq, msgpack' 2>/dev/null";
+    if (std::system(probe.c_str()) != 0) {
+      std::printf("%s has no pyzmq/msgpack: the Python receiver is left out\n", KFORGE_PYTHON);
+      g_python = false;
     }
   }
   int rest_argc = static_cast<int>(rest.size());
