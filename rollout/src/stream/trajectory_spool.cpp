@@ -356,11 +356,24 @@ void TrajectorySpool::recover() {
       ++it;
     }
   }
-  rewrite_acks();
+  // The ack log stays as it is, cut to whole entries, unless it grew past the
+  // compaction size: opening a spool writes (and syncs) nothing else.
+  const fs::path acks = options_.dir / "acks.log";
+  std::error_code ec;
+  const uint64_t acks_size = fs::exists(acks, ec) ? fs::file_size(acks, ec) : 0;
+  if (acks_size > kAckLogCompactBytes) {
+    rewrite_acks();
+  } else {
+    acks_fd_ = ::open(acks.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (acks_fd_ < 0) throw SystemError("spool: cannot open " + acks.string() + ": " + errno_text());
+    acks_bytes_ = acks_size / 16 * 16;
+    if (::ftruncate(acks_fd_, static_cast<off_t>(acks_bytes_)) != 0) {
+      throw SystemError("spool: cannot truncate " + acks.string() + ": " + errno_text());
+    }
+  }
 
   // rejected.jsonl has a line per record set aside.
   const fs::path rejected = options_.dir / "rejected.jsonl";
-  std::error_code ec;
   if (fs::exists(rejected, ec)) {
     const int fd = ::open(rejected.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
