@@ -2,15 +2,20 @@
 // only want files. Every trajectory is appended to --out as one JSON line and
 // acknowledged once written, exactly once across kills of either side.
 //
-// Exactly once into the file: a batch is written (one write(2), fdatasync
-// with --fsync), then acknowledged in the state directory, then the file size
-// is checkpointed. A kill between the write and the ack leaves lines whose
-// trajectories will be sent again; at start, the lines past the checkpoint
-// are read back and their ids handed to the receiver as already held, so
-// they are acknowledged instead of written twice.
+// Exactly once into the file, per batch: (1) the checkpoint in the state
+// directory records the keys of the batch about to be written (the file's
+// size before it is already there); (2) the lines are written (one write(2);
+// with --fsync, fdatasync); (3) the batch is acknowledged; (4) the
+// checkpoint records the new size and no pending keys. Killed anywhere in
+// between, the next start finds the lines past the recorded size, which are
+// the first lines of the pending batch in order: their keys are acknowledged
+// as stored (TrajectoryReceiver::ack_stored), so their resends are
+// acknowledged, not written again; the rest of the batch is resent and
+// written. A torn last line is cut.
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstring>
@@ -56,8 +61,9 @@ void write_all(int fd, const std::string& text, const std::string& path) {
 
 struct Checkpoint {
   std::string out;
-  uint64_t committed_bytes = 0;
-  uint64_t records = 0;
+  uint64_t committed_bytes = 0;               // the file's size after the last acknowledged batch
+  uint64_t records = 0;                       // lines up to committed_bytes
+  std::vector<rollout::DeliveryKey> writing;  // keys of the batch being written, in order
 };
 
 Checkpoint load_checkpoint(const fs::path& file, const std::string& out) {
@@ -70,6 +76,11 @@ Checkpoint load_checkpoint(const fs::path& file, const std::string& out) {
   const std::string recorded = r.required("out").as_string();
   c.committed_bytes = static_cast<uint64_t>(r.required("committed_bytes").as_int());
   c.records = static_cast<uint64_t>(r.required("records").as_int());
+  for (const Field& k : r.required("writing").as_array()) {
+    const json& v = k.value();
+    if (!v.is_array() || v.size() != 2 || !v[0].is_string() || !v[1].is_number_unsigned()) k.fail("[worker, seq]");
+    c.writing.push_back({v[0].get<std::string>(), v[1].get<uint64_t>()});
+  }
   r.finish();
   if (recorded != out) {
     throw InputError("receive: the state " + file.parent_path().string() + " belongs to the output " + recorded +
@@ -79,8 +90,11 @@ Checkpoint load_checkpoint(const fs::path& file, const std::string& out) {
 }
 
 void save_checkpoint(const fs::path& file, const Checkpoint& c, bool sync) {
-  const std::string text =
-      json({{"out", c.out}, {"committed_bytes", c.committed_bytes}, {"records", c.records}}).dump() + "\n";
+  json writing = json::array();
+  for (const auto& k : c.writing) writing.push_back({k.worker, k.seq});
+  const json doc = {
+      {"out", c.out}, {"committed_bytes", c.committed_bytes}, {"records", c.records}, {"writing", writing}};
+  const std::string text = doc.dump() + "\n";
   const fs::path tmp = file.string() + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw SystemError("receive: cannot write " + tmp.string() + ": " + std::strerror(errno));
@@ -92,9 +106,12 @@ void save_checkpoint(const fs::path& file, const Checkpoint& c, bool sync) {
   }
 }
 
-// Cuts a torn last line, then reads the ids of the lines past `from`: what a
-// killed run wrote but had not acknowledged.
-std::vector<std::string> recover_tail(int fd, const std::string& path, uint64_t from) {
+struct Tail {
+  uint64_t lines = 0;  // whole lines past the checkpoint
+  uint64_t size = 0;   // the file's size once a torn last line is cut
+};
+
+Tail recover_tail(int fd, const std::string& path, uint64_t from) {
   const off_t size = ::lseek(fd, 0, SEEK_END);
   if (size < 0) throw SystemError("receive: cannot read " + path);
   if (static_cast<uint64_t>(size) < from) {
@@ -115,16 +132,8 @@ std::vector<std::string> recover_tail(int fd, const std::string& path, uint64_t 
     if (::ftruncate(fd, static_cast<off_t>(from + whole)) != 0) throw SystemError("receive: cannot truncate " + path);
     std::cerr << "kforge receive: dropped an incomplete last line of " << path << std::endl;
   }
-  std::vector<std::string> ids;
-  size_t start = 0;
-  while (start < whole) {
-    const size_t end = tail.find('\n', start);
-    const json line = json::parse(tail.begin() + static_cast<std::ptrdiff_t>(start),
-                                  tail.begin() + static_cast<std::ptrdiff_t>(end), nullptr, false);
-    if (line.is_object() && line.contains("id") && line["id"].is_string()) ids.push_back(line["id"]);
-    start = end + 1;
-  }
-  return ids;
+  return {static_cast<uint64_t>(std::count(tail.begin(), tail.begin() + static_cast<std::ptrdiff_t>(whole), '\n')),
+          from + whole};
 }
 
 int run_receive(const ReceiveArgs& a) {
@@ -139,8 +148,12 @@ int run_receive(const ReceiveArgs& a) {
 
   const int fd = ::open(out.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw InputError("receive: cannot open " + out + ": " + std::strerror(errno));
-  const std::vector<std::string> held = recover_tail(fd, out, cp.committed_bytes);
-  cp.records += held.size();
+  const Tail tail = recover_tail(fd, out, cp.committed_bytes);
+  if (tail.lines > cp.writing.size()) {
+    throw InputError("receive: " + out + " has " + std::to_string(tail.lines) +
+                     " lines past what this receiver checkpointed; something else wrote to it. Use a new --out and "
+                     "--state");
+  }
 
   rollout::ReceiverConfig config;
   config.bind = a.bind;
@@ -152,7 +165,14 @@ int run_receive(const ReceiveArgs& a) {
   config.heartbeat_timeout = std::chrono::milliseconds(a.heartbeat_timeout_ms);
   config.curve = rollout::curve_server_options(a.curve_secret, a.curve_clients);
   rollout::TrajectoryReceiver receiver(config);
-  receiver.hold(held);
+  // What a killed run wrote but had not acknowledged is stored: acknowledged now.
+  const std::vector<rollout::DeliveryKey> recovered(cp.writing.begin(),
+                                                    cp.writing.begin() + static_cast<std::ptrdiff_t>(tail.lines));
+  receiver.ack_stored(recovered);
+  cp.committed_bytes = tail.size;
+  cp.records += tail.lines;
+  cp.writing.clear();
+  save_checkpoint(checkpoint_file, cp, a.fsync);
 
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
@@ -178,22 +198,22 @@ int run_receive(const ReceiveArgs& a) {
       text += '\n';
       keys.push_back(d.key());
     }
-    write_all(fd, text, out);
+    cp.writing = keys;
+    save_checkpoint(checkpoint_file, cp, a.fsync);  // (1) what is about to be written
+    write_all(fd, text, out);                       // (2)
     if (a.fsync && ::fdatasync(fd) != 0) throw SystemError("receive: fdatasync of " + out + " failed");
-    receiver.ack(keys);
+    receiver.ack(keys);  // (3)
     cp.committed_bytes += text.size();
     cp.records += batch.size();
+    cp.writing.clear();
+    save_checkpoint(checkpoint_file, cp, a.fsync);  // (4)
     written += batch.size();
-    save_checkpoint(checkpoint_file, cp, a.fsync);
   }
-  // Lines written in a batch are all acknowledged; the checkpoint says so.
-  save_checkpoint(checkpoint_file, cp, a.fsync);
   ::close(fd);
   const rollout::ReceiverStats s = receiver.stats();
-  const nlohmann::ordered_json summary = {{"records", cp.records},         {"written", written},
-                                          {"held_recovered", held.size()}, {"received", s.received},
-                                          {"duplicates", s.duplicates},    {"held_skipped", s.held_skipped},
-                                          {"rejected", s.rejected},        {"sessions", s.sessions}};
+  const nlohmann::ordered_json summary = {
+      {"records", cp.records},      {"written", written},     {"recovered", tail.lines}, {"received", s.received},
+      {"duplicates", s.duplicates}, {"rejected", s.rejected}, {"sessions", s.sessions}};
   std::cout << summary.dump() << std::endl;
   return kExitOk;
 }

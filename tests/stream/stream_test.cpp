@@ -607,20 +607,44 @@ TEST_F(StreamTest, SendersThatVanishAreDroppedWhileHeartbeatsGoOut) {
   EXPECT_TRUE(sender.flush(10s));
 }
 
-TEST_F(StreamTest, HeldIdsAreAcknowledgedWithoutBeingDelivered) {
+TEST_F(StreamTest, KeysStoredBeforeACrashAreAcknowledgedInsteadOfDelivered) {
+  // A trainer stored w:3 and w:7 in an earlier run and died before
+  // acknowledging them; it says so at start.
   TrajectoryReceiver receiver(receiver_config());
-  receiver.hold({"k3", "k7"});
+  EXPECT_EQ(receiver.ack_stored({{"stored", 3}, {"stored", 7}}), 2u);
+  EXPECT_EQ(receiver.ack_stored({{"stored", 3}}), 0u);  // already known
   Trainer trainer(receiver);
-  TrajectorySender sender(sender_config(receiver.endpoint(), "held"));
+  TrajectorySender sender(sender_config(receiver.endpoint(), "stored"));
   for (int i = 1; i <= 10; ++i) sender.write_value(trajectory("k" + std::to_string(i)));
   EXPECT_TRUE(sender.flush(10s));
   trainer.stop();
-  std::set<std::string> ids;
-  for (const auto& d : trainer.delivered()) ids.insert(d.id);
-  EXPECT_EQ(ids.size(), 8u);
-  EXPECT_FALSE(ids.count("k3"));
-  EXPECT_FALSE(ids.count("k7"));
-  EXPECT_EQ(receiver.stats().held_skipped, 2u);
+  std::set<uint64_t> seqs;
+  for (const auto& d : trainer.delivered()) seqs.insert(d.seq);
+  EXPECT_EQ(seqs, (std::set<uint64_t>{1, 2, 4, 5, 6, 8, 9, 10}));
+  EXPECT_EQ(receiver.stats().duplicates, 2u);
+}
+
+TEST_F(StreamTest, AckStoredAlsoTakesWhatIsQueuedOrHandedOut) {
+  TrajectoryReceiver receiver(receiver_config(false));
+  RawPeer dealer(zmq::socket_type::dealer, receiver.endpoint(), false);
+  dealer.send(hello_frame("q", "i"));
+  ASSERT_TRUE(dealer.recv(5s));
+  for (uint64_t seq : {1, 2})
+    dealer.send(stream::encode_traj(seq, "q" + std::to_string(seq), msgpack::encode(trajectory("q"))));
+  ASSERT_TRUE(eventually([&] { return receiver.stats().queued == 2; }));
+  auto first = receiver.next(1s);  // seq 1 handed out, seq 2 queued
+  ASSERT_TRUE(first);
+  EXPECT_EQ(receiver.ack_stored({{"q", 1}, {"q", 2}}), 2u);
+  EXPECT_FALSE(receiver.next(200ms));  // seq 2 left the queue
+  EXPECT_EQ(receiver.stats().unacked, 0u);
+  std::set<uint64_t> acked;
+  while (acked.size() < 2) {
+    auto m = dealer.recv(5s);
+    ASSERT_TRUE(m && std::holds_alternative<stream::Ack>(*m));
+    for (auto [a, b] : std::get<stream::Ack>(*m).ranges) {
+      for (uint64_t x = a; x <= b; ++x) acked.insert(x);
+    }
+  }
 }
 
 TEST_F(StreamTest, TheSinkInterfaceTakesTrajectoryValues) {

@@ -81,7 +81,6 @@ struct TrajectoryReceiver::Impl {
   // Queued (false) or delivered (true) to the trainer, not acknowledged.
   std::unordered_map<std::string, std::unordered_map<uint64_t, bool>> pending;
   uint64_t delivered_unacked = 0;
-  std::unordered_set<std::string> held_ids;
   std::vector<std::pair<std::string, std::vector<uint64_t>>> outgoing;  // acks for the I/O thread to send
   std::optional<uint64_t> new_credit;
   ReceiverStats counters;
@@ -414,12 +413,6 @@ struct TrajectoryReceiver::Impl {
         ++counters.duplicates;
       } else if (s.inflight.size() >= s.credit || worker_pending.size() >= s.credit) {
         action = Action::kNoCredit;
-      } else if (held_ids.count(t.id)) {
-        held_ids.erase(t.id);
-        state.acknowledge({{s.worker, {t.seq}}});
-        ++counters.held_skipped;
-        ++counters.acked;
-        action = Action::kAckNow;
       } else {
         worker_pending.emplace(t.seq, false);
         Delivery d;
@@ -507,6 +500,43 @@ struct TrajectoryReceiver::Impl {
       return n;
     }
   }
+
+  size_t ack_stored(const std::vector<DeliveryKey>& keys) {
+    std::map<std::string, std::vector<uint64_t>> by_worker;
+    size_t n = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (const auto& k : keys) {
+        if (k.seq == 0 || state.acknowledged(k.worker, k.seq)) continue;
+        by_worker[k.worker].push_back(k.seq);
+      }
+      if (by_worker.empty()) return 0;
+      state.acknowledge(by_worker);
+      for (auto& [worker, seqs] : by_worker) {
+        // Queued or handed out again in this run: the trainer has it already.
+        if (auto p = pending.find(worker); p != pending.end()) {
+          for (uint64_t s : seqs) {
+            auto e = p->second.find(s);
+            if (e == p->second.end()) continue;
+            if (e->second) --delivered_unacked;
+            p->second.erase(e);
+          }
+          if (p->second.empty()) pending.erase(p);
+        }
+        const std::set<uint64_t> stored(seqs.begin(), seqs.end());
+        queue.erase(std::remove_if(queue.begin(), queue.end(),
+                                   [&](const Delivery& d) { return d.worker == worker && stored.count(d.seq); }),
+                    queue.end());
+        n += seqs.size();
+        outgoing.emplace_back(worker, seqs);
+      }
+      counters.acked += n;
+      counters.queued = queue.size();
+      counters.unacked = delivered_unacked;
+    }
+    wake();
+    return n;
+  }
 };
 
 TrajectoryReceiver::TrajectoryReceiver(ReceiverConfig config) {
@@ -538,10 +568,7 @@ std::vector<Delivery> TrajectoryReceiver::next_batch(size_t max, std::chrono::mi
 
 size_t TrajectoryReceiver::ack(const std::vector<DeliveryKey>& keys) { return impl_->ack(keys); }
 
-void TrajectoryReceiver::hold(const std::vector<std::string>& ids) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->held_ids.insert(ids.begin(), ids.end());
-}
+size_t TrajectoryReceiver::ack_stored(const std::vector<DeliveryKey>& keys) { return impl_->ack_stored(keys); }
 
 void TrajectoryReceiver::set_credit(uint64_t credit) {
   if (credit < 1) throw InputError("trajectory receiver: credit must be at least 1");

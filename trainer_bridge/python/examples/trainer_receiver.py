@@ -9,15 +9,18 @@ Where a real trainer would run an optimization step on each batch, this one
 writes the batch to --out (kforge.export formats: chat, prompt_completion,
 verl, raw) and prints the batch's mean reward. Killed at any point and started
 again with the same arguments, the file ends up with every trajectory exactly
-once:
+once. Per batch:
 
-  * a batch is written to the file (and fsync'd) before it is acknowledged,
-    so nothing acknowledged is missing from the file;
-  * after each batch the file's size is checkpointed in the state directory;
-    at start, the records past the checkpoint (written, maybe not
-    acknowledged, when the process died) are read back and their trajectory
-    ids given to ``stream.hold``: when the workers send them again they are
-    acknowledged, not written twice.
+  1. the checkpoint (in the state directory) records the keys of the batch
+     about to be written, next to the file size before it;
+  2. the batch is written to the file (and fsync'd);
+  3. the batch is acknowledged (``stream.ack``);
+  4. the checkpoint records the new size and no pending keys.
+
+At start, the records past the checkpointed size were written by a run that
+died before acknowledging them: they are the first records of the pending
+batch, in order, so their keys go to ``stream.ack_stored`` and their resends
+are acknowledged instead of written twice. A torn last line is cut.
 
 Prints one JSON line {"endpoint", "pid", ...} on stdout when ready (scripts
 wait for it) and a summary line at exit. SIGINT/SIGTERM stop it cleanly.
@@ -32,21 +35,20 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import List
+from typing import Any, Dict, List, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kforge import TrajectoryStream  # noqa: E402
-from kforge.export import FORMATS, record_id, record_line, to_record  # noqa: E402
+from kforge.export import FORMATS, record_line, to_record  # noqa: E402
 
 
-def recover_tail(out: Path, committed: int, fmt: str) -> List[str]:
-    """Cuts a torn last line; returns the trajectory ids of the records past
-    `committed` (written by a run that died before acknowledging them)."""
+def recover_tail(out: Path, committed: int) -> Tuple[int, int]:
+    """Cuts a torn last line; returns (whole lines past `committed`, size)."""
     if not out.exists():
         if committed:
             raise SystemExit(f"{out} is missing but the state says {committed} bytes were written to it")
-        return []
+        return 0, 0
     size = out.stat().st_size
     if size < committed:
         raise SystemExit(f"{out} is shorter than the {committed} bytes written to it: truncated or replaced")
@@ -57,15 +59,7 @@ def recover_tail(out: Path, committed: int, fmt: str) -> List[str]:
         if whole < len(tail):
             f.truncate(committed + whole)
             print(f"trainer_receiver: dropped an incomplete last line of {out}", file=sys.stderr)
-    ids = []
-    for line in tail[:whole].splitlines():
-        try:
-            rid = record_id(json.loads(line), fmt)
-        except ValueError:
-            continue
-        if isinstance(rid, str):
-            ids.append(rid)
-    return ids
+    return tail[:whole].count(b"\n"), committed + whole
 
 
 def main() -> int:
@@ -89,20 +83,25 @@ def main() -> int:
     state = Path(a.state)
     state.mkdir(parents=True, exist_ok=True)
     out = Path(a.out).resolve()
+    fsync = not a.no_fsync
     checkpoint_file = state / "trainer-out.json"
-    checkpoint = {"out": str(out), "committed_bytes": 0, "records": 0, "format": a.format}
+    checkpoint: Dict[str, Any] = {"out": str(out), "format": a.format, "committed_bytes": 0, "records": 0, "writing": []}
     if checkpoint_file.exists():
         saved = json.loads(checkpoint_file.read_text())
         if saved.get("out") != str(out) or saved.get("format") != a.format:
             raise SystemExit(f"{state} belongs to {saved.get('out')} ({saved.get('format')}); use another --state")
         checkpoint = saved
-    held = recover_tail(out, checkpoint["committed_bytes"], a.format)
-    records = checkpoint["records"] + len(held)
-    fsync = not a.no_fsync
+    stored, size = recover_tail(out, checkpoint["committed_bytes"])
+    if stored > len(checkpoint["writing"]):
+        raise SystemExit(f"{out} has {stored} records past the checkpoint that this script did not write")
 
-    def save_checkpoint(committed: int, n: int) -> None:
+    def save_checkpoint() -> None:
         tmp = checkpoint_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"out": str(out), "committed_bytes": committed, "records": n, "format": a.format}))
+        with open(tmp, "w") as f:
+            json.dump(checkpoint, f)
+            f.flush()
+            if fsync:
+                os.fsync(f.fileno())
         os.replace(tmp, checkpoint_file)
 
     stop = {"now": False}
@@ -123,7 +122,12 @@ def main() -> int:
         curve_secret_key=a.curve_secret,
         curve_authorized_keys=a.curve_clients,
     )
-    stream.hold(held)
+    # Written by a run that died before acknowledging them: stored, so acknowledged now.
+    recovered = [tuple(k) for k in checkpoint["writing"][:stored]]
+    stream.ack_stored(recovered)
+    checkpoint.update(committed_bytes=size, records=checkpoint["records"] + stored, writing=[])
+    save_checkpoint()
+    records = checkpoint["records"]
     print(json.dumps({"endpoint": stream.endpoint, "pid": os.getpid(), "out": str(out), "records": records}), flush=True)
 
     written = 0
@@ -138,14 +142,17 @@ def main() -> int:
             last = time.monotonic()
             # The trainer's step would go here; this one exports and reports.
             text = "".join(record_line(to_record(d.data, a.format, index=records + i)) for i, d in enumerate(batch))
-            f.write(text.encode("utf-8"))
+            checkpoint["writing"] = [list(k) for k in batch.keys]
+            save_checkpoint()  # 1
+            f.write(text.encode("utf-8"))  # 2
             f.flush()
             if fsync:
                 os.fsync(f.fileno())
-            stream.ack(batch)
+            stream.ack(batch)  # 3
             records += len(batch)
             written += len(batch)
-            save_checkpoint(f.tell(), records)
+            checkpoint.update(committed_bytes=f.tell(), records=records, writing=[])
+            save_checkpoint()  # 4
             rewards = [float(d.data.get("total_reward", 0.0) or 0.0) for d in batch]
             print(
                 f"trainer_receiver: batch of {len(batch)}, mean reward {sum(rewards) / len(rewards):.4f}, "
@@ -154,7 +161,7 @@ def main() -> int:
             )
     stats = stream.stats()
     stream.close()
-    print(json.dumps({"records": records, "written": written, "held_recovered": len(held), **stats}), flush=True)
+    print(json.dumps({"records": records, "written": written, "recovered": stored, **stats}), flush=True)
     return 0
 
 

@@ -192,7 +192,6 @@ class TrajectoryStream:
         self._queue: Deque[Delivery] = collections.deque()
         # Queued (False) or handed out (True), not acknowledged.
         self._pending: Dict[str, Dict[int, bool]] = {}
-        self._held_ids: Set[str] = set()
         self._outgoing: List[Tuple[str, List[int]]] = []
         self._new_credit: Optional[int] = None
         self._handed_out: List[Key] = []  # for ack="on_next"
@@ -318,12 +317,38 @@ class TrajectoryStream:
         keys = [_key_of(i) for i in items]
         return self._ack_keys(keys)
 
-    def hold(self, ids: Iterable[str]) -> None:
-        """Trajectory ids the trainer already holds from before a crash
-        (stored, but not acknowledged when it died): when one is received it
-        is acknowledged instead of delivered."""
+    def ack_stored(self, keys: Iterable[Key]) -> int:
+        """Keys, (worker, seq), of trajectories the trainer stored in an
+        earlier run without acknowledging them (it died in between): recorded
+        as acknowledged now, so that their resends are acknowledged instead of
+        delivered. A trainer that stores trajectories notes a batch's keys
+        before storing it, and after a crash passes those it finds stored
+        (examples/trainer_receiver.py does). Returns how many were new."""
+        by_worker: Dict[str, List[int]] = {}
         with self._mu:
-            self._held_ids.update(ids)
+            for worker, seq in (_key_of(k) for k in keys):
+                if seq >= 1 and not self._state.acknowledged(worker, seq):
+                    by_worker.setdefault(worker, []).append(seq)
+            if not by_worker:
+                return 0
+            self._state.acknowledge(by_worker)
+            n = 0
+            for worker, seqs in by_worker.items():
+                stored = set(seqs)
+                p = self._pending.get(worker)
+                if p is not None:  # queued or handed out again in this run
+                    for s in stored:
+                        p.pop(s, None)
+                    if not p:
+                        del self._pending[worker]
+                self._queue = collections.deque(
+                    d for d in self._queue if not (d.worker == worker and d.seq in stored)
+                )
+                self._outgoing.append((worker, seqs))
+                n += len(seqs)
+            self._stats["acked"] += n
+        self._wake()
+        return n
 
     def set_credit(self, credit: int) -> None:
         """Changes every worker's credit (a ``credit`` message to each)."""
@@ -334,14 +359,14 @@ class TrajectoryStream:
         self._wake()
 
     def stats(self) -> Dict[str, int]:
-        """Counters: received, delivered, acked, duplicates, held_skipped,
-        rejected, errors, sessions, sessions_live, queued, unacked."""
+        """Counters: received, delivered, acked, duplicates, rejected, errors,
+        sessions, sessions_live, queued, unacked."""
         with self._mu:
             s = dict(self._stats)
             s["queued"] = len(self._queue)
             s["unacked"] = sum(1 for p in self._pending.values() for out in p.values() if out)
             s["sessions_live"] = len(self._sessions)
-        for k in ("received", "delivered", "acked", "duplicates", "held_skipped", "rejected", "errors", "sessions"):
+        for k in ("received", "delivered", "acked", "duplicates", "rejected", "errors", "sessions"):
             s.setdefault(k, 0)
         return s
 
@@ -650,12 +675,6 @@ class TrajectoryStream:
                 self._stats["duplicates"] += 1
             elif len(s.inflight) >= s.credit or len(pending) >= s.credit:
                 action = "no_credit"
-            elif m["id"] in self._held_ids:
-                self._held_ids.discard(m["id"])
-                self._state.acknowledge({s.worker: [seq]})
-                self._stats["held_skipped"] += 1
-                self._stats["acked"] += 1
-                action = "ack"
             else:
                 pending[seq] = False
                 self._queue.append(Delivery(s.worker, seq, m["id"], m["trajectory"], time.monotonic()))

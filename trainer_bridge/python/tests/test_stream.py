@@ -254,20 +254,28 @@ def test_a_second_spool_under_the_same_worker_id_is_refused(tmp_path: Path) -> N
         b.close()
 
 
-def test_held_ids_are_acknowledged_without_being_delivered(tmp_path: Path) -> None:
-    with TrajectoryStream("tcp://127.0.0.1:0", **FAST) as stream:
-        stream.hold(["raw-2"])
+def test_keys_stored_before_a_crash_are_acknowledged_not_delivered(tmp_path: Path) -> None:
+    with TrajectoryStream("tcp://127.0.0.1:0", state_dir=str(tmp_path / "s"), **FAST) as stream:
+        assert stream.ack_stored([("raw", 2)]) == 1
+        assert stream.ack_stored([("raw", 2)]) == 0
         raw = RawSender(stream.endpoint)
-        raw.hello()
+        assert raw.hello()["acked_through"] == 0
         for seq in (1, 2, 3):
             raw.traj(seq)
         got = drain(stream, 2)
-        assert sorted(d.id for d in got) == ["raw-1", "raw-3"]
-        assert stream.stats()["held_skipped"] == 1
+        assert sorted(d.seq for d in got) == [1, 3]
         acked = set()
         while len(acked) < 3:
             m = raw.recv()
             acked.update(s for a, b in m["ranges"] for s in range(a, b + 1))
+        assert stream.stats()["duplicates"] == 1
+        # Queued or handed out in this run: taken back too.
+        raw.traj(4)
+        raw.traj(5)
+        wait_for(lambda: stream.stats()["queued"] == 2, 5, "two queued")
+        handed = stream.next(timeout=1)
+        assert stream.ack_stored([handed.key, ("raw", 5)]) == 2
+        assert stream.next(timeout=0.2) is None and stream.stats()["unacked"] == 0
         raw.close()
 
 

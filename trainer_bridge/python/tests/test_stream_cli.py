@@ -79,25 +79,41 @@ def test_receive_refuses_a_state_of_another_output_and_a_truncated_output(tmp_pa
     assert r.returncode == 2 and "not-an-endpoint" in r.stderr
 
 
-def test_receive_drops_a_torn_last_line_and_recovers_unacknowledged_lines(tmp_path: Path) -> None:
+def test_receive_recovers_a_batch_written_but_not_acknowledged(tmp_path: Path) -> None:
     out, state = tmp_path / "out.jsonl", tmp_path / "state"
     receiver = start_receive(out, state, "tcp://127.0.0.1:0")
     endpoint = receiver.endpoint
-    path = tmp_path / "t.jsonl"
-    ids = write_trajectories(path, "t", 4)
-    assert finish(start_send(path, endpoint, "w", tmp_path / "sp"))["_exit"] == 0
+    first = tmp_path / "first.jsonl"
+    ids = write_trajectories(first, "t", 4)
+    spool = tmp_path / "sp"
+    assert finish(start_send(first, endpoint, "w", spool))["_exit"] == 0
     receiver.kill()
-    # As if a run died after writing a line but before acknowledging it, and
-    # in the middle of the next line.
+    # As if the next run died after writing seq 5's line (and half of seq
+    # 6's) but before acknowledging them: the checkpoint names the batch.
+    checkpoint_file = state / "receive-out.json"
+    checkpoint = json.loads(checkpoint_file.read_text())
+    assert checkpoint["records"] == 4 and checkpoint["writing"] == []
+    checkpoint["writing"] = [["w", 5], ["w", 6]]
+    checkpoint_file.write_text(json.dumps(checkpoint))
     with open(out, "a") as f:
-        f.write(json.dumps({"id": "extra-1", "turns": []}) + "\n")
-        f.write('{"id": "torn')
+        f.write(json.dumps({"id": "t-fifth", "turns": []}) + "\n")
+        f.write('{"id": "t-six')
     receiver = start_receive(out, state, endpoint)
     assert receiver.ready["records"] == 5
+    # The worker sends seq 5 and 6: 5 is stored already (acknowledged, not
+    # written again), 6 is written.
+    second = tmp_path / "second.jsonl"
+    write_trajectories(second, "u", 2)
+    assert finish(start_send(second, endpoint, "w", spool))["_exit"] == 0
     summary = receiver.stop()
-    assert summary["held_recovered"] == 1
-    assert read_ids(out) == ids + ["extra-1"]
+    assert summary["recovered"] == 1 and summary["records"] == 6 and summary["duplicates"] == 1
+    assert read_ids(out) == ids + ["t-fifth", "u-1"]
     assert out.read_text().endswith("\n")
+    # Lines nobody checkpointed are refused.
+    with open(out, "a") as f:
+        f.write(json.dumps({"id": "stranger"}) + "\n")
+    r = run(["receive", "--bind", "tcp://127.0.0.1:0", "--out", str(out), "--state", str(state)])
+    assert r.returncode == 2 and "something else wrote to it" in r.stderr
 
 
 def test_keygen_writes_a_pair_and_never_overwrites(tmp_path: Path) -> None:

@@ -65,8 +65,16 @@ def test_a_sender_killed_mid_send_resumes_and_nothing_is_lost_or_doubled(tmp_pat
 @pytest.mark.parametrize("which", ["cpp", "python"])
 def test_a_receiver_killed_and_restarted_loses_and_doubles_nothing(tmp_path: Path, which: str) -> None:
     rng = random.Random(SEED + (1 if which == "python" else 0))
-    n = 2000
-    start: Callable[..., Child] = start_receive if which == "cpp" else start_python_receiver
+    n = 4000
+    launch: Callable[..., Child] = start_receive if which == "cpp" else start_python_receiver
+
+    def start(out: Path, state: Path, bind: str) -> Child:
+        # A small credit keeps the stream slow enough to be killed mid-way.
+        return launch(out, state, bind, "--credit", "4")
+
+    def lines() -> int:
+        return out.read_bytes().count(b"\n") if out.exists() else 0
+
     out, state = tmp_path / "out.jsonl", tmp_path / "state"
     receiver = start(out, state, "tcp://127.0.0.1:0")
     endpoint = receiver.endpoint
@@ -77,12 +85,11 @@ def test_a_receiver_killed_and_restarted_loses_and_doubles_nothing(tmp_path: Pat
         expected += write_trajectories(paths[-1], f"w{w}", n // 2, filler=1000)
     senders = [start_send(p, endpoint, f"w{i}", tmp_path / f"spool{i}", flush_timeout=120) for i, p in enumerate(paths)]
     kills = 0
-    for _ in range(3):
-        # Kill it while trajectories are flowing, at a random point.
-        before = len(read_ids(out))
-        wait_for(lambda: len(read_ids(out)) > before, 30, "progress before the kill")
-        time.sleep(rng.uniform(0.0, 0.3))
-        if len(read_ids(out)) >= n:
+    for fraction in (0.1, 0.3, 0.5):
+        # Kill it while trajectories are flowing, at a random point past each mark.
+        wait_for(lambda: lines() >= fraction * n, 60, f"{fraction:.0%} of the trajectories")
+        time.sleep(rng.uniform(0.0, 0.05))
+        if lines() >= n:
             break
         receiver.kill()
         kills += 1
@@ -91,7 +98,7 @@ def test_a_receiver_killed_and_restarted_loses_and_doubles_nothing(tmp_path: Pat
     for p in senders:
         s = finish(p, timeout=180)
         assert s["_exit"] == 0, s["_stderr"][-2000:]
-    wait_for(lambda: len(read_ids(out)) >= n, 30, "the last trajectories")
+    wait_for(lambda: lines() >= n, 30, "the last trajectories")
     summary = receiver_final.stop()
     assert kills >= 2
     assert summary["records"] == n

@@ -72,7 +72,6 @@ struct ReceiverStats {
   uint64_t delivered = 0;   // handed to the trainer
   uint64_t acked = 0;       // acknowledged by the trainer
   uint64_t duplicates = 0;  // received again while delivered or after acked
-  uint64_t held_skipped = 0;
   uint64_t rejected = 0;  // malformed trajectories refused
   uint64_t errors = 0;    // malformed or unexpected messages
   uint64_t sessions = 0;  // hellos welcomed
@@ -105,10 +104,14 @@ class TrajectoryReceiver {
   // returns), then acknowledged to their senders. Keys not delivered (or
   // already acknowledged) are ignored; returns how many were acknowledged.
   size_t ack(const std::vector<DeliveryKey>& keys);
-  // Trajectory ids the trainer already holds from before a crash (written,
-  // but not yet acknowledged when the process died): when one of them is
-  // received it is acknowledged instead of delivered.
-  void hold(const std::vector<std::string>& ids);
+  // Keys of trajectories the trainer stored in an earlier run without
+  // acknowledging them (it died in between): recorded as acknowledged now,
+  // so that when their senders resend them they are acknowledged instead of
+  // delivered. A trainer that stores trajectories itself notes the keys of a
+  // batch before storing it, and after a crash passes those it finds stored
+  // (kforge receive does; trainer_bridge/STREAM.md). Returns how many were
+  // not acknowledged before.
+  size_t ack_stored(const std::vector<DeliveryKey>& keys);
   // Changes the credit of every session (a `credit` message to each).
   void set_credit(uint64_t credit);
   ReceiverStats stats() const;
