@@ -196,16 +196,23 @@ struct Latency {
   double p50 = 0, p99 = 0, delivery_p50 = 0, delivery_p99 = 0;
 };
 
+// How the writers hand trajectories to their senders: as Trajectory values
+// (TrajectorySink::write: serialization included, as in a rollout worker),
+// or already encoded (write_encoded: the same bytes the baseline sends, so
+// that the comparison is the stream's own cost).
+enum class Input { kTrajectory, kEncoded };
+
 // Writes per_worker trajectories from each of 8 senders to `endpoint`, paced
 // at `rate_per_worker` per second if > 0; returns when every sender's spool
 // is acknowledged.
 Rate run_senders(const std::string& endpoint, int per_worker, const fs::path& dir, double rate_per_worker,
-                 Latency* latency) {
+                 Latency* latency, Input input = Input::kTrajectory) {
   std::vector<std::unique_ptr<TrajectorySender>> senders;
   for (int w = 0; w < kWorkers; ++w)
     senders.push_back(std::make_unique<TrajectorySender>(sender_config(endpoint, w, dir)));
   const Trajectory base = make_trajectory("x");
-  const uint64_t traj_bytes = msgpack::encode(to_json(base)).size();
+  const std::string encoded = msgpack::encode(to_json(base));
+  const uint64_t traj_bytes = encoded.size();
   const auto t0 = Clock::now();
   std::vector<std::thread> writers;
   for (int w = 0; w < kWorkers; ++w) {
@@ -218,7 +225,11 @@ Rate run_senders(const std::string& endpoint, int per_worker, const fs::path& di
               start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(i / rate_per_worker)));
         }
         t.id = "w" + std::to_string(w) + "-" + std::to_string(i);
-        senders[static_cast<size_t>(w)]->write(t);
+        if (input == Input::kTrajectory) {
+          senders[static_cast<size_t>(w)]->write(t);
+        } else {
+          senders[static_cast<size_t>(w)]->write_encoded(t.id, encoded);
+        }
       }
     });
   }
@@ -301,7 +312,7 @@ Latency raw_round_trip(int per_worker, double rate_per_worker, const std::string
 }
 
 // The C++ receiver with a trainer thread that acknowledges every batch.
-Rate stream_cpp(int per_worker, double rate_per_worker, Latency* latency) {
+Rate stream_cpp(int per_worker, double rate_per_worker, Latency* latency, Input input = Input::kTrajectory) {
   const fs::path dir = scratch(rate_per_worker > 0 ? "paced" : "cpp");
   ReceiverConfig rc;
   rc.bind = "tcp://127.0.0.1:0";
@@ -321,7 +332,7 @@ Rate stream_cpp(int per_worker, double rate_per_worker, Latency* latency) {
       received += batch.size();
     }
   });
-  Rate r = run_senders(receiver.endpoint(), per_worker, dir, rate_per_worker, latency);
+  Rate r = run_senders(receiver.endpoint(), per_worker, dir, rate_per_worker, latency, input);
   stop = true;
   trainer.join();
   r.cpu_seconds = process_cpu_seconds() - cpu0;
@@ -382,30 +393,42 @@ void print_summary() {
       frame.size(), g_per_worker, std::thread::hardware_concurrency(), load_average().c_str());
   // Baseline and stream alternate, so that both see the same machine.
   constexpr int kRounds = 3;
-  std::vector<double> base_rates, cpp_rates, base_mb, cpp_mb, p50s, p99s, d99s, base_cpu, cpp_cpu;
+  std::vector<double> base_rates, cpp_rates, enc_rates, base_mb, cpp_mb, enc_mb, p50s, p99s, d99s, base_cpu, cpp_cpu,
+      enc_cpu;
   for (int round = 0; round < kRounds; ++round) {
     const Rate base = raw_push_pull(g_per_worker, frame);
     Latency full;
     const Rate cpp = stream_cpp(g_per_worker, 0, &full);
+    const Rate enc = stream_cpp(g_per_worker, 0, nullptr, Input::kEncoded);
     base_rates.push_back(base.per_s());
     base_mb.push_back(base.mb_per_s());
     cpp_rates.push_back(cpp.per_s());
     cpp_mb.push_back(cpp.mb_per_s());
+    enc_rates.push_back(enc.per_s());
+    enc_mb.push_back(enc.mb_per_s());
     p50s.push_back(full.p50);
     p99s.push_back(full.p99);
     d99s.push_back(full.delivery_p99);
     base_cpu.push_back(base.cpu_us_per_trajectory());
     cpp_cpu.push_back(cpp.cpu_us_per_trajectory());
-    std::printf("  round %d: baseline %.0f traj/s (%.1f us CPU each), stream %.0f traj/s (%.1f us CPU each)\n",
-                round + 1, base.per_s(), base.cpu_us_per_trajectory(), cpp.per_s(), cpp.cpu_us_per_trajectory());
+    enc_cpu.push_back(enc.cpu_us_per_trajectory());
+    std::printf(
+        "  round %d: baseline %.0f traj/s (%.1f us CPU each), stream %.0f traj/s (%.1f us), pre-encoded %.0f "
+        "traj/s (%.1f us)\n",
+        round + 1, base.per_s(), base.cpu_us_per_trajectory(), cpp.per_s(), cpp.cpu_us_per_trajectory(), enc.per_s(),
+        enc.cpu_us_per_trajectory());
   }
-  const double base_rate = median(base_rates), cpp_rate = median(cpp_rates);
-  std::printf("  baseline: raw ZeroMQ PUSH/PULL, no acks     %9.0f traj/s  %7.1f MB/s  (median of %d)\n", base_rate,
-              median(base_mb), kRounds);
+  const double base_rate = median(base_rates), cpp_rate = median(cpp_rates), enc_rate = median(enc_rates);
+  std::printf("  baseline: raw ZeroMQ PUSH/PULL, no acks             %9.0f traj/s  %7.1f MB/s  (median of %d)\n",
+              base_rate, median(base_mb), kRounds);
   std::printf(
-      "  stream -> C++ receiver, acked              %9.0f traj/s  %7.1f MB/s  ratio to baseline %.3f   target >= "
-      "10000 traj/s  %s\n",
+      "  stream -> C++ receiver, acked, Trajectory values  %9.0f traj/s  %7.1f MB/s  ratio to baseline %.3f   target "
+      ">= 10000 traj/s  %s\n",
       cpp_rate, median(cpp_mb), base_rate > 0 ? cpp_rate / base_rate : 0.0, cpp_rate >= 10000 ? "OK" : "BELOW TARGET");
+  std::printf(
+      "  stream -> C++ receiver, acked, pre-encoded        %9.0f traj/s  %7.1f MB/s  ratio to baseline %.3f   target "
+      ">= 10000 traj/s  %s\n",
+      enc_rate, median(enc_mb), base_rate > 0 ? enc_rate / base_rate : 0.0, enc_rate >= 10000 ? "OK" : "BELOW TARGET");
   std::printf(
       "    at full load (queues full by design): send-to-ack p50 %.2f ms, p99 %.2f ms; write-to-ack p99 %.1f ms\n",
       median(p50s), median(p99s), median(d99s));
@@ -413,10 +436,11 @@ void print_summary() {
   // it bounds what the cores could carry if they were the stream's alone.
   const double cores = std::thread::hardware_concurrency();
   std::printf(
-      "    CPU per trajectory, all threads (senders, receiver, trainer, ZeroMQ): stream %.1f us, baseline %.1f us "
-      "(ratio %.2f); %u cores to themselves would carry about %.0f traj/s\n",
-      median(cpp_cpu), median(base_cpu), median(base_cpu) > 0 ? median(cpp_cpu) / median(base_cpu) : 0.0,
-      std::thread::hardware_concurrency(), median(cpp_cpu) > 0 ? cores * 1e6 / median(cpp_cpu) : 0.0);
+      "    CPU per trajectory, all threads (writers, senders, receiver, trainer, ZeroMQ): %.1f us (pre-encoded %.1f "
+      "us), baseline %.1f us; %u cores to themselves would carry about %.0f traj/s (pre-encoded %.0f)\n",
+      median(cpp_cpu), median(enc_cpu), median(base_cpu), std::thread::hardware_concurrency(),
+      median(cpp_cpu) > 0 ? cores * 1e6 / median(cpp_cpu) : 0.0,
+      median(enc_cpu) > 0 ? cores * 1e6 / median(enc_cpu) : 0.0);
   if (g_python) {
     double py_seconds = 0;
     const Rate py = stream_python(g_per_worker, &py_seconds);
