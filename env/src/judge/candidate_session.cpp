@@ -39,7 +39,7 @@ CandidateSession::~CandidateSession() {
 exec::RunnerReply CandidateSession::start(const exec::RunnerCandidate& candidate, const exec::RunnerLimits& limits,
                                           exec::Deadline deadline) {
   exec::RunnerReply r = runner_->setup(candidate, limits, arena_->descriptor(), arena_->descriptors(), deadline);
-  if (r.ok()) sandbox_ = r.body.value("sandbox", json::object());
+  if (r.ok() && r.body.contains("sandbox")) sandbox_ = r.body["sandbox"];  // a map (reply_problem)
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "common/json_fields.h"
 #include "common/wire.h"
 #include "judge/evaluation.h"
 #include "judge/judge_device.h"
@@ -106,7 +107,7 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
       return 0;  // executor gone
     }
     const json& msg = frame.body;
-    std::string type = msg.value("type", "");
+    const std::string type = exec::string_or(msg, "type", "");
     try {
       if (type == "eval") {
         env::EvalReport report;
@@ -123,12 +124,20 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
         // Executor starts a fresh one for the next request.
         std::string broken = device->context_error();
         json reply = {{"type", "report"},
-                      {"id", msg.value("id", 0)},
+                      {"id", exec::integer_or(msg, "id", 0)},
                       {"report", env::to_json(report)},
                       {"runner_faults", counters.runner_faults},
                       {"evaluations", counters.evaluations}};
         if (!broken.empty()) reply["retire"] = broken;
-        send(control_fd, reply);
+        try {
+          send(control_fd, reply);
+        } catch (const exec::WireError& e) {
+          // A report too large for a frame must not end the judge (and with
+          // it every env on the device); the request gets a system error.
+          if (e.kind() != exec::WireError::Kind::kMalformed) throw;
+          reply["report"] = env::to_json(system_failure(std::string("the report could not be sent: ") + e.what()));
+          send(control_fd, reply);
+        }
         if (!broken.empty()) {
           std::fprintf(stderr, "kforge-judge: %s; exiting so that the executor starts a new judge\n", broken.c_str());
           return 3;

@@ -8,10 +8,12 @@
 #include <random>
 
 #include "common/deadline.h"
+#include "common/json_fields.h"
 #include "common/sample_stats.h"
 #include "judge/leftover_work.h"
 #include "judge/output_comparison.h"
 #include "judge/output_quality.h"
+#include "judge/reference_sanity.h"
 #include "judge/roofline.h"
 #include "judge/timing_inputs.h"
 #include "judge/timing_tamper.h"
@@ -38,7 +40,7 @@ double thread_cpu_ms() {
 
 // A nanosecond count of a runner reply in ms (0 when absent: CPU runners).
 double ns_to_ms(const nlohmann::json& body, const char* key) {
-  return static_cast<double>(body.value(key, uint64_t{0})) / 1e6;
+  return static_cast<double>(exec::unsigned_or(body, key, 0)) / 1e6;
 }
 
 nlohmann::json summary_json(const exec::SampleSummary& s) {
@@ -135,6 +137,10 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
     double t_ref = device->time_ms([&] { reference = ref::run_reference(base.task, inputs); });
     double t_ref_wall = exec::ms_since(wall_before);
     double t_ref_cpu = thread_cpu_ms() - cpu_before;
+    if (std::string bad = non_finite_reference(reference, base); !bad.empty()) {
+      result.verdict = invalid_task_verdict(base, bad, where);
+      return result;
+    }
 
     session->load_inputs(inputs);
     session->poison_outputs();
@@ -142,9 +148,10 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
     device->flush_cache();
     exec::RunnerReply reply = session->call(call_deadline(), call_options);
     if (!reply.ok()) return runner_failed(reply, where);
+    // Types checked on arrival (exec::reply_problem): graph a map, the gate a string.
     if (reply.body.contains("graph")) graph_state = reply.body["graph"];
     if (reply.body.contains("launch_gate")) candidate_gate = reply.body["launch_gate"];
-    int rc = reply.body.value("rc", 0);
+    const auto rc = static_cast<int>(exec::integer_or(reply.body, "rc", 0));
     if (rc != 0) {
       result.verdict.outcome = Outcome::kRuntimeError;
       result.verdict.summary = "runtime error: kf_forward returned " + std::to_string(rc) + " " + where;

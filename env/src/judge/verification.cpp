@@ -3,8 +3,10 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/json_fields.h"
 #include "judge/output_comparison.h"
 #include "judge/output_quality.h"
+#include "judge/reference_sanity.h"
 #include "judge/tolerance.h"
 #include "kforge/core/reference.h"
 
@@ -154,6 +156,9 @@ VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions
       }
       std::vector<at::Tensor> inputs = ref::make_inputs(c.task, static_cast<uint64_t>(seed), device->device());
       std::vector<at::Tensor> reference = ref::run_reference(c.task, inputs);
+      if (std::string bad = non_finite_reference(reference, c); !bad.empty()) {
+        return fail(invalid_task_verdict(c, bad, ctx.where()), case_json);
+      }
       session->load_inputs(inputs);
 
       std::vector<at::Tensor> first_run;
@@ -169,7 +174,7 @@ VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions
                       case_json);
         }
         device->synchronize();
-        int rc = reply.body.value("rc", 0);
+        const auto rc = static_cast<int>(exec::integer_or(reply.body, "rc", 0));  // int range (reply_problem)
         if (rc != 0) {
           Verdict v;
           v.outcome = Outcome::kRuntimeError;
