@@ -204,6 +204,12 @@ class CudaJudgeDevice final : public JudgeDevice {
     return j;
   }
 
+  uint64_t device_memory_in_use() override {
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess || free_bytes > total_bytes) return 0;
+    return total_bytes - free_bytes;
+  }
+
   // A runner's fault (illegal address, trap, a kernel killed mid-flight) lives
   // in the runner's own context and cannot poison ours; a device-wide failure
   // (Xid, a GPU that fell off the bus, a hang that needed a reset) can. Real

@@ -29,7 +29,7 @@ constexpr double kSendDeadlineMs = 30000;
 void send(int fd, const json& body) { exec::send_frame(fd, body, Deadline::after_ms(kSendDeadlineMs)); }
 
 json health(const JudgeServerConfig& config, const RunnerPool& pool, const EvaluationCounters& counters,
-            JudgeDevice* device) {
+            JudgeDevice* device, const MemoryBound& memory) {
   int open_fds = 0, memfds = 0;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
@@ -51,6 +51,7 @@ json health(const JudgeServerConfig& config, const RunnerPool& pool, const Evalu
                 {"evaluations", counters.evaluations},
                 {"runner_faults", counters.runner_faults}};
   reply["device"] = device->health();
+  reply["memory"] = memory.to_json();
   return reply;
 }
 
@@ -99,6 +100,7 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
         exec::RunnerProcess::Config{config.runner, config.scratch, config.backend, config.device, true, reply_spin_us});
   }
   EvaluationCounters counters;
+  MemoryBound memory(config.memory);
   while (true) {
     exec::Frame frame;
     try {
@@ -123,6 +125,9 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
         // context is gone) ends this judge once the report is out; the
         // Executor starts a fresh one for the next request.
         std::string broken = device->context_error();
+        // After the report's own work, before it is sent: a judge that must
+        // retire says so in it (memory_bound.h).
+        if (broken.empty()) broken = memory.after_request(device.get());
         json reply = {{"type", "report"},
                       {"id", exec::integer_or(msg, "id", 0)},
                       {"report", env::to_json(report)},
@@ -144,7 +149,7 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
         }
         pool.refill();
       } else if (type == "health") {
-        send(control_fd, health(config, pool, counters, device.get()));
+        send(control_fd, health(config, pool, counters, device.get(), memory));
       } else if (type == "shutdown") {
         return 0;
       } else {
