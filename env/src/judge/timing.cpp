@@ -157,6 +157,10 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
       result.verdict.summary = "runtime error: kf_forward returned " + std::to_string(rc) + " " + where;
       return result;
     }
+    if (std::string oob = session->out_of_bounds_write(); !oob.empty()) {
+      result.verdict = Verdict::violation("out_of_bounds_write", oob + " " + where);
+      return result;
+    }
     double self = ns_to_ms(reply.body, "self_ns");
     double on_device = ns_to_ms(reply.body, "device_ns");
     if (std::string e = check_self_within_round_trip(device_clock ? on_device : self, reply.round_trip_ms);

@@ -182,6 +182,11 @@ VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions
           case_json["rc"] = rc;
           return fail(v, case_json);
         }
+        // Before the inputs: a write past an output's end reaches the band
+        // before it reaches the next tensor, and says more precisely what happened.
+        if (std::string oob = session->out_of_bounds_write(); !oob.empty()) {
+          return fail(Verdict::violation("out_of_bounds_write", oob + " " + ctx.where()), case_json);
+        }
         std::string mutation = find_input_mutation(session->inputs(), inputs, c);
         if (!mutation.empty())
           return fail(Verdict::violation("input_mutation", mutation + " " + ctx.where()), case_json);
