@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <string_view>
 #include <system_error>
 #include <utility>
 
@@ -280,7 +281,13 @@ RunnerReply RunnerProcess::converse(const json* request, const std::vector<int>&
       reply.candidate_ran = candidate_ran_;
       if (type == "error") {
         reply.status = RunnerReply::Status::kError;
-        reply.detail = body["message"].get<std::string>();
+        // It leads the report's one-line summary: the candidate's exception
+        // text must not make that line 64 KiB long.
+        std::string message = body["message"].get<std::string>();
+        if (message.size() > kMaxErrorMessageBytes) {
+          message = to_valid_utf8(std::string_view(message).substr(0, kMaxErrorMessageBytes)) + " [truncated]";
+        }
+        reply.detail = std::move(message);
       }
       reply.body = std::move(body);
       return reply;

@@ -170,6 +170,8 @@ const char* runner_status_name(RunnerReply::Status status);
 // Largest payload of a reply other than `profiled`: honest ones are well
 // under a kilobyte, and what a reply carries ends up in reports.
 inline constexpr size_t kMaxReplyBytes = 64u << 10;
+// An `error` reply's message is cut here for RunnerReply::detail.
+inline constexpr size_t kMaxErrorMessageBytes = 2048;
 
 // "" when `body`, a reply of `type`, carries only fields of the types the
 // judge reads (`done`: integer rc, non-negative self_ns, ...), else what is
