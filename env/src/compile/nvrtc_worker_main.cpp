@@ -62,6 +62,21 @@ void limit_memory(uint64_t bytes) {
   ::setrlimit(RLIMIT_AS, &current);
 }
 
+// The CPU time this compile may use on top of what the worker has used
+// (0: none). The service kills the worker at the compile's wall-clock limit;
+// this is what ends a compile whose service died meanwhile (the worker has
+// no parent-death signal, see main()).
+void limit_cpu(double seconds) {
+  rlimit current{};
+  if (::getrlimit(RLIMIT_CPU, &current) != 0) return;
+  rusage used{};
+  ::getrusage(RUSAGE_SELF, &used);
+  const double so_far = static_cast<double>(used.ru_utime.tv_sec + used.ru_stime.tv_sec) + 1;
+  current.rlim_cur =
+      seconds <= 0 ? current.rlim_max : std::min<rlim_t>(static_cast<rlim_t>(so_far + seconds), current.rlim_max);
+  ::setrlimit(RLIMIT_CPU, &current);
+}
+
 uint64_t resident_bytes() {
   std::ifstream statm("/proc/self/statm");
   uint64_t size = 0, resident = 0;
@@ -75,6 +90,7 @@ json compile(const json& request) {
   const auto args = request.value("args", std::vector<std::string>{});
   const auto names = request.value("names", std::vector<std::string>{});
   limit_memory(request.value("memory_limit_bytes", uint64_t{0}));
+  limit_cpu(request.value("cpu_limit_s", 0.0));
 
   Program program(source, name);
   if (program.created() != NVRTC_SUCCESS)
@@ -145,7 +161,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: kforge-nvrtc --parent-pid PID (started by the compile service, fd 3)\n");
     return protocol::kUsageExitCode;
   }
-  kforge::exec::die_with_parent(static_cast<pid_t>(parent));
+  // No PR_SET_PDEATHSIG: it fires when the *thread* that started us ends,
+  // and a worker is started by one compile thread and later used by others,
+  // so a worker could be killed mid-compile, and that compile blamed on its
+  // source. A worker whose service is gone reads the end of its socket and
+  // exits; one that is compiling then is ended by its CPU-time limit.
+  if (::getppid() != static_cast<pid_t>(parent)) return 0;
   kforge::exec::close_descriptors_from(protocol::kControlFd + 1);
   ::signal(SIGPIPE, SIG_IGN);
   warm_up();
@@ -171,6 +192,7 @@ int main(int argc, char** argv) {
                {"log", ""}};
       }
       limit_memory(0);
+      limit_cpu(0);
       reply(out);
       // A compile that grew the heap leaves it to the next one otherwise.
       if (resident_bytes() > (uint64_t{256} << 20)) ::malloc_trim(0);

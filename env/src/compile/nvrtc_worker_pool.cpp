@@ -156,9 +156,13 @@ NvrtcWorkerPool::Result NvrtcWorkerPool::compile(const Request& request) {
                         (status ? ", " + exec::describe_exit_status(*status) : std::string()) + ")");
     }
   }
-  json message = {{"type", "compile"},      {"source", request.source},
-                  {"name", request.name},   {"args", request.args},
-                  {"names", request.names}, {"memory_limit_bytes", request.memory_limit_bytes}};
+  json message = {{"type", "compile"},
+                  {"source", request.source},
+                  {"name", request.name},
+                  {"args", request.args},
+                  {"names", request.names},
+                  {"memory_limit_bytes", request.memory_limit_bytes},
+                  {"cpu_limit_s", request.timeout_s + 5}};
   exec::Frame reply;
   // The time limit counts from the request: a worker that was still
   // starting does not eat into it.

@@ -8,7 +8,7 @@
 //   service -> worker                              worker -> service
 //   (once, when NVRTC is loaded and warm)          ready {version}
 //   compile {source, name, args, names,            compiled {result, result_text, log, cubin (binary),
-//            memory_limit_bytes}                             lowered: [name or null per entry of names]}
+//            memory_limit_bytes, cpu_limit_s}                lowered: [name or null per entry of names]}
 //                                                  | error {message} (an NVRTC API call failed)
 //   shutdown {}                                    (exits)
 #pragma once
