@@ -36,8 +36,8 @@ void JudgeConnection::start(const JudgeLaunch& launch) {
                std::to_string(launch.trim_above_bytes >> 20),
                "--retire-above-mib",
                std::to_string(launch.retire_above_bytes >> 20),
-               "--device-retire-above-mib",
-               std::to_string(launch.device_retire_above_bytes >> 20)};
+               "--device-trim-above-mib",
+               std::to_string(launch.device_trim_above_bytes >> 20)};
   // The judge's stdout and stderr (libtorch warnings, crash messages) go to our stderr.
   spec.fds = {{0, devnull.get()}, {1, STDERR_FILENO}, {2, STDERR_FILENO}, {3, theirs.get()}};
   try {

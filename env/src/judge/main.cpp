@@ -88,8 +88,8 @@ int main(int argc, char** argv) {
       config.memory.trim_above_bytes = std::strtoull(value.c_str(), nullptr, 10) << 20;
     } else if (key == "--retire-above-mib") {
       config.memory.retire_above_bytes = std::strtoull(value.c_str(), nullptr, 10) << 20;
-    } else if (key == "--device-retire-above-mib") {
-      config.memory.device_retire_above_bytes = std::strtoull(value.c_str(), nullptr, 10) << 20;
+    } else if (key == "--device-trim-above-mib") {
+      config.memory.device_trim_above_bytes = std::strtoull(value.c_str(), nullptr, 10) << 20;
     } else {
       std::fprintf(stderr, "kforge-judge: unknown argument %s\n", key.c_str());
       return 2;
@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   if (config.runner.empty() || config.scratch.empty()) {
     std::fprintf(stderr,
                  "usage: kforge-judge --backend cpu|cuda --runner PATH --scratch DIR [--device N] [--parent-pid PID]\n"
-                 "                    [--trim-above-mib N] [--retire-above-mib N] [--device-retire-above-mib N]\n"
+                 "                    [--trim-above-mib N] [--retire-above-mib N] [--device-trim-above-mib N]\n"
                  "Started by the Executor with its control socket on fd 3.\n");
     return 2;
   }

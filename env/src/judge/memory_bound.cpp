@@ -32,14 +32,14 @@ std::string MemoryBound::after_request(JudgeDevice* device) {
     return "the judge holds " + mib(rss) + " of memory after trimming (the limit is " +
            mib(limits_.retire_above_bytes) + ")";
   }
-  const uint64_t in_use = device->device_memory_in_use();
+  uint64_t in_use = device->device_memory_in_use();
   if (in_use > 0) {
-    device_in_use_ = in_use;
     if (!device_baseline_) device_baseline_ = in_use;
-    if (in_use > *device_baseline_ + limits_.device_retire_above_bytes) {
-      return "device memory in use grew to " + mib(in_use) + ", " + mib(in_use - *device_baseline_) +
-             " above the judge's first request (the limit is " + mib(limits_.device_retire_above_bytes) + ")";
+    if (in_use > *device_baseline_ + limits_.device_trim_above_bytes && device->release_cached_memory()) {
+      ++device_releases_;
+      in_use = device->device_memory_in_use();
     }
+    device_in_use_ = in_use;
   }
   return "";
 }
@@ -53,6 +53,7 @@ nlohmann::json MemoryBound::to_json() const {
   if (device_baseline_) {
     j["device_in_use_bytes"] = device_in_use_;
     j["device_baseline_bytes"] = *device_baseline_;
+    j["device_releases"] = device_releases_;
   }
   return j;
 }

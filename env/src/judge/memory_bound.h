@@ -9,11 +9,16 @@
 // returned (malloc_trim), so a huge task costs page faults once, on the next
 // request, and nothing after. If the resident set is still above
 // `retire_above_bytes` after that (fragmentation: a live block at the top of
-// the heap), or the device memory in use grew by more than
-// `device_retire_above_bytes` since the first request (a GPU caching
-// allocator holding a huge task's blocks, which candidates on the device
-// would then miss), the judge retires after the report: the Executor starts
-// a fresh one for the next request, as for a broken device context.
+// the heap), the judge retires after the report: the Executor starts a fresh
+// one for the next request, as for a broken device context.
+//
+// On a GPU the same holds for device memory: PyTorch's caching allocator
+// keeps a huge task's blocks, which candidates on the device would then miss
+// (and fail with out-of-memory, charged to them). When the device memory in
+// use grew by more than `device_trim_above_bytes` since the judge's first
+// request, the cache is emptied (JudgeDevice::release_cached_memory). The
+// device figure counts every process on the device (CUDA reports no
+// per-process use), so it decides only this release, never a retirement.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +33,7 @@ namespace kforge::judge {
 struct MemoryLimits {
   uint64_t trim_above_bytes = uint64_t{1} << 30;
   uint64_t retire_above_bytes = uint64_t{4} << 30;
-  uint64_t device_retire_above_bytes = uint64_t{16} << 30;
+  uint64_t device_trim_above_bytes = uint64_t{8} << 30;
 };
 
 // The calling process' resident set (/proc/self/statm), 0 if unreadable.
@@ -43,7 +48,8 @@ class MemoryBound {
   std::string after_request(JudgeDevice* device);
 
   // For health(): {rss_bytes, peak_rss_bytes, trims, trim_above_bytes,
-  // retire_above_bytes, device_in_use_bytes?, device_baseline_bytes?}.
+  // retire_above_bytes, device_in_use_bytes?, device_baseline_bytes?,
+  // device_releases?}.
   nlohmann::json to_json() const;
 
  private:
@@ -52,6 +58,7 @@ class MemoryBound {
   int trims_ = 0;
   std::optional<uint64_t> device_baseline_;
   uint64_t device_in_use_ = 0;
+  int device_releases_ = 0;
 };
 
 }  // namespace kforge::judge

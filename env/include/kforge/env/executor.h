@@ -40,12 +40,13 @@ struct ExecutorConfig {
   // The judge's memory across tasks (docs/execution.md, "The judge's
   // memory"): above `judge_trim_above_bytes` of resident memory after a
   // request it returns freed memory to the system; still above
-  // `judge_retire_above_bytes` after that, or with device memory in use grown
-  // by more than `judge_device_retire_above_bytes` since its first request,
-  // it retires and the next request starts a fresh judge.
+  // `judge_retire_above_bytes` after that, it retires and the next request
+  // starts a fresh judge. With device memory in use grown by more than
+  // `judge_device_trim_above_bytes` since its first request, the CUDA judge
+  // empties PyTorch's caching allocator.
   uint64_t judge_trim_above_bytes = uint64_t{1} << 30;
   uint64_t judge_retire_above_bytes = uint64_t{4} << 30;
-  uint64_t judge_device_retire_above_bytes = uint64_t{16} << 30;
+  uint64_t judge_device_trim_above_bytes = uint64_t{8} << 30;
 };
 
 class Executor {
