@@ -49,6 +49,9 @@ ProcessExecutor::ProcessExecutor(const env::ExecutorConfig& config) : config_(co
   launch_.backend = env::backend_name(config.backend);
   launch_.device = config.device;
   launch_.startup_timeout_ms = config.judge_startup_timeout_ms;
+  launch_.trim_above_bytes = config.judge_trim_above_bytes;
+  launch_.retire_above_bytes = config.judge_retire_above_bytes;
+  launch_.device_trim_above_bytes = config.judge_device_trim_above_bytes;
   try {
     ToolPaths tools = resolve_tool_paths(config.tools_dir);
     launch_.judge = tools.judge;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "common/json_fields.h"
 #include "common/wire.h"
 #include "judge/evaluation.h"
 #include "judge/judge_device.h"
@@ -30,7 +31,7 @@ constexpr double kSendDeadlineMs = 30000;
 void send(int fd, const json& body) { exec::send_frame(fd, body, Deadline::after_ms(kSendDeadlineMs)); }
 
 json health(const JudgeServerConfig& config, const RunnerPool& pool, const EvaluationCounters& counters,
-            int reference_requests, JudgeDevice* device) {
+            int reference_requests, JudgeDevice* device, const MemoryBound& memory) {
   int open_fds = 0, memfds = 0;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
@@ -53,6 +54,7 @@ json health(const JudgeServerConfig& config, const RunnerPool& pool, const Evalu
                 {"runner_faults", counters.runner_faults},
                 {"reference_requests", reference_requests}};
   reply["device"] = device->health();
+  reply["memory"] = memory.to_json();
   return reply;
 }
 
@@ -101,6 +103,7 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
         exec::RunnerProcess::Config{config.runner, config.scratch, config.backend, config.device, true, reply_spin_us});
   }
   EvaluationCounters counters;
+  MemoryBound memory(config.memory);
   int reference_requests = 0;
   while (true) {
     exec::Frame frame;
@@ -110,7 +113,7 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
       return 0;  // executor gone
     }
     const json& msg = frame.body;
-    std::string type = msg.value("type", "");
+    const std::string type = exec::string_or(msg, "type", "");
     try {
       if (type == "eval") {
         env::EvalReport report;
@@ -126,13 +129,24 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
         // context is gone) ends this judge once the report is out; the
         // Executor starts a fresh one for the next request.
         std::string broken = device->context_error();
+        // After the report's own work, before it is sent: a judge that must
+        // retire says so in it (memory_bound.h).
+        if (broken.empty()) broken = memory.after_request(device.get());
         json reply = {{"type", "report"},
-                      {"id", msg.value("id", 0)},
+                      {"id", exec::integer_or(msg, "id", 0)},
                       {"report", env::to_json(report)},
                       {"runner_faults", counters.runner_faults},
                       {"evaluations", counters.evaluations}};
         if (!broken.empty()) reply["retire"] = broken;
-        send(control_fd, reply);
+        try {
+          send(control_fd, reply);
+        } catch (const exec::WireError& e) {
+          // A report too large for a frame must not end the judge (and with
+          // it every env on the device); the request gets a system error.
+          if (e.kind() != exec::WireError::Kind::kMalformed) throw;
+          reply["report"] = env::to_json(system_failure(std::string("the report could not be sent: ") + e.what()));
+          send(control_fd, reply);
+        }
         if (!broken.empty()) {
           std::fprintf(stderr, "kforge-judge: %s; exiting so that the executor starts a new judge\n", broken.c_str());
           return 3;
@@ -150,6 +164,8 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
         }
         report.device = device->name();
         std::string broken = device->context_error();
+        // A huge task's reference grows the judge like an evaluation does.
+        if (broken.empty()) broken = memory.after_request(device.get());
         json reply = {{"type", "reference_report"},
                       {"id", msg.value("id", 0)},
                       {"report", env::to_json(report)},
@@ -161,7 +177,7 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
           return 3;
         }
       } else if (type == "health") {
-        send(control_fd, health(config, pool, counters, reference_requests, device.get()));
+        send(control_fd, health(config, pool, counters, reference_requests, device.get(), memory));
       } else if (type == "shutdown") {
         return 0;
       } else {
