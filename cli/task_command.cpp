@@ -24,7 +24,12 @@ int run_render(const TaskArgs& a) {
 
 int run_check(const TaskArgs& a) {
   const TaskSpec task = load_task(a.task);
-  const json table = env::abi_table(task);  // type-checks every variant (InputError otherwise)
+  json table;
+  try {
+    table = env::abi_table(task);  // type-checks every variant within the task limits
+  } catch (const InputError& e) {
+    throw InputError(a.task + ": " + e.what());  // the graph's errors name the task, not the file
+  }
   if (a.json_output) {
     std::cout << json({{"task_id", task.id}, {"valid", true}, {"abi", table}}).dump(2) << "\n";
     return kExitOk;
