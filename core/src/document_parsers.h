@@ -6,6 +6,9 @@
 // limits::kMaxDocumentValues values (YAML aliases counted as the copies they
 // expand to) or repeats a key in an object. Errors are InputErrors that name
 // the source, the JSON pointer and, where the parser knows it, line:column.
+// The text's size is bounded where it comes from: files by read_text_file
+// (limits::kMaxDocumentBytes), JSONL lines by their reader, messages by the
+// server's maximum message size.
 #pragma once
 
 #include <string>

@@ -147,10 +147,6 @@ std::string line_column(const std::string& text, size_t offset) {
 }  // namespace
 
 void parse_json_document(const std::string& text, Document* doc) {
-  if (text.size() > limits::kMaxDocumentBytes) {
-    throw InputError(doc->source + ": " + std::to_string(text.size()) + " bytes is more than the limit of " +
-                     std::to_string(limits::kMaxDocumentBytes) + " bytes for a document (limits::kMaxDocumentBytes)");
-  }
   json root;
   BoundedJsonBuilder builder(&root);
   const bool ok = json::sax_parse(text, &builder, json::input_format_t::json, /*strict=*/true);

@@ -240,10 +240,6 @@ class BoundedYamlBuilder : public YAML::EventHandler {
 }  // namespace
 
 void parse_yaml_document(const std::string& text, Document* doc) {
-  if (text.size() > limits::kMaxDocumentBytes) {
-    throw InputError(doc->source + ": " + std::to_string(text.size()) + " bytes is more than the limit of " +
-                     std::to_string(limits::kMaxDocumentBytes) + " bytes for a document (limits::kMaxDocumentBytes)");
-  }
   std::istringstream in(text);
   BoundedYamlBuilder builder(doc);
   try {
