@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "kforge/core/input_limits.h"
 #include "kforge/env/server.h"
 
 namespace kforge::cli {
@@ -121,7 +122,7 @@ void add_serve_command(CLI::App& app, CommandFn* selected) {
                   "task files or of folders holding a task.json");
   cmd->add_option("--idle-timeout", args->idle_timeout_s,
                   "Seconds a client may stay silent with nothing in flight before its envs are released (0: never)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0.0, kforge::limits::kMaxConfigDurationS))
       ->capture_default_str();
   cmd->add_option("--max-message-mb", args->max_message_mb,
                   "Largest request accepted, in MiB; a larger one makes ZeroMQ drop the connection")
@@ -132,7 +133,7 @@ void add_serve_command(CLI::App& app, CommandFn* selected) {
       ->capture_default_str();
   cmd->add_option("--drain-timeout", args->drain_timeout_s,
                   "On SIGINT/SIGTERM: seconds in-flight steps may still finish before they are cancelled")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0.0, kforge::limits::kMaxConfigDurationS))
       ->capture_default_str();
   cmd->callback([args, selected] { *selected = [args] { return run_serve(*args); }; });
 }
