@@ -46,6 +46,13 @@ constexpr int kRequestsPerTurn = 256;
 // prompt: work that grows with the request, so it never runs on the socket
 // thread (tests/server: a flood of heavy resets does not slow honest steps).
 constexpr int kResetThreads = 4;
+// How often a reset thread looks up from a reference check to see whether
+// the server is stopping.
+constexpr std::chrono::milliseconds kCheckPoll{100};
+// Task-set checks at start-up: a progress line at most this often, and at
+// most this many invalid tasks named in the error.
+constexpr std::chrono::seconds kCheckProgressEvery{2};
+constexpr size_t kInvalidTasksNamed = 20;
 
 // Where a reply goes: the client's routing id, and whether it framed its
 // request REQ-style with an empty delimiter (then the reply must be too).
@@ -126,21 +133,6 @@ Solution wire_solution(const json& value, SolutionMode default_mode, const std::
 
 }  // namespace
 
-bool is_local_endpoint(const std::string& endpoint) {
-  const size_t scheme_end = endpoint.find("://");
-  if (scheme_end == std::string::npos) return false;
-  const std::string scheme = endpoint.substr(0, scheme_end);
-  if (scheme == "ipc" || scheme == "inproc") return true;
-  if (scheme != "tcp") return false;
-  std::string rest = endpoint.substr(scheme_end + 3);
-  // "tcp://source;host:port" binds to `host`.
-  if (size_t semi = rest.find(';'); semi != std::string::npos) rest = rest.substr(semi + 1);
-  const size_t colon = rest.rfind(':');
-  std::string host = colon == std::string::npos ? rest : rest.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  return host == "localhost" || host == "lo" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
 struct Server::Impl {
   ServerConfig config;
   std::shared_ptr<Executor> executor;
@@ -176,7 +168,8 @@ struct Server::Impl {
   };
   struct ResetDone {
     int env_id = -1;
-    bool ok = false;  // an episode started
+    bool ok = false;         // an episode started
+    bool cancelled = false;  // the server stopped first: no reply from here
     std::string payload;
   };
 
@@ -204,6 +197,7 @@ struct Server::Impl {
   void run();
   void completion_loop();
   void reset_loop();
+  void check_task_set();
   // On a reset thread: the reply to one reset.
   ResetDone run_reset(const ResetJob& job);
   // One turn of the socket loop: wait up to `timeout` for requests or
@@ -296,6 +290,7 @@ Server::Impl::Impl(ServerConfig c, EnvServices services) : config(std::move(c)),
                       "); nothing would be served");
   }
   slots.resize(static_cast<size_t>(config.num_envs));
+  if (config.check_tasks) check_task_set();
 
   const json env_json = to_json(config.env);
   json modes = json::array();
@@ -321,6 +316,48 @@ Server::Impl::Impl(ServerConfig c, EnvServices services) : config(std::move(c)),
       {"methods", kMethods},
       {"error_codes", protocol::error_code_names()},
   };
+}
+
+void Server::Impl::check_task_set() {
+  const size_t n = config.tasks.size();
+  if (n == 0) return;
+  const auto start = Clock::now();
+  auto last_progress = start;
+  std::vector<std::string> invalid;
+  size_t unchecked = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const TaskSpec& t = config.tasks[i];
+    const ReferenceReport r = executor->check_task(t, config.env.eval).get();
+    if (r.invalid()) {
+      invalid.push_back("task '" + t.id + "': " + r.problem);
+    } else if (!r.ok()) {
+      ++unchecked;
+      log("warning: could not check task '" + t.id + "' (" + r.problem + "); it is checked at its first reset");
+    }
+    if (Clock::now() - last_progress >= kCheckProgressEvery && i + 1 < n) {
+      last_progress = Clock::now();
+      log("checking task references on the judge: " + std::to_string(i + 1) + "/" + std::to_string(n) + ", " +
+          std::to_string(invalid.size()) + " invalid");
+    }
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::ostringstream took;
+  took.precision(3);
+  took << seconds;
+  if (!invalid.empty()) {
+    std::string list;
+    for (size_t i = 0; i < invalid.size() && i < kInvalidTasksNamed; ++i) list += "\n  " + invalid[i];
+    if (invalid.size() > kInvalidTasksNamed) {
+      list += "\n  ... and " + std::to_string(invalid.size() - kInvalidTasksNamed) + " more";
+    }
+    throw InputError("serve: " + std::to_string(invalid.size()) + " of " + std::to_string(n) + " tasks" +
+                     (config.tasks_source.empty() ? "" : " in " + config.tasks_source) +
+                     " cannot be judged (their reference fails the check on the judge); fix or remove them, or "
+                     "start with --skip-reference-check to serve them anyway (they are then refused at reset):" +
+                     list);
+  }
+  log("checked the references of " + std::to_string(n - unchecked) + " task(s) on the judge in " + took.str() + " s" +
+      (unchecked > 0 ? " (" + std::to_string(unchecked) + " could not be checked)" : ""));
 }
 
 void Server::Impl::wake_up() {
@@ -368,6 +405,7 @@ void Server::Impl::reset_loop() {
       reset_queue.pop_front();
     }
     ResetDone done = run_reset(job);
+    if (done.cancelled) return;
     {
       std::lock_guard<std::mutex> lock(mu);
       finished_resets.push_back(std::move(done));
@@ -404,13 +442,25 @@ Server::Impl::ResetDone Server::Impl::run_reset(const ResetJob& job) {
       }
       task = it->second;
     }
+    // The judge checks each distinct task once (Executor::check_task); the
+    // wait looks up now and then so that a stopping server is not held.
+    ResetOptions options = job.options;
+    options.reference_check = executor->check_task(*task, config.env.eval);
+    while (options.reference_check.wait_for(kCheckPoll) != std::future_status::ready) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (reset_stop) {
+        done.cancelled = true;  // run() answers the slot shutting_down
+        return done;
+      }
+    }
     ResetResult r;
     try {
-      r = pool->reset(job.env_id, *task, job.seed, job.options);
+      r = pool->reset(job.env_id, *task, job.seed, options);
     } catch (const InputError& e) {
       // The params and the slot were checked on the socket thread: what is
       // left is the task failing its checks (shapes, dtypes, op attributes,
-      // limits).
+      // limits) or its reference check (a node giving NaN/Inf or a constant
+      // output).
       throw protocol::from_input_error(e, ErrorCode::kInvalidTask, "task",
                                        job.task ? "/params/task" : "/params/task_id");
     }
