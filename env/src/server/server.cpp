@@ -18,6 +18,7 @@
 
 #include "kforge/core/action.h"
 #include "kforge/core/input_limits.h"
+#include "kforge/core/op_registry.h"
 #include "kforge/core/rpc.h"
 #include "kforge/core/solution.h"
 
@@ -423,6 +424,9 @@ Server::Impl::ResetDone Server::Impl::run_reset(const ResetJob& job) {
     if (job.task) {
       try {
         parsed = parse_task(Document::from_value(*job.task, "task"));
+        // Within the task limits before the judge runs its reference (a
+        // 2^40-element variant must never get that far).
+        validate_task(parsed);
       } catch (const InputError& e) {
         throw protocol::from_input_error(e, ErrorCode::kInvalidTask, "task", "/params/task");
       }
