@@ -651,7 +651,15 @@ void Server::Impl::dispatch(Peer& peer, const Envelope& from, const protocol::Re
 
 Slot& Server::Impl::owned_slot(const Peer& peer, const std::string& routing_id, const json& params) {
   const int64_t env_id = reading_params([&] {
-    Document doc = Document::from_value(params, "params");
+    // Only env_id is read (and bounded) here: the rest of the params is the
+    // method's to read, a reset's task as a task of its own.
+    json only = json::object();
+    if (!params.is_object()) {
+      only = params;  // refused below as "expected an object"
+    } else if (auto it = params.find("env_id"); it != params.end()) {
+      only["env_id"] = *it;
+    }
+    Document doc = Document::from_value(std::move(only), "params");
     return doc.root_object().required("env_id").as_int();
   });
   if (env_id < 0 || env_id >= config.num_envs || !slots[static_cast<size_t>(env_id)].held ||
@@ -713,14 +721,28 @@ void Server::Impl::do_reset(Peer& peer, const Envelope& from, uint64_t id, const
     uint64_t seed = 0;
     ResetOptions options;
   };
+  // The task is not part of the params' document: it is read as a document
+  // of its own on a reset thread, so that a task beyond the document limits
+  // (a deep id or attrs) is an invalid_task like any other bad task.
+  const json* task_value = nullptr;
+  json rest = json::object();
+  if (params.is_object()) {
+    for (auto it = params.begin(); it != params.end(); ++it) {
+      if (it.key() == "task") {
+        task_value = &it.value();
+      } else {
+        rest[it.key()] = it.value();
+      }
+    }
+  }
   Args a = reading_params([&] {
     Args out;
-    Document doc = Document::from_value(params, "params");
+    Document doc = Document::from_value(params.is_object() ? rest : params, "params");
     ObjectReader r = doc.root_object();
     r.allow("env_id");
-    if (auto f = r.optional("task")) {
-      f->as_object();
-      out.task = f->value();
+    if (task_value != nullptr) {
+      if (!task_value->is_object()) throw InputError("params: field /task: expected an object (a task)");
+      out.task = *task_value;
     }
     if (auto f = r.optional("task_id")) {
       out.task_id = f->as_string();
