@@ -52,6 +52,9 @@ class JudgeConnection {
   bool running() const { return child_.running(); }
   pid_t pid() const { return child_.pid(); }
   const std::string& device_name() const { return device_name_; }
+  // Devices of the backend the judge reported in its last hello, also when it
+  // could not use the one asked for; -1 before any hello.
+  int device_count() const { return device_count_; }
   // The device itself is unusable (e.g. CUDA backend not built): restarting helps nothing.
   bool fatal() const { return fatal_; }
 
@@ -62,6 +65,7 @@ class JudgeConnection {
   UniqueFd control_;
   std::mutex control_mutex_;  // guards interrupt() against reset of control_
   std::string device_name_;
+  int device_count_ = -1;
   bool fatal_ = false;
 };
 

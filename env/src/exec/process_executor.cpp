@@ -171,6 +171,12 @@ std::string ProcessExecutor::device_name() {
   return device_name_;
 }
 
+env::Executor::StartReport ProcessExecutor::start_report() {
+  std::unique_lock<std::mutex> lock(device_mutex_);
+  device_cv_.wait(lock, [this] { return device_known_; });
+  return {device_name_, device_count_, start_error_};
+}
+
 bool ProcessExecutor::ensure_judge(std::string* error) {
   if (!setup_error_.empty()) {
     *error = setup_error_;
@@ -265,6 +271,8 @@ void ProcessExecutor::worker_loop() {
     std::lock_guard<std::mutex> lock(device_mutex_);
     device_known_ = true;
     device_name_ = started ? judge_.device_name() : "";
+    device_count_ = judge_.device_count();
+    start_error_ = started ? "" : error;
   }
   device_cv_.notify_all();
 

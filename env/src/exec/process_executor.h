@@ -36,6 +36,7 @@ class ProcessExecutor final : public env::Executor {
   int reference_checks() const override { return reference_checks_.load(); }
   env::BackendKind backend() const override { return config_.backend; }
   std::string device_name() override;
+  StartReport start_report() override;
   int restarts() const override { return judge_restarts_.load() + runner_faults_.load(); }
   int judge_pid() const override { return judge_pid_.load(); }
   json health() override;
@@ -70,6 +71,8 @@ class ProcessExecutor final : public env::Executor {
   std::condition_variable device_cv_;
   bool device_known_ = false;
   std::string device_name_;
+  int device_count_ = -1;
+  std::string start_error_;
 
   JudgeConnection judge_;
   // Each judge gets its own scratch sub-directory, removed when it is gone:

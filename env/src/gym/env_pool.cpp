@@ -83,6 +83,10 @@ struct EnvPool::Impl {
 
 EnvPool::Impl::Impl(EnvConfig c, int num_envs, EnvServices s) : config(std::move(c)), services(std::move(s)) {
   if (num_envs < 1) throw InputError("an EnvPool needs at least one env, got " + std::to_string(num_envs));
+  if (config.backend == BackendKind::kCpu && config.device != 0) {
+    throw InputError(config.source + ": field /device: the cpu backend has one device, 0; got " +
+                     std::to_string(config.device));
+  }
   // Config mistakes first, before any process or thread is started.
   reward = std::make_unique<reward::RewardFunction>(reward::RewardFunction::load(config.reward.function));
   const std::vector<std::string> components = reward->component_names();
@@ -140,6 +144,17 @@ EnvPool::Impl::Impl(EnvConfig c, int num_envs, EnvServices s) : config(std::move
   if (services.executor->backend() != config.backend) {
     throw InputError(config.source + ": the config's backend is " + backend_name(config.backend) +
                      " but the executor given runs " + backend_name(services.executor->backend()));
+  }
+  // A CUDA device index is checked against the devices the judge sees (its
+  // hello), so that a wrong one fails here rather than in every step.
+  if (config.backend == BackendKind::kCuda) {
+    const Executor::StartReport started = services.executor->start_report();
+    if (started.device_count >= 0 && config.device >= started.device_count) {
+      throw InputError(config.source + ": field /device: CUDA device " + std::to_string(config.device) +
+                       " does not exist; the judge sees " + std::to_string(started.device_count) + " device(s)" +
+                       (started.device_count > 0 ? " (0.." + std::to_string(started.device_count - 1) + ")" : "") +
+                       "; set device in the config");
+    }
   }
 
   // abi_include_dir stays empty: the compile service stages the header, and

@@ -20,4 +20,7 @@ namespace kforge::judge {
 // libtorch without CUDA, a driver error), with the reason.
 std::unique_ptr<JudgeDevice> make_cuda_judge_device(int index);
 
+// CUDA devices this process can see; 0 when none (or no driver).
+int cuda_device_count();
+
 }  // namespace kforge::judge

@@ -107,4 +107,9 @@ class JudgeDevice {
 // built ("CUDA backend not built into kforge-judge").
 std::unique_ptr<JudgeDevice> make_judge_device(const std::string& backend, int index);
 
+// Devices of `backend` this judge could use (the CPU backend has one), sent
+// in the hello so that the environment can refuse a device index that does
+// not exist with a clear message at start. -1 for an unknown backend.
+int judge_device_count(const std::string& backend);
+
 }  // namespace kforge::judge
