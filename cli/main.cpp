@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   add_task_command(app, &selected);
   add_demo_command(app, &selected);
   add_serve_command(app, &selected);
+  add_synth_commands(app, &selected);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
