@@ -129,6 +129,7 @@ def main():
     ap.add_argument("--summary", required=True)
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--limit", type=int, default=0, help="at most this many tasks (0: all)")
     a = ap.parse_args()
     ok, reason, version = compile_available(a.device)
     summary = {"available": ok, "torch": version, "device": a.device, "protocol": PROTOCOL}
@@ -153,6 +154,8 @@ def main():
         if t["id"] in done or (t.get("baselines") or {}).get("compile_ms"):
             continue
         jobs.append((t["id"], os.path.join(a.pydir, file_name(t["id"])), a.device, a.out + ".lock"))
+    if a.limit > 0:
+        jobs = jobs[:a.limit]
     ctx = mp.get_context("spawn")
     results = 0
     errors = 0
