@@ -68,8 +68,8 @@ class ProgressPrinter {
     last_line_s_ = p.elapsed_s;
     const int64_t made = p.accepted - p.resumed;
     const double rate_h = p.elapsed_s > 0 ? static_cast<double>(made) * 3600.0 / p.elapsed_s : 0.0;
-    const double eta = made > 0 ? (static_cast<double>(p.target - p.accepted) * p.elapsed_s / static_cast<double>(made))
-                                : NAN;
+    const double eta =
+        made > 0 ? (static_cast<double>(p.target - p.accepted) * p.elapsed_s / static_cast<double>(made)) : NAN;
     std::ostringstream line;
     if (tty_) {
       const int width = 28;
@@ -206,7 +206,10 @@ int run_import(const ImportArgs& a) {
   report.root["imported"] = ok;
   report.root["not_imported"] = report.root.value("files", size_t{0}) - ok;
   std::ofstream(report_path) << report.root.dump(1) << "\n";
-  std::cout << json({{"out", a.out}, {"report", report_path}, {"files", report.root["files"]}, {"imported", ok},
+  std::cout << json({{"out", a.out},
+                     {"report", report_path},
+                     {"files", report.root["files"]},
+                     {"imported", ok},
                      {"failed_task_check", rejected}})
                    .dump()
             << std::endl;

@@ -37,8 +37,7 @@ class GraphBuilder {
     TensorSpec t{"x" + (inputs_ == 0 ? std::string() : std::to_string(inputs_ + 1)), shape, dtype_, init};
     ++inputs_;
     task_.inputs.push_back(t);
-    return {t.name, TensorType(t.shape, t.dtype, t.name),
-            init.kind == "positive" ? Domain::kPositive : Domain::kAny};
+    return {t.name, TensorType(t.shape, t.dtype, t.name), init.kind == "positive" ? Domain::kPositive : Domain::kAny};
   }
 
   Value param(const std::string& stem, std::vector<int64_t> shape, InitSpec init) {
@@ -204,8 +203,8 @@ Value main_conv(Draw& d, int spatial, bool transposed) {
   Value x = d.g.input(dims.size() == 1 ? std::vector<int64_t>{cin, dims[0]}
                                        : (dims.size() == 2 ? std::vector<int64_t>{cin, dims[0], dims[1]}
                                                            : std::vector<int64_t>{cin, dims[0], dims[1], dims[2]}));
-  std::vector<int64_t> wshape = transposed ? std::vector<int64_t>{cin, cout / groups}
-                                           : std::vector<int64_t>{cout, cin / groups};
+  std::vector<int64_t> wshape =
+      transposed ? std::vector<int64_t>{cin, cout / groups} : std::vector<int64_t>{cout, cin / groups};
   for (int i = 0; i < spatial; ++i) wshape.push_back(k);
   Value w = d.g.param("w", wshape, kind("kaiming_uniform"));
   std::vector<Value> in = {x, w};
@@ -325,7 +324,8 @@ std::optional<Choice> scalar_op(Draw& d, const Value& cur) {
     }
     default: {
       const double lo = scalar_of(d.rng, {-1.0, -0.5, 0.0});
-      return Choice{"clamp", {{"min", lo}, {"max", lo + scalar_of(d.rng, {1.0, 2.0})}},
+      return Choice{"clamp",
+                    {{"min", lo}, {"max", lo + scalar_of(d.rng, {1.0, 2.0})}},
                     lo >= 0 ? Domain::kNonNegative : Domain::kAny};
     }
   }
@@ -420,9 +420,8 @@ std::optional<Value> reduction(Draw& d, const Value& cur, bool conv_like) {
   dims.push_back(dim);
   if (conv_like && rank >= 4 && d.rng.chance(0.4)) dims = {rank - 2, rank - 1};  // global spatial
   const bool keepdim = d.rng.chance(0.4);
-  const std::string op =
-      d.rng.pick(std::vector<std::string>{"sum", "mean", "mean", "amax", "logsumexp", "norm", "std", "var", "max",
-                                          "min", "cumsum"});
+  const std::string op = d.rng.pick(std::vector<std::string>{"sum", "mean", "mean", "amax", "logsumexp", "norm", "std",
+                                                             "var", "max", "min", "cumsum"});
   json attrs = json::object();
   if (op == "max" || op == "min" || op == "cumsum") {
     attrs["dim"] = dims.back();
@@ -532,7 +531,7 @@ Composition compose(uint64_t seed, int64_t batch, const ComposeOptions& options)
   Rng rng(seed);
   const int num_ops = static_cast<int>(rng.weighted(options.op_count_weights)) + 1;
   const double r = rng.uniform();
-  const DType dtype = r < options.float16_share ? DType::kFloat16
+  const DType dtype = r < options.float16_share                            ? DType::kFloat16
                       : r < options.float16_share + options.bfloat16_share ? DType::kBFloat16
                                                                            : DType::kFloat32;
   GraphBuilder g(dtype, batch);

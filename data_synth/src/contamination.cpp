@@ -11,11 +11,10 @@ namespace kforge::synth {
 json NearestProblem::to_json() const { return {{"problem", problem}, {"distance", distance}, {"relation", relation}}; }
 
 std::string contamination_token(const std::string& op) {
-  static const std::set<std::string> kLayout = {"contiguous", "reshape", "flatten",   "transpose", "permute",
-                                                "squeeze",    "unsqueeze", "expand", "view",      "narrow",
-                                                "slice",      "repeat"};
+  static const std::set<std::string> kLayout = {"contiguous", "reshape", "flatten", "transpose", "permute", "squeeze",
+                                                "unsqueeze",  "expand",  "view",    "narrow",    "slice",   "repeat"};
   static const std::map<std::string, std::string> kAlias = {
-      {"matmul", "gemm"}, {"linear", "gemm"}, {"bmm", "gemm"},    {"sub", "add"},   {"div", "mul"},
+      {"matmul", "gemm"},    {"linear", "gemm"}, {"bmm", "gemm"}, {"sub", "add"},  {"div", "mul"},
       {"hardtanh", "clamp"}, {"relu6", "clamp"}, {"amax", "max"}, {"amin", "min"},
   };
   if (kLayout.count(op)) return "";

@@ -43,12 +43,9 @@ double percentile(std::vector<double> v, double p) {
 
 json summary_of(const std::vector<double>& v) {
   if (v.empty()) return {{"count", 0}};
-  return {{"count", v.size()},
-          {"min", percentile(v, 0)},
-          {"p10", percentile(v, 0.1)},
-          {"median", percentile(v, 0.5)},
-          {"p90", percentile(v, 0.9)},
-          {"max", percentile(v, 1)}};
+  return {{"count", v.size()},         {"min", percentile(v, 0)},
+          {"p10", percentile(v, 0.1)}, {"median", percentile(v, 0.5)},
+          {"p90", percentile(v, 0.9)}, {"max", percentile(v, 1)}};
 }
 
 // Runs argv without a shell; returns the exit status (-1 if it could not start).
@@ -146,9 +143,11 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
   std::vector<json> slots;
   JsonlReadOptions ro;
   ro.allow_torn_tail = true;
-  for_each_jsonl_line(out / "tasks.jsonl", [&](const Document& d, size_t) { tasks.push_back(parse_task(d)); }, ro);
+  for_each_jsonl_line(
+      out / "tasks.jsonl", [&](const Document& d, size_t) { tasks.push_back(parse_task(d)); }, ro);
   if (fs::exists(out / "slots.jsonl")) {
-    for_each_jsonl_line(out / "slots.jsonl", [&](const Document& d, size_t) { slots.push_back(d.root); }, ro);
+    for_each_jsonl_line(
+        out / "slots.jsonl", [&](const Document& d, size_t) { slots.push_back(d.root); }, ro);
   }
   summary.tasks = tasks.size();
 
@@ -162,11 +161,10 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
   json stats = dataset_stats(tasks, slots);
   stats["device"] = options.device;
   stats["elapsed_s"] = options.elapsed_s;
-  write_file_atomically(out / "rejections.json", json({{"tasks", tasks.size()},
-                                                        {"rejected", stats["rejected"]},
-                                                        {"by_reason", stats["rejections"]}})
-                                                     .dump(2) +
-                                                     "\n");
+  write_file_atomically(
+      out / "rejections.json",
+      json({{"tasks", tasks.size()}, {"rejected", stats["rejected"]}, {"by_reason", stats["rejections"]}}).dump(2) +
+          "\n");
 
   json per_task = json::array();
   for (const auto& t : tasks) {
@@ -188,9 +186,9 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
   // Plots: matplotlib in a child process; the card says so when it cannot run.
   fs::create_directories(out / "plots");
   if (!options.plot_script.empty() && fs::exists(options.plot_script)) {
-    const int rc = run_process({options.python, options.plot_script.string(), (out / "card_stats.json").string(),
-                                (out / "plots").string()},
-                               out / "plots" / "plots.log");
+    const int rc = run_process(
+        {options.python, options.plot_script.string(), (out / "card_stats.json").string(), (out / "plots").string()},
+        out / "plots" / "plots.log");
     summary.plots = rc == 0;
     if (rc != 0) summary.plots_note = "the plot script failed (exit " + std::to_string(rc) + "); see plots/plots.log";
   } else {
@@ -217,7 +215,8 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
   for (const auto& [n, op] : ops) md << "| " << op << " | " << -n << " |\n";
   auto line = [&](const char* what, const json& s) {
     md << "| " << what << " | " << s.value("count", 0);
-    for (const char* k : {"min", "median", "p90", "max"}) md << " | " << (s.contains(k) ? fmt(s[k].get<double>()) : "-");
+    for (const char* k : {"min", "median", "p90", "max"})
+      md << " | " << (s.contains(k) ? fmt(s[k].get<double>()) : "-");
     md << " |\n";
   };
   md << "\n## Distributions\n\n| quantity | n | min | median | p90 | max |\n|---|---|---|---|---|---|\n";

@@ -149,9 +149,8 @@ std::optional<Rejected> filter(const TaskSpec& task, const FilterOptions& o, dou
 
   const double precision = max_ratio(out0, run(task, in0, lock, at::kDouble), tol);
   if (precision > o.precision_fraction) {
-    return Rejected{"reference_precision", "the reference differs from its float64 evaluation by " +
-                                               fmt(precision) + " of the tolerance (limit " +
-                                               fmt(o.precision_fraction) + ")"};
+    return Rejected{"reference_precision", "the reference differs from its float64 evaluation by " + fmt(precision) +
+                                               " of the tolerance (limit " + fmt(o.precision_fraction) + ")"};
   }
 
   for (size_t v = 0; v < task.shape_variants.size(); ++v) {
@@ -195,9 +194,9 @@ std::optional<Rejected> filter(const TaskSpec& task, const FilterOptions& o, dou
 
 const std::vector<std::string>& rejection_reasons() {
   static const std::vector<std::string> kReasons = {
-      "compose_invalid",  "shape_search",     "memory_cap",          "fails_to_run", "nan_inf",
-      "nondeterministic", "near_constant",    "seed_insensitive",    "reference_precision",
-      "op_is_noop",       "runtime_window",   "duplicate",           "contaminated",
+      "compose_invalid",  "shape_search",  "memory_cap",       "fails_to_run",        "nan_inf",
+      "nondeterministic", "near_constant", "seed_insensitive", "reference_precision", "op_is_noop",
+      "runtime_window",   "duplicate",     "contaminated",
   };
   return kReasons;
 }

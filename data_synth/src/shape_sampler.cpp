@@ -96,8 +96,8 @@ std::variant<SampledShapes, ShapeRejection> sample_shapes(uint64_t seed, const C
     const TaskSpec v = s.task.with_variant(s.task.shape_variants.size() - 1);
     infer_graph(v);  // InputError: the variant does not type-check
     if (graph_bytes(v) > options.memory_cap_bytes) {
-      return ShapeRejection{"memory_cap", "shape variant " + std::to_string(s.task.shape_variants.size()) +
-                                              " (batch " + std::to_string(vb) + ") is over the memory cap"};
+      return ShapeRejection{"memory_cap", "shape variant " + std::to_string(s.task.shape_variants.size()) + " (batch " +
+                                              std::to_string(vb) + ") is over the memory cap"};
     }
   }
   return s;

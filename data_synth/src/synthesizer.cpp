@@ -155,8 +155,8 @@ class Run {
     if (fs::exists(run_file)) {
       const Document doc = Document::from_file(run_file);
       if (doc.root != identity) {
-        throw InputError(run_file.string() + ": " + out_.string() +
-                         " holds a synthesis run with other options (" + doc.root.dump() +
+        throw InputError(run_file.string() + ": " + out_.string() + " holds a synthesis run with other options (" +
+                         doc.root.dump() +
                          "); resume it with the same --seed/--backend/options or choose another --out");
       }
     } else {

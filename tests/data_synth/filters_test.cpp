@@ -38,12 +38,12 @@ std::string reason_of(const TaskSpec& t, const FilterOptions& o = cpu_options())
   return v.passed ? "passed" : v.reason + " (" + v.detail + ")";
 }
 
-#define EXPECT_REASON(task, reason) EXPECT_EQ(reason_of(task).substr(0, std::string(reason).size()), reason) \
-  << reason_of(task)
+#define EXPECT_REASON(task, reason) \
+  EXPECT_EQ(reason_of(task).substr(0, std::string(reason).size()), reason) << reason_of(task)
 
 TEST(FiltersTest, AGoodTaskPassesAndIsTimed) {
-  TaskSpec t = task_of({tensor("x", {64, 128})}, {{"gelu", {"x"}, "t0", json::object()},
-                                                  {"mul", {"t0"}, "y", {{"other", 2.0}}}});
+  TaskSpec t = task_of({tensor("x", {64, 128})},
+                       {{"gelu", {"x"}, "t0", json::object()}, {"mul", {"t0"}, "y", {{"other", 2.0}}}});
   t.shape_variants = {{{"x", {32, 128}}}, {{"x", {47, 128}}}};
   const FilterVerdict v = run_filters(t, cpu_options());
   EXPECT_TRUE(v.passed) << v.reason << ": " << v.detail;
@@ -66,21 +66,20 @@ TEST(FiltersTest, NearConstant) {
 
 TEST(FiltersTest, SeedInsensitive) {
   // arange inputs are the same for every seed: the output varies, but not with the seed.
-  EXPECT_REASON(task_of({tensor("x", {64, 64}, "arange")}, {{"sin", {"x"}, "y", json::object()}}),
-                "seed_insensitive");
+  EXPECT_REASON(task_of({tensor("x", {64, 64}, "arange")}, {{"sin", {"x"}, "y", json::object()}}), "seed_insensitive");
 }
 
 TEST(FiltersTest, ReferencePrecision) {
   // (x + 1e6) - 1e6 in float32 loses x's low bits: float64 disagrees beyond half the tolerance.
-  EXPECT_REASON(task_of({tensor("x", {64, 64})}, {{"add", {"x"}, "t0", {{"other", 1e6}}},
-                                                  {"sub", {"t0"}, "y", {{"other", 1e6}}}}),
+  EXPECT_REASON(task_of({tensor("x", {64, 64})},
+                        {{"add", {"x"}, "t0", {{"other", 1e6}}}, {"sub", {"t0"}, "y", {{"other", 1e6}}}}),
                 "reference_precision");
 }
 
 TEST(FiltersTest, OpThatIsANoOpThere) {
-  EXPECT_REASON(task_of({tensor("x", {64, 64})}, {{"relu", {"x"}, "t0", json::object()},
-                                                  {"relu", {"t0"}, "y", json::object()}}),
-                "op_is_noop");
+  EXPECT_REASON(
+      task_of({tensor("x", {64, 64})}, {{"relu", {"x"}, "t0", json::object()}, {"relu", {"t0"}, "y", json::object()}}),
+      "op_is_noop");
   // clamp to [-100, 100] of a standard normal changes nothing.
   EXPECT_REASON(task_of({tensor("x", {64, 64})}, {{"exp", {"x"}, "t0", json::object()},
                                                   {"clamp", {"t0"}, "y", {{"min", -100.0}, {"max", 100.0}}}}),
@@ -105,8 +104,8 @@ TEST(FiltersTest, AVariantThatMisbehavesIsCaught) {
 }
 
 TEST(FiltersTest, WithoutNodeKeepsTheGraphValid) {
-  TaskSpec t = task_of({tensor("x", {4, 4})}, {{"relu", {"x"}, "t0", json::object()},
-                                               {"sum", {"t0"}, "y", {{"dim", 1}}}});
+  TaskSpec t =
+      task_of({tensor("x", {4, 4})}, {{"relu", {"x"}, "t0", json::object()}, {"sum", {"t0"}, "y", {{"dim", 1}}}});
   auto a = without_node(t, 0, 0);
   ASSERT_TRUE(a.has_value());
   EXPECT_EQ(a->nodes.size(), 1u);

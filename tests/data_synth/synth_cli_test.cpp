@@ -3,11 +3,10 @@
 // the C++ reference), resume after SIGKILL, serve --tasks, and the
 // KernelBench importer.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdio>
@@ -54,8 +53,8 @@ int run(const std::string& cmd, std::string* output = nullptr) {
 }
 
 std::string synth_cmd(const fs::path& out, int n, int seed, int workers) {
-  return std::string(KFORGE_BIN) + " synth --n " + std::to_string(n) + " --backend cpu --seed " +
-         std::to_string(seed) + " --out " + out.string() + " --workers " + std::to_string(workers) +
+  return std::string(KFORGE_BIN) + " synth --n " + std::to_string(n) + " --backend cpu --seed " + std::to_string(seed) +
+         " --out " + out.string() + " --workers " + std::to_string(workers) +
          " --baselines none --compile-baselines off --quiet";
 }
 
@@ -276,10 +275,10 @@ def get_init_inputs():
     return []
 )";
   std::string out;
-  ASSERT_EQ(run(std::string(KFORGE_BIN) + " import-kernelbench " + dir.string() + " --out " +
-                    (dir / "kb.jsonl").string(),
-                &out),
-            0)
+  ASSERT_EQ(
+      run(std::string(KFORGE_BIN) + " import-kernelbench " + dir.string() + " --out " + (dir / "kb.jsonl").string(),
+          &out),
+      0)
       << out;
   const std::vector<TaskSpec> tasks = load_task_set(dir / "kb.jsonl");
   ASSERT_EQ(tasks.size(), 1u) << out;

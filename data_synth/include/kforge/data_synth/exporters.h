@@ -23,9 +23,9 @@ struct ExportSummary {
 
 struct ExportOptions {
   std::string python = "/usr/bin/python3";  // for the plots (matplotlib)
-  std::filesystem::path plot_script;         // data_synth/python/dataset_card_plots.py
-  std::string device;                        // where the filters ran, for the card
-  double elapsed_s = 0;                      // of the run that just finished
+  std::filesystem::path plot_script;        // data_synth/python/dataset_card_plots.py
+  std::string device;                       // where the filters ran, for the card
+  double elapsed_s = 0;                     // of the run that just finished
 };
 
 // File name of a task's KernelBench rendering: its id with '/' as '_'.

@@ -43,8 +43,8 @@ struct FilterOptions {
 
 struct FilterVerdict {
   bool passed = false;
-  std::string reason;  // one of rejection_reasons() when rejected
-  std::string detail;  // what was seen, e.g. "node 2 (relu) is a no-op: ..."
+  std::string reason;   // one of rejection_reasons() when rejected
+  std::string detail;   // what was seen, e.g. "node 2 (relu) is a no-op: ..."
   double eager_ms = 0;  // measured median (when the task got that far)
 };
 

@@ -34,8 +34,8 @@ namespace kforge::synth {
 // environment's own clock, L2 flush and stopping rule.
 struct BaselineResult {
   std::optional<double> eager_ms;
-  std::string device;  // e.g. "NVIDIA H200" or the CPU model
-  std::string error;   // why there is no baseline (judge failure), else empty
+  std::string device;            // e.g. "NVIDIA H200" or the CPU model
+  std::string error;             // why there is no baseline (judge failure), else empty
   json detail = json::object();  // the judge's timing statistics, kept in slots.jsonl
 };
 // Called from worker threads, possibly concurrently; must be thread-safe.
@@ -48,7 +48,7 @@ struct SynthConfig {
   int workers = 0;              // 0: every core
   ComposeOptions compose;
   ShapeOptions shapes;
-  FilterOptions filter;  // device and lock are set from `backend`
+  FilterOptions filter;              // device and lock are set from `backend`
   std::filesystem::path signatures;  // empty: default_signature_path()
   double contamination_threshold = kContaminationThreshold;
   // A slot that rejects this many attempts in a row stops the run: the
@@ -61,10 +61,10 @@ struct SynthConfig {
 
 struct SynthProgress {
   int64_t target = 0;
-  int64_t accepted = 0;  // committed, including resumed ones
-  int64_t resumed = 0;   // committed before this run started
-  int64_t attempts = 0;  // this run's attempts
-  int64_t rejected = 0;  // this run's rejections
+  int64_t accepted = 0;                       // committed, including resumed ones
+  int64_t resumed = 0;                        // committed before this run started
+  int64_t attempts = 0;                       // this run's attempts
+  int64_t rejected = 0;                       // this run's rejections
   std::map<std::string, int64_t> rejections;  // this run's, by reason
   double elapsed_s = 0;
   bool done = false;
