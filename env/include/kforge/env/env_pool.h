@@ -26,6 +26,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -46,6 +47,10 @@ struct ResetOptions {
   // Earlier solutions shown in the prompt; their speedups feed contrastive
   // rewards (RewardContext::exemplar_speedups).
   std::vector<Exemplar> exemplars;
+  // The task's reference check, when the caller already holds it
+  // (Executor::check_task of this pool's executor, e.g. awaited without
+  // blocking, as the env server does); left empty, reset asks for it and waits.
+  std::shared_future<ReferenceReport> reference_check;
 };
 
 struct ResetResult {
@@ -80,7 +85,10 @@ class EnvPool {
   const Toolset& tools() const;
 
   // Starts a new episode on `env_id`. InputError when the task does not
-  // type-check, and for the caller errors listed above.
+  // type-check, when its reference check on the judge finds it invalid
+  // (Executor::check_task: NaN/Inf or a near-constant output, naming the
+  // node; one reference run per distinct task, cached), and for the caller
+  // errors listed above.
   ResetResult reset(int env_id, const TaskSpec& task, uint64_t seed = 0, const ResetOptions& options = {});
 
   // Queues one step per (action, env_id) pair and returns at once.
