@@ -4,6 +4,7 @@
 // processes where a working torch.compile exists.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -26,12 +27,21 @@ class SynthBaselines {
   std::unique_ptr<Impl> impl_;
 };
 
-// Runs data_synth/python/compile_baselines.py over the run's tasks (those
-// without a compile baseline) and merges the results into tasks.jsonl
-// (rewritten atomically). Returns a one-line note (how many, or why none).
-// With `required`, a PyTorch without a working torch.compile is an error.
-std::string add_compile_baselines(const std::filesystem::path& out, const std::string& python,
-                                  const std::filesystem::path& script, const std::string& backend, int workers,
-                                  bool required);
+struct CompileBaselineOptions {
+  std::string python;            // an interpreter whose torch has torch.compile
+  std::filesystem::path script;  // data_synth/python/compile_baselines.py
+  std::string backend = "cpu";   // cpu | cuda
+  int workers = 0;               // compile processes; 0: one per core
+  int64_t sample = 0;            // at most this many tasks still without one (0: all)
+  double time_limit_s = 0;       // start no new compile after this long (0: no limit)
+  bool required = false;         // a PyTorch without a working torch.compile is an error
+};
+
+// Runs data_synth/python/compile_baselines.py over the run's tasks that have
+// none yet (their KernelBench renderings under out/kernelbench must exist)
+// and merges every result into tasks.jsonl, rewritten atomically:
+// baselines.compile_ms and meta.compile_baseline {device, torch, protocol,
+// samples} or {error}. Returns a one-line note (how many, or why none).
+std::string add_compile_baselines(const std::filesystem::path& out, const CompileBaselineOptions& options);
 
 }  // namespace kforge::cli

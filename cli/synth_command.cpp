@@ -1,8 +1,10 @@
 // kforge synth: synthesize validated, deduplicated, uncontaminated tasks
 // (data_synth/, docs/data-synthesis.md); kforge import-kernelbench: turn
 // KernelBench problem files into tasks.
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -33,8 +35,26 @@ struct SynthArgs {
   std::string signatures;
   std::string baselines = "judge";
   std::string compile_baselines = "auto";
+  int64_t compile_sample = 0;
+  double compile_time_s = 0;
   bool quiet = false;
 };
+
+// SIGINT/SIGTERM: stop after the attempts in flight, keep what is committed,
+// still write the reports. A second signal ends the process at once
+// (SA_RESETHAND restores the default action).
+std::atomic<bool> g_cancel{false};
+
+extern "C" void on_stop_signal(int) { g_cancel.store(true); }
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
 
 std::string python_interpreter() {
   if (const char* p = std::getenv("KFORGE_PYTHON")) return p;
@@ -43,6 +63,13 @@ std::string python_interpreter() {
 #else
   return "/usr/bin/python3";
 #endif
+}
+
+// The plots need matplotlib, which the Python with torch.compile may lack
+// (the GPU machine's venv): KFORGE_PLOT_PYTHON picks another interpreter.
+std::string plot_interpreter() {
+  if (const char* p = std::getenv("KFORGE_PLOT_PYTHON")) return p;
+  return python_interpreter();
 }
 
 fs::path python_script(const std::string& name) {
@@ -64,7 +91,8 @@ class ProgressPrinter {
 
   void operator()(const synth::SynthProgress& p) {
     if (quiet_) return;
-    if (!tty_ && !p.done && p.elapsed_s - last_line_s_ < 5.0) return;
+    const bool last = p.done || p.cancelled;
+    if (!tty_ && !last && p.elapsed_s - last_line_s_ < 5.0) return;
     last_line_s_ = p.elapsed_s;
     const int64_t made = p.accepted - p.resumed;
     const double rate_h = p.elapsed_s > 0 ? static_cast<double>(made) * 3600.0 / p.elapsed_s : 0.0;
@@ -82,7 +110,7 @@ class ProgressPrinter {
     if (p.resumed > 0) line << " (" << p.resumed << " resumed)";
     line << ", " << p.rejected << " rejected, " << fmt(rate_h, "%.0f") << " tasks/h, ETA "
          << (std::isnan(eta) ? std::string("?") : fmt(eta, "%.0f") + " s");
-    if (p.done || !tty_) {
+    if (last || !tty_) {
       if (!p.rejections.empty()) {
         line << " [";
         bool first = true;
@@ -93,7 +121,8 @@ class ProgressPrinter {
         line << "]";
       }
     }
-    std::cerr << line.str() << (tty_ && !p.done ? "" : "\n") << std::flush;
+    if (p.cancelled) line << " (interrupted)";
+    std::cerr << line.str() << (tty_ && !last ? "" : "\n") << std::flush;
   }
 
  private:
@@ -132,30 +161,63 @@ int run_synth(const SynthArgs& a) {
               << config.shapes.window.lo_ms << ", " << config.shapes.window.hi_ms << "] ms, out " << a.out
               << (judge ? ", eager baselines from the judge (" + judge->describe() + ")" : ", no baselines") << "\n";
   }
+  config.cancel = &g_cancel;
+  install_stop_handlers();
   const synth::SynthProgress result = synthesize(config, a.out, baseline, progress);
 
-  if (a.compile_baselines != "off") {
-    const std::string note = add_compile_baselines(a.out, python_interpreter(), python_script("compile_baselines.py"),
-                                                   a.backend, config.workers, a.compile_baselines == "on");
-    if (!a.quiet) std::cerr << "kforge synth: torch.compile baselines: " << note << "\n";
-  }
   synth::ExportOptions eo;
-  eo.python = python_interpreter();
+  eo.python = plot_interpreter();
   eo.plot_script = python_script("dataset_card_plots.py");
   eo.device = judge ? judge->device() : a.backend;
   eo.elapsed_s = result.elapsed_s;
-  const synth::ExportSummary summary = synth::export_dataset(a.out, eo);
+  const bool compile = a.compile_baselines != "off" && !g_cancel.load();
+  // The KernelBench files first when torch.compile baselines compile them;
+  // the card and reports once those are merged.
+  eo.python_files_only = compile;
+  synth::ExportSummary summary = synth::export_dataset(a.out, eo);
+  std::string compile_note = "off";
+  if (compile) {
+    CompileBaselineOptions co;
+    co.python = python_interpreter();
+    co.script = python_script("compile_baselines.py");
+    co.backend = a.backend;
+    co.workers = config.workers;
+    co.sample = a.compile_sample;
+    co.time_limit_s = a.compile_time_s;
+    co.required = a.compile_baselines == "on";
+    eo.python_files_only = false;
+    try {
+      compile_note = add_compile_baselines(a.out, co);
+    } catch (const std::exception&) {
+      synth::export_dataset(a.out, eo);  // the card and reports all the same
+      throw;
+    }
+    if (!a.quiet) std::cerr << "kforge synth: torch.compile baselines: " << compile_note << "\n";
+    summary = synth::export_dataset(a.out, eo);
+  }
   const double made = static_cast<double>(result.accepted - result.resumed);
   const json line = {{"out", a.out},
                      {"tasks", summary.tasks},
+                     {"target", a.n},
+                     {"complete", result.done},
+                     {"interrupted", result.cancelled},
                      {"new_tasks", result.accepted - result.resumed},
                      {"attempts", result.attempts},
                      {"rejected", result.rejected},
                      {"rejections", result.rejections},
                      {"elapsed_s", result.elapsed_s},
                      {"tasks_per_hour", result.elapsed_s > 0 ? made * 3600.0 / result.elapsed_s : 0.0},
+                     {"eager_baselines", judge ? judge->describe() : "none"},
+                     {"compile_baselines", compile_note},
                      {"plots", summary.plots}};
   std::cout << line.dump() << std::endl;
+  if (result.cancelled) {
+    if (!a.quiet) {
+      std::cerr << "kforge synth: stopped at " << result.accepted << " of " << a.n
+                << " tasks; rerun the same command to continue\n";
+    }
+    return kExitIncomplete;
+  }
   return kExitOk;
 }
 
@@ -251,6 +313,13 @@ void add_synth_commands(CLI::App& app, CommandFn* selected) {
                   "(fail if it does not), off")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
+  cmd->add_option("--compile-sample", args->compile_sample,
+                  "torch.compile baselines for at most this many tasks still without one (default 0: all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{10000000}));
+  cmd->add_option("--compile-time-s", args->compile_time_s,
+                  "Abandon torch.compile work still running after this many seconds (default 0: no limit); "
+                  "finished results are merged")
+      ->check(CLI::Range(0.0, 1e7));
   cmd->add_flag("--quiet", args->quiet, "No progress output");
   cmd->callback([args, selected] { *selected = [args] { return run_synth(*args); }; });
 

@@ -13,7 +13,7 @@ summary says so with the reason and no baseline is recorded: never a guess.
 
 Usage:
   compile_baselines.py --tasks T.jsonl --pydir DIR --out R.jsonl --summary S.json
-                       [--device cuda|cpu] [--workers N]
+                       [--device cuda|cpu] [--workers N] [--limit K] [--time-limit S]
 """
 
 import argparse
@@ -130,6 +130,8 @@ def main():
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--limit", type=int, default=0, help="at most this many tasks (0: all)")
+    ap.add_argument("--time-limit", type=float, default=0,
+                    help="seconds after which unfinished compiles are abandoned (0: none); finished ones are kept")
     a = ap.parse_args()
     ok, reason, version = compile_available(a.device)
     summary = {"available": ok, "torch": version, "device": a.device, "protocol": PROTOCOL}
@@ -159,19 +161,32 @@ def main():
     ctx = mp.get_context("spawn")
     results = 0
     errors = 0
+    abandoned = 0
+    start = time.monotonic()
     with ctx.Pool(max(1, a.workers)) as pool, open(a.out, "a") as out:
-        for r in pool.imap_unordered(work, jobs):
+        it = pool.imap_unordered(work, jobs)
+        for _ in range(len(jobs)):
+            try:
+                if a.time_limit > 0:
+                    r = it.next(timeout=max(0.0, a.time_limit - (time.monotonic() - start)))
+                else:
+                    r = it.next()
+            except mp.TimeoutError:
+                abandoned = len(jobs) - results
+                pool.terminate()
+                break
+            # One whole line per result: a reader never sees half a record.
             out.write(json.dumps(r) + "\n")
             out.flush()
             results += 1
             errors += "error" in r
-    summary.update({"tasks": results, "errors": errors})
+    summary.update({"tasks": results, "errors": errors, "abandoned_at_time_limit": abandoned})
     if a.device == "cuda":
         import torch
 
         summary["device"] = torch.cuda.get_device_name(0)
     json.dump(summary, open(a.summary, "w"), indent=1)
-    print("torch.compile baselines: %d tasks, %d errors" % (results, errors))
+    print("torch.compile baselines: %d tasks, %d errors, %d abandoned at the time limit" % (results, errors, abandoned))
     return 0
 
 

@@ -62,6 +62,25 @@ int run_process(const std::vector<std::string>& argv, const fs::path& log) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// What the card says about torch.compile baselines: how many, with which
+// PyTorch on which device, or why there are none (compile_baselines.json,
+// written by data_synth/python/compile_baselines.py).
+std::string compile_line(const fs::path& out, const json& stats) {
+  const fs::path summary = out / "compile_baselines.json";
+  if (!fs::exists(summary)) return "not measured (--compile-baselines off)";
+  try {
+    const Document d = Document::from_file(summary);
+    if (!d.root.value("available", false)) {
+      return "unavailable: " + d.root.value("reason", std::string("unknown reason"));
+    }
+    return std::to_string(stats["compile_ms_summary"].value("count", 0)) + " of " +
+           std::to_string(stats["tasks"].get<size_t>()) + " tasks (PyTorch " + d.root.value("torch", std::string("?")) +
+           " on " + d.root.value("device", std::string("?")) + "; " + d.root.value("protocol", std::string()) + ")";
+  } catch (const std::exception& e) {
+    return std::string("unreadable summary: ") + e.what();
+  }
+}
+
 }  // namespace
 
 std::string kernelbench_file_name(const std::string& task_id) {
@@ -73,7 +92,7 @@ std::string kernelbench_file_name(const std::string& task_id) {
 }
 
 json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& slots) {
-  std::map<std::string, int64_t> op_hist, category_hist, dtype_hist, rejections, nearest_hist;
+  std::map<std::string, int64_t> op_hist, category_hist, dtype_hist, rejections, nearest_hist, baseline_devices;
   std::map<int64_t, int64_t> op_count_hist;
   std::vector<double> numel, predicted, measured, eager, compile, distance, total_bytes;
   int64_t attempts = 0, baselines = 0;
@@ -85,6 +104,7 @@ json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& 
     if (t.baselines && t.baselines->eager_ms) {
       eager.push_back(*t.baselines->eager_ms);
       ++baselines;
+      ++baseline_devices[t.baselines->device];
     }
     if (t.baselines && t.baselines->compile_ms) compile.push_back(*t.baselines->compile_ms);
     if (t.meta.contains("nearest_kernelbench")) {
@@ -132,6 +152,7 @@ json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& 
           {"eager_ms_summary", summary_of(eager)},
           {"compile_ms_summary", summary_of(compile)},
           {"tasks_with_eager_baseline", baselines},
+          {"eager_baseline_devices", baseline_devices},
           {"kernelbench_distance", distance},
           {"kernelbench_distance_summary", summary_of(distance)},
           {"nearest_problems_top", nearest_top}};
@@ -157,6 +178,7 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
     write_file_atomically(py_dir / kernelbench_file_name(t.id), render_kernelbench(t));
     ++summary.python_files;
   }
+  if (options.python_files_only) return summary;
 
   json stats = dataset_stats(tasks, slots);
   stats["device"] = options.device;
@@ -199,7 +221,10 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
   md << "# Dataset card: synthesized KernelForge tasks\n\n";
   md << "- Tasks: " << tasks.size() << " (tasks.jsonl; KernelBench-format files in kernelbench/)\n";
   md << "- Filters and shape search ran on: " << (options.device.empty() ? "?" : options.device) << "\n";
-  md << "- Eager baselines from the judge: " << stats["tasks_with_eager_baseline"] << " of " << tasks.size() << "\n";
+  md << "- Eager baselines from the judge: " << stats["tasks_with_eager_baseline"] << " of " << tasks.size();
+  for (const auto& [device, n] : stats["eager_baseline_devices"].items()) md << "; " << n << " on " << device;
+  md << "\n";
+  md << "- torch.compile baselines: " << compile_line(out, stats) << "\n";
   md << "- Attempts: " << stats["attempts_recorded"] << ", rejected: " << stats["rejected"] << "\n";
   if (options.elapsed_s > 0) md << "- Wall time of the last run: " << fmt(options.elapsed_s, "%.1f") << " s\n";
   md << "\n## Rejections by reason\n\n| reason | attempts |\n|---|---|\n";

@@ -135,11 +135,7 @@ std::optional<Rejected> filter(const TaskSpec& task, const FilterOptions& o, dou
   }
   if (auto r = check_values(task, out0, "(seed 0)")) return r;
 
-  const double again = max_ratio(run(task, in0, lock), out0, tol);
-  if (again > o.determinism_fraction) {
-    return Rejected{"nondeterministic", "two runs on the same inputs differ by " + fmt(again) +
-                                            " of the tolerance (limit " + fmt(o.determinism_fraction) + ")"};
-  }
+  if (auto why = nondeterminism(out0, run(task, in0, lock), tol, o)) return Rejected{"nondeterministic", *why};
 
   const std::vector<at::Tensor> out1 = run(task, inputs_for(task, 1, o.device, lock), lock);
   if (auto r = check_values(task, out1, "(seed 1)")) return r;
@@ -192,11 +188,19 @@ std::optional<Rejected> filter(const TaskSpec& task, const FilterOptions& o, dou
 
 }  // namespace
 
+std::optional<std::string> nondeterminism(const std::vector<at::Tensor>& first, const std::vector<at::Tensor>& second,
+                                          const Tolerance& tol, const FilterOptions& options) {
+  const double apart = max_ratio(second, first, tol);
+  if (apart <= options.determinism_fraction) return std::nullopt;
+  return "two runs on the same inputs differ by " + fmt(apart) + " of the tolerance (limit " +
+         fmt(options.determinism_fraction) + ")";
+}
+
 const std::vector<std::string>& rejection_reasons() {
   static const std::vector<std::string> kReasons = {
       "compose_invalid",  "shape_search",  "memory_cap",       "fails_to_run",        "nan_inf",
       "nondeterministic", "near_constant", "seed_insensitive", "reference_precision", "op_is_noop",
-      "runtime_window",   "duplicate",     "contaminated",
+      "runtime_window",   "judge_check",   "duplicate",        "contaminated",
   };
   return kReasons;
 }

@@ -141,7 +141,8 @@ class Run {
     cv_.notify_all();
     reporter.join();
     if (!fatal_.empty()) throw SystemError(fatal_);
-    progress_state_.done = true;
+    progress_state_.done = next_commit_ >= c_.n;
+    progress_state_.cancelled = !progress_state_.done;
     progress_state_.elapsed_s = seconds_since(start_);
     if (progress_) progress_(progress_state_);
     return progress_state_;
@@ -206,7 +207,7 @@ class Run {
     SlotResult r;
     r.slot = job.slot;
     for (int k = job.first_attempt; k < c_.max_attempts_per_slot; ++k) {
-      if (stop_.load()) break;
+      if (stopping()) break;
       const uint64_t seed = derive_seed(c_.seed, {static_cast<uint64_t>(job.slot), static_cast<uint64_t>(k)});
       const auto t0 = std::chrono::steady_clock::now();
       std::string reason, detail;
@@ -267,6 +268,11 @@ class Run {
       const auto b0 = std::chrono::steady_clock::now();
       BaselineResult base;
       if (baseline_) {
+        // On a GPU the judge times the reference in its own process: hold
+        // the device exclusively, as the in-process timing does, so that no
+        // other slot's filter work runs on it meanwhile.
+        std::unique_lock<std::shared_mutex> exclusive;
+        if (filter_.device_lock) exclusive = std::unique_lock<std::shared_mutex>(*filter_.device_lock);
         try {
           base = baseline_(task);
         } catch (const std::exception& e) {
@@ -274,6 +280,17 @@ class Run {
         }
       } else {
         base.error = "no baseline callback";
+      }
+      // Stopped meanwhile (the judge may have been interrupted with us): this
+      // attempt's outcome is not trusted; a rerun redoes the slot.
+      if (stopping()) break;
+      if (!base.invalid.empty()) {
+        // The judge's own reference check refused what the filters passed:
+        // the judge decides, the attempt is rejected.
+        ++r.rejections["judge_check"];
+        r.last_rejection = "judge_check: " + base.invalid;
+        count_rejection("judge_check");
+        continue;
       }
       if (base.eager_ms) {
         task.baselines = Baselines{base.device, base.eager_ms, std::nullopt};
@@ -298,7 +315,7 @@ class Run {
       r.task = std::move(task);
       return r;
     }
-    r.exhausted = !stop_.load();
+    r.exhausted = !stopping();
     return r;
   }
 
@@ -308,7 +325,7 @@ class Run {
       {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [&] { return !jobs_.empty() || stop_.load() || next_commit_ >= c_.n; });
-        if (stop_.load() || next_commit_ >= c_.n) return;
+        if (stopping() || next_commit_ >= c_.n) return;
         job = jobs_.front();
         jobs_.pop_front();
       }
@@ -322,7 +339,7 @@ class Run {
         cv_.notify_all();
         return;
       }
-      if (stop_.load()) return;
+      if (stopping()) return;
       for (const auto& [k, v] : r.rejections) pending_rejections_[r.slot][k] += v;
       ready_[r.slot] = std::move(r);
       commit_ready();
@@ -354,6 +371,9 @@ class Run {
     }
   }
 
+  // Asked to stop: a fatal error, or SynthConfig::cancel.
+  bool stopping() const { return stop_.load() || (c_.cancel && c_.cancel->load()); }
+
   bool is_committed(const std::string& hash) {
     std::lock_guard<std::mutex> lock(mu_);
     return committed_.count(hash) > 0;
@@ -373,8 +393,12 @@ class Run {
   void report_loop() {
     std::unique_lock<std::mutex> lock(mu_);
     while (!finished_) {
-      cv_.wait_for(lock, std::chrono::milliseconds(500));
+      cv_.wait_for(lock, std::chrono::milliseconds(200));
       if (finished_) break;
+      if (c_.cancel && c_.cancel->load() && !stop_.load()) {
+        stop_ = true;  // workers finish their attempt in flight and commit nothing more
+        cv_.notify_all();
+      }
       progress_state_.elapsed_s = seconds_since(start_);
       SynthProgress snapshot = progress_state_;
       lock.unlock();

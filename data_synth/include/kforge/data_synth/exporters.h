@@ -26,6 +26,9 @@ struct ExportOptions {
   std::filesystem::path plot_script;        // data_synth/python/dataset_card_plots.py
   std::string device;                       // where the filters ran, for the card
   double elapsed_s = 0;                     // of the run that just finished
+  // Only kernelbench/*.py (what torch.compile baselines compile), not the
+  // reports, card and plots, which a second call writes once they are in.
+  bool python_files_only = false;
 };
 
 // File name of a task's KernelBench rendering: its id with '/' as '_'.

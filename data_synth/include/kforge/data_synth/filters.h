@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -16,9 +17,9 @@
 
 namespace kforge::synth {
 
-// Every reason an attempt can be rejected for, in pipeline order: the
-// composer and shape sampler's, the filters', then deduplication and
-// contamination.
+// Every reason an attempt can be rejected for: the composer and shape
+// sampler's, the filters', the judge's reference check (judge_check, from the
+// baseline callback), then deduplication and contamination.
 const std::vector<std::string>& rejection_reasons();
 
 struct FilterOptions {
@@ -49,6 +50,14 @@ struct FilterVerdict {
 };
 
 FilterVerdict run_filters(const TaskSpec& task, const FilterOptions& options);
+
+// The nondeterminism verdict on the outputs of two runs on the same inputs:
+// why they count as different (more than options.determinism_fraction of the
+// tolerance apart anywhere), or nullopt. Separate from run_filters because no
+// op of the vocabulary is nondeterministic on the CPU, so a test gives it two
+// real outputs that differ.
+std::optional<std::string> nondeterminism(const std::vector<at::Tensor>& first, const std::vector<at::Tensor>& second,
+                                          const Tolerance& tol, const FilterOptions& options);
 
 // The task with node `index` removed: its output replaced by its input
 // `input_slot`. nullopt when that input's type differs from the output's

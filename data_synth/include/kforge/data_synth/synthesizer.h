@@ -15,6 +15,7 @@
 // file an uninterrupted run would.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -34,11 +35,18 @@ namespace kforge::synth {
 // environment's own clock, L2 flush and stopping rule.
 struct BaselineResult {
   std::optional<double> eager_ms;
-  std::string device;            // e.g. "NVIDIA H200" or the CPU model
-  std::string error;             // why there is no baseline (judge failure), else empty
+  std::string device;  // e.g. "NVIDIA H200" or the CPU model
+  std::string error;   // why there is no baseline (judge failure), else empty
+  // Non-empty when the judge refused the task (its reference check: what
+  // `kforge task check` and the env's reset ask): the attempt is rejected as
+  // "judge_check" with this message, so no exported task fails that check.
+  std::string invalid;
   json detail = json::object();  // the judge's timing statistics, kept in slots.jsonl
 };
-// Called from worker threads, possibly concurrently; must be thread-safe.
+// Called from worker threads, possibly concurrently; must be thread-safe. On
+// the cuda backend it is called with the device held exclusively (no filter
+// work of other slots runs meanwhile), so that the judge times the reference
+// on an otherwise idle GPU.
 using BaselineFn = std::function<BaselineResult(const TaskSpec&)>;
 
 struct SynthConfig {
@@ -54,6 +62,10 @@ struct SynthConfig {
   // A slot that rejects this many attempts in a row stops the run: the
   // options cannot produce tasks (e.g. an unreachable runtime window).
   int max_attempts_per_slot = 2000;
+  // Set (e.g. by a SIGINT handler) to stop early: attempts in flight finish,
+  // nothing more is committed, and synthesize() returns with done == false.
+  // What was committed stays; a rerun continues from there.
+  const std::atomic<bool>* cancel = nullptr;
   // The options that decide which tasks come out, recorded in run.json; a
   // resume with different ones is refused.
   json identity() const;
@@ -67,7 +79,8 @@ struct SynthProgress {
   int64_t rejected = 0;                       // this run's rejections
   std::map<std::string, int64_t> rejections;  // this run's, by reason
   double elapsed_s = 0;
-  bool done = false;
+  bool done = false;       // every slot up to the target is committed
+  bool cancelled = false;  // stopped early through SynthConfig::cancel
 };
 using ProgressFn = std::function<void(const SynthProgress&)>;
 
