@@ -86,6 +86,21 @@ TEST(FiltersTest, OpThatIsANoOpThere) {
                 "op_is_noop");
 }
 
+TEST(FiltersTest, Nondeterministic) {
+  // No op of the vocabulary is nondeterministic on the CPU: the verdict that
+  // run_filters applies to its two runs gets two outputs that differ, as
+  // atomics-ordered GPU reductions would, by 0.3 and by 0.05 of the tolerance.
+  const Tolerance tol{1e-2, 1e-2};
+  const at::Tensor first = at::randn({64, 64}, at::TensorOptions().dtype(at::kFloat));
+  const at::Tensor bound = first.abs() * tol.rtol + tol.atol;
+  const FilterOptions o = cpu_options();
+  const std::optional<std::string> far = nondeterminism({first}, {first + bound * 0.3}, tol, o);
+  ASSERT_TRUE(far.has_value());
+  EXPECT_NE(far->find("differ by 0.3 of the tolerance"), std::string::npos) << *far;
+  EXPECT_FALSE(nondeterminism({first}, {first + bound * 0.05}, tol, o).has_value());
+  EXPECT_FALSE(nondeterminism({first}, {first.clone()}, tol, o).has_value());
+}
+
 TEST(FiltersTest, OutsideTheRuntimeWindow) {
   FilterOptions o = cpu_options();
   o.window = {500.0, 1000.0};

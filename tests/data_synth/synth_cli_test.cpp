@@ -206,6 +206,103 @@ TEST(SynthCliTest, ResumesAfterSigkillToTheSameFile) {
   fs::remove_all(dir);
 }
 
+// Eager baselines from the CPU judge's reference request: every task gets
+// one, with the judge's clock and stopping rule, and the set itself is the
+// one the run without baselines made (tasks.jsonl is the same apart from the
+// measured baselines). torch.compile is recorded as unavailable with the
+// reason (Debian's PyTorch 1.13 has none), never guessed.
+TEST(SynthCliTest, JudgeBaselinesLeaveTheSetAsItIs) {
+  const fs::path& ref = reference_run();
+  const fs::path dir = scratch("judge");
+  std::string out;
+  ASSERT_EQ(run(std::string(KFORGE_BIN) + " synth --n 3 --backend cpu --seed 11 --workers 2 --out " + dir.string() +
+                    " --baselines judge --compile-baselines auto --quiet > " + (dir / "summary.json").string(),
+                &out),
+            0)
+      << out;
+  const std::vector<TaskSpec> with = load_task_set(dir / "tasks.jsonl");
+  const std::vector<TaskSpec> without = load_task_set(ref / "tasks.jsonl");
+  ASSERT_EQ(with.size(), 3u);
+  for (size_t i = 0; i < with.size(); ++i) {
+    ASSERT_TRUE(with[i].baselines.has_value()) << with[i].id;
+    ASSERT_TRUE(with[i].baselines->eager_ms.has_value()) << with[i].id;
+    EXPECT_GT(*with[i].baselines->eager_ms, 0.0);
+    EXPECT_FALSE(with[i].baselines->device.empty());
+    EXPECT_FALSE(with[i].baselines->compile_ms.has_value());
+    TaskSpec stripped = with[i];
+    stripped.baselines.reset();
+    EXPECT_EQ(to_json(stripped).dump(), to_json(without[i]).dump()) << "task " << i;
+  }
+  // The judge's timing record: its clock and its stopping rule, with the
+  // options synthesis chose (at least 10 samples, RSE 1 % or 200 ms).
+  size_t slots = 0;
+  for_each_jsonl_line(dir / "slots.jsonl", [&](const Document& d, size_t) {
+    ++slots;
+    const json& t = d.root["baseline_detail"];
+    EXPECT_EQ(t["timer"], "cpu_time") << t.dump();
+    EXPECT_GE(t["samples"].get<int>(), 10) << t.dump();
+    EXPECT_TRUE(t["stop_reason"] == "converged" || t["stop_reason"] == "time_cap") << t.dump();
+    EXPECT_EQ(t["input_sets"], 2) << t.dump();
+    EXPECT_DOUBLE_EQ(t["median_ms"].get<double>(), d.root["baseline"].get<double>());
+  });
+  EXPECT_EQ(slots, 3u);
+  const json summary = json::parse(read(dir / "summary.json"));
+  EXPECT_NE(summary["eager_baselines"].get<std::string>().find("RSE 0.01"), std::string::npos) << summary.dump();
+  const json compile = json::parse(read(dir / "compile_baselines.json"));
+  EXPECT_FALSE(compile["available"].get<bool>());
+  EXPECT_NE(compile["reason"].get<std::string>().find("no torch.compile"), std::string::npos) << compile.dump();
+  EXPECT_NE(read(dir / "DATASET_CARD.md").find("torch.compile baselines: unavailable"), std::string::npos);
+  EXPECT_NE(read(dir / "DATASET_CARD.md").find("Eager baselines from the judge: 3 of 3"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// SIGINT (what the GPU script's deadline sends): the run stops after the
+// attempts in flight, writes its reports for what it committed, says so
+// (exit 1, "interrupted"), and a rerun completes the same set.
+TEST(SynthCliTest, SigintStopsCleanlyAndARerunCompletes) {
+  const fs::path& full = reference_run();
+  const fs::path dir = scratch("sigint");
+  const fs::path summary = dir.string() + ".json";
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int fd = ::open(summary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(fd, 1);
+    ::dup2(null, 2);
+    const std::string cmd = synth_cmd(dir, 8, 11, 2);
+    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (fs::exists(dir / "tasks.jsonl") && lines_of(dir / "tasks.jsonl") >= 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "SIGINT must end the run through its own exit, not kill it";
+  const size_t committed = lines_of(dir / "tasks.jsonl");
+  if (committed < 8) {
+    EXPECT_EQ(WEXITSTATUS(status), 1);
+    const json s = json::parse(read(summary));
+    EXPECT_TRUE(s["interrupted"].get<bool>()) << s.dump();
+    EXPECT_FALSE(s["complete"].get<bool>()) << s.dump();
+    EXPECT_EQ(s["tasks"], committed) << s.dump();
+  } else {
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "finished before the signal arrived";
+  }
+  // The reports cover exactly what was committed.
+  EXPECT_EQ(json::parse(read(dir / "rejections.json"))["tasks"], committed);
+  EXPECT_EQ(read(full / "tasks.jsonl").substr(0, read(dir / "tasks.jsonl").size()), read(dir / "tasks.jsonl"));
+  std::string out;
+  ASSERT_EQ(run(synth_cmd(dir, 8, 11, 2), &out), 0) << out;
+  EXPECT_EQ(read(dir / "tasks.jsonl"), read(full / "tasks.jsonl"));
+  fs::remove_all(dir);
+  fs::remove(summary);
+}
+
 TEST(SynthCliTest, ServeAcceptsTheSynthesizedJsonl) {
   const fs::path& dir = reference_run();
   const fs::path log = scratch("serve") / "serve.out";
