@@ -183,13 +183,13 @@ def dtype_name(dtype):
 
 
 def init_fields(init):
+    """The task schema's "init": a kind alone, or {"kind": ..., parameters}."""
     if init is None:
         return {"init": "normal"}
-    out = {"init": init["init"]}
-    for k in ("low", "high", "mean", "std"):
-        if k in init:
-            out[k] = init[k]
-    return out
+    params = {k: init[k] for k in ("low", "high", "mean", "std") if k in init}
+    if not params:
+        return {"init": init["init"]}
+    return {"init": dict(kind=init["init"], **params)}
 
 
 def as_list(v, n=None):

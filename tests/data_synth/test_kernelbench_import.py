@@ -182,11 +182,12 @@ def test_conv_relu_bias_imports_and_matches_the_model(problem_dir):
     task = check_against_model(problem_dir, "level2/1_Conv2d_ReLU_BiasAdd.py")
     assert [n["op"] for n in task["nodes"]] == ["conv2d", "relu", "add"]
     assert task["id"] == "kernelbench/level2/1_Conv2d_ReLU_BiasAdd"
-    assert task["inputs"][0]["init"] == "uniform" and task["inputs"][0]["high"] == 1.0  # torch.rand
+    # The task schema's init: a kind alone, or {"kind": ..., parameters}.
+    assert task["inputs"][0]["init"] == {"kind": "uniform", "low": 0.0, "high": 1.0}  # torch.rand
     bias = [p for p in task["params"] if p["shape"] == [8, 1, 1]][0]
     assert bias["init"] == "normal"  # torch.randn
     conv_bias = [p for p in task["params"] if p["shape"] == [8]][0]
-    assert conv_bias["init"] == "uniform" and abs(conv_bias["high"] - 1 / 27 ** 0.5) < 1e-12
+    assert conv_bias["init"]["kind"] == "uniform" and abs(conv_bias["init"]["high"] - 1 / 27 ** 0.5) < 1e-12
 
 
 def test_scalar_on_the_left_and_tuple_reductions(problem_dir):
