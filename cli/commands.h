@@ -29,6 +29,11 @@ void add_eval_command(CLI::App& app, CommandFn* selected);
 void add_task_command(CLI::App& app, CommandFn* selected);
 void add_demo_command(CLI::App& app, CommandFn* selected);
 void add_serve_command(CLI::App& app, CommandFn* selected);
+void add_replay_command(CLI::App& app, CommandFn* selected);
+// The trajectory stream (trainer_bridge/STREAM.md).
+void add_keygen_command(CLI::App& app, CommandFn* selected);
+void add_send_command(CLI::App& app, CommandFn* selected);
+void add_receive_command(CLI::App& app, CommandFn* selected);
 // synth and import-kernelbench (synth_command.cpp).
 void add_synth_commands(CLI::App& app, CommandFn* selected);
 
