@@ -34,6 +34,8 @@ void add_replay_command(CLI::App& app, CommandFn* selected);
 void add_keygen_command(CLI::App& app, CommandFn* selected);
 void add_send_command(CLI::App& app, CommandFn* selected);
 void add_receive_command(CLI::App& app, CommandFn* selected);
+// synth and import-kernelbench (synth_command.cpp).
+void add_synth_commands(CLI::App& app, CommandFn* selected);
 
 // Options every evaluating subcommand shares, and the config they produce:
 // the file or preset given by --config (default: the preset named after the

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   add_keygen_command(app, &selected);
   add_send_command(app, &selected);
   add_receive_command(app, &selected);
+  add_synth_commands(app, &selected);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
