@@ -117,8 +117,8 @@ json to_json(const EvalReport& r) {
           {"summary", r.summary},
           {"violations", violations},
           {"verification", r.verification},
-          {"timing", r.timing},
-          {"profile", r.profile},
+          {"timing", r.timing ? to_json(*r.timing) : json(nullptr)},
+          {"profile", r.profile ? to_json(*r.profile) : json(nullptr)},
           {"candidate_output", r.candidate_output},
           {"phase_ms", r.phase_ms},
           {"device", r.device}};
@@ -132,8 +132,12 @@ EvalReport eval_report_from_json(const json& j) {
     r.violations.push_back({v.at("check").get<std::string>(), v.value("detail", "")});
   }
   r.verification = j.value("verification", json::array());
-  r.timing = j.value("timing", json(nullptr));
-  r.profile = j.value("profile", json(nullptr));
+  if (auto it = j.find("timing"); it != j.end() && !it->is_null()) {
+    r.timing = timing_summary_from_json(*it, "<eval report timing>");
+  }
+  if (auto it = j.find("profile"); it != j.end() && !it->is_null()) {
+    r.profile = profile_summary_from_json(*it, "<eval report profile>");
+  }
   r.candidate_output = j.value("candidate_output", "");
   r.phase_ms = j.value("phase_ms", json::object());
   r.device = j.value("device", "");

@@ -9,13 +9,7 @@ namespace {
 bool judges(ActionType t) { return t == ActionType::kVerify || t == ActionType::kProfile || t == ActionType::kSubmit; }
 bool times(ActionType t) { return t == ActionType::kProfile || t == ActionType::kSubmit; }
 
-double positive_or_zero(const json& j, const char* key) {
-  if (!j.is_object()) return 0.0;
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return 0.0;
-  const double v = it->get<double>();
-  return std::isfinite(v) && v > 0 ? v : 0.0;
-}
+double positive_or_zero(double v) { return std::isfinite(v) && v > 0 ? v : 0.0; }
 
 // The judge's own time for a request: its "total" phase when it reports one
 // (the other phases are parts of it), else the sum of the phases.
@@ -125,31 +119,29 @@ Measurement StepEngine::measure(const std::string& action, const EpisodeState& e
   if (!eval) return m;
   m.outcome = eval->outcome;
   m.violations = eval->violations;
-  if (eval->timing.is_object()) {
-    const double cand = positive_or_zero(eval->timing.value("candidate", json::object()), "median_ms");
-    const double ref = positive_or_zero(eval->timing.value("reference", json::object()), "median_ms");
-    if (cand > 0) {
+  if (eval->timing) {
+    const TimingSummary& t = *eval->timing;
+    const double cand = positive_or_zero(t.candidate.median_ms);
+    const double ref = positive_or_zero(t.reference.median_ms);
+    if (cand > 0 && t.candidate.samples > 0) {
       m.timed = true;
       m.candidate_ms = cand;
     }
     if (ref > 0) m.eager_ms = ref;
-    if (cand > 0 && ref > 0) m.speedup_eager = ref / cand;
-    const double energy = positive_or_zero(eval->timing.value("candidate", json::object()), "energy_j");
+    if (m.timed && ref > 0) m.speedup_eager = ref / cand;
+    const double energy = positive_or_zero(t.candidate.energy_j.value_or(0.0));
     if (energy > 0) m.energy_j = energy;
     // The torch.compile baseline was measured elsewhere (data synthesis);
     // its ratio to eager transfers to this run only on the same kind of
     // device, so it is scaled by this run's eager time and used only then.
     const auto& b = ep.task.baselines;
-    if (cand > 0 && ref > 0 && b && b->eager_ms && b->compile_ms && *b->eager_ms > 0 && *b->compile_ms > 0 &&
+    if (m.timed && ref > 0 && b && b->eager_ms && b->compile_ms && *b->eager_ms > 0 && *b->compile_ms > 0 &&
         (b->device.empty() || b->device == eval->device)) {
       m.compile_ms = ref * (*b->compile_ms / *b->eager_ms);
       m.speedup_compile = *m.compile_ms / cand;
     }
   }
-  if (eval->profile.is_object()) {
-    auto it = eval->profile.find("own_kernel_fraction");
-    if (it != eval->profile.end() && it->is_number()) m.own_kernel_fraction = it->get<double>();
-  }
+  if (eval->profile && eval->profile->own_kernel_fraction) m.own_kernel_fraction = *eval->profile->own_kernel_fraction;
   return m;
 }
 

@@ -3,12 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kforge/core/document.h"
 #include "kforge/core/measurement.h"
+#include "kforge/core/profile_summary.h"
 #include "kforge/core/task_spec.h"
+#include "kforge/core/timing_summary.h"
 #include "kforge/env/compiler.h"
 
 namespace kforge::env {
@@ -70,11 +73,11 @@ struct EvalReport {
   //   "numel", "first_mismatch": {...}, "nan_count", "passed"}], plus
   // "float64" statistics when requested.
   json verification = json::array();
-  // {"candidate": {"median_ms", "p25_ms", "p75_ms", "mean_ms", "rse", "samples"},
-  //  "reference": {...}, "speedup", "clocks": {...}, "device": "..."}
-  json timing = nullptr;
-  // CUDA profile: {"kernels": [...], "metrics": {...}, "roofline": {...}, "hints": [...]}
-  json profile = nullptr;
+  // Present when timing ran (after verification passed), even if it was cut
+  // short by a violation (timing_summary.h).
+  std::optional<TimingSummary> timing;
+  // CUDA profile and submit steps (profile_summary.h).
+  std::optional<ProfileSummary> profile;
   std::string candidate_output;    // tail of the runner's stdout/stderr
   json phase_ms = json::object();  // "verify", "time", "profile", "spawn" wall times
   std::string device;              // e.g. "NVIDIA H200" or the CPU model
