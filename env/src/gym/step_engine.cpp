@@ -80,10 +80,11 @@ void StepEngine::prepare(StepJob& job, std::optional<Solution>& last_solution, c
   }
 }
 
-EvalReport StepEngine::evaluate(const TaskSpec& task, const Artifact& artifact, ActionType type,
+EvalReport StepEngine::evaluate(const TaskSpec& task, uint64_t episode_seed, const Artifact& artifact, ActionType type,
                                 double* wait_ms) const {
   EvalRequest req;
   req.task = task;
+  req.input_seed = verification_input_seed(episode_seed);
   req.artifact = artifact;
   req.verify = true;
   req.time = times(type);
@@ -193,7 +194,7 @@ StepResult StepEngine::run(EpisodeState& ep, StepJob& job) const {
       if (!compile->cache_hit) charged_ms += compile->compile_ms;
       if (!compile->ok) ++ep.compile_errors;
       if (compile->ok && judges(a.type)) {
-        eval = evaluate(ep.task, compile->artifact, a.type, &eval_wait_ms);
+        eval = evaluate(ep.task, ep.seed, compile->artifact, a.type, &eval_wait_ms);
         wait_ms += eval_wait_ms;
         eval_phases = eval->phase_ms;
         const double phases = phase_total(eval->phase_ms);
@@ -274,7 +275,7 @@ StepResult StepEngine::run(EpisodeState& ep, StepJob& job) const {
           const auto tf = Clock::now();
           try {
             fc = start_compile(*ep.last_solution, ep.task).get();
-            if (fc->ok) fe = evaluate(ep.task, fc->artifact, ActionType::kSubmit, &wait_ms);
+            if (fc->ok) fe = evaluate(ep.task, ep.seed, fc->artifact, ActionType::kSubmit, &wait_ms);
             fin.solution_hash = fc->artifact.hash;
             if (!fc->system_error.empty() && !fc->timed_out) {
               fin.error = StepErrorKind::kSystem;

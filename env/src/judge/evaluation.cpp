@@ -141,7 +141,7 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
   // 3. Verification, always before timing.
   if (!verdict.failed()) {
     t = Clock::now();
-    VerificationResult v = verify_candidate(plan, options, &session, device, deadline);
+    VerificationResult v = verify_candidate(plan, options, request.input_seed, &session, device, deadline);
     report.phase_ms["verify"] = ms_since(t);
     report.verification = std::move(v.cases);
     verdict = std::move(v.verdict);

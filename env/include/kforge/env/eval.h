@@ -55,7 +55,18 @@ struct EvalRequest {
   bool time = false;     // §8 timing (only when verification passed)
   bool profile = false;  // CUDA: kernel attribution + hardware metrics
   EvalOptions options;
+  // Verification seed k (0 <= k < options.seeds) draws its inputs with
+  // make_inputs(task, input_seed + k). The environment derives it from the
+  // episode's seed (verification_input_seed); 0 gives the seeds 0..seeds-1.
+  uint64_t input_seed = 0;
 };
+
+// Verification inputs of an episode with seed `episode_seed`: input seeds
+// episode_seed * kMaxVerificationSeeds + k. Episodes with different seeds are
+// judged on disjoint inputs; the same seed always gives the same inputs, so a
+// replay reproduces the verdict. Seed 0 keeps the historical 0..seeds-1.
+inline constexpr uint64_t kMaxVerificationSeeds = 1000;  // the bound on EvalOptions::seeds
+uint64_t verification_input_seed(uint64_t episode_seed);
 
 // The request as it travels to the judge process. `time` implies verification:
 // a candidate is only timed after it verified (DESIGN.md §7).
