@@ -368,7 +368,8 @@ StepResult StepEngine::run(EpisodeState& ep, StepJob& job) const {
                 {{"turns_used", ep.turns},
                  {"max_turns", config_.max_turns},
                  {"time_used_s", ep.time_used_ms / 1000.0},
-                 {"time_budget_s", config_.time_budget_s}}}};
+                 {"time_budget_s", config_.time_budget_s},
+                 {"compile_errors", ep.compile_errors}}}};
   info["error"] = rec.error == StepErrorKind::kNone
                       ? json(nullptr)
                       : json{{"kind", step_error_kind_name(rec.error)}, {"message", rec.error_message}};
