@@ -29,6 +29,8 @@ void add_eval_command(CLI::App& app, CommandFn* selected);
 void add_task_command(CLI::App& app, CommandFn* selected);
 void add_demo_command(CLI::App& app, CommandFn* selected);
 void add_serve_command(CLI::App& app, CommandFn* selected);
+void add_rollout_command(CLI::App& app, CommandFn* selected);
+void add_policy_server_command(CLI::App& app, CommandFn* selected);
 
 // Options every evaluating subcommand shares, and the config they produce:
 // the file or preset given by --config (default: the preset named after the
