@@ -16,6 +16,7 @@ See docs/python.md and trainer_bridge/PROTOCOL.md.
 from .client import Client
 from .env import RemoteEnv, action_params, load_task, tool_message
 from .errors import KForgeError, KForgeTimeout, ServerExited
+from .policy_server import POLICY_PROTOCOL, PolicyServer
 from .pool import RemoteEnvPool, StepResult
 from .protocol import ERROR_CODES, PROTOCOL_VERSION, Reply
 from .server import LocalServer
@@ -28,6 +29,8 @@ __all__ = [
     "KForgeError",
     "KForgeTimeout",
     "LocalServer",
+    "POLICY_PROTOCOL",
+    "PolicyServer",
     "PROTOCOL_VERSION",
     "RemoteEnv",
     "RemoteEnvPool",
