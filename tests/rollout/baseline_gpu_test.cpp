@@ -78,7 +78,7 @@ TEST(BaselineGpuTest, AllVariantsAreCorrectOnTheGpuAndTheirSpeedsDiffer) {
 TEST(BaselineGpuTest, ARolloutWithTheBaselineOnTheGpuCompletes) {
   RolloutConfig c;
   c.env = "cuda";
-  c.tasks = testing::data_dir();
+  c.tasks = testing::tasks_dir();
   c.groups = 4;
   c.group_size = 2;
   c.concurrency = 8;

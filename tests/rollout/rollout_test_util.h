@@ -1,5 +1,6 @@
-// Shared fixtures of the rollout tests: the task set in tests/rollout/data
-// (small shapes, production checks) and an environment config for it.
+// Shared fixtures of the rollout tests: the task set in
+// tests/rollout/data/tasks (small shapes) and the environment configs in
+// tests/rollout/data (production checks).
 #pragma once
 
 #include <filesystem>
@@ -12,7 +13,10 @@ namespace kforge::rollout::testing {
 
 inline std::filesystem::path data_dir() { return std::filesystem::path(KFORGE_SOURCE_DIR) / "tests/rollout/data"; }
 
-inline TaskSpec task(const std::string& name) { return load_task(data_dir() / (name + ".json")); }
+// The test task set: a directory of task files (load_task_set).
+inline std::filesystem::path tasks_dir() { return data_dir() / "tasks"; }
+
+inline TaskSpec task(const std::string& name) { return load_task(tasks_dir() / (name + ".json")); }
 
 // Production verification (5 seeds, every shape variant, determinism) with
 // short timing phases; compiled candidates shared through the build tree's
