@@ -21,7 +21,7 @@ namespace {
 
 struct PolicyServerArgs {
   bool baseline = false;
-  std::string bind = "tcp://127.0.0.1:5557";
+  std::string bind = "tcp://127.0.0.1:5556";
   std::string mode = "auto";
   int explore_turns = 2;
   uint64_t seed = 0;

@@ -40,7 +40,7 @@ void read_policy(const Field& field, PolicyConfig* out) {
   out->kind = r.required("kind").as_enum({"baseline", "zmq"}) == "zmq" ? PolicyKind::kZmq : PolicyKind::kBaseline;
   if (auto f = r.optional("endpoint")) {
     out->zmq.endpoint = f->as_string();
-    if (out->zmq.endpoint.find("://") == std::string::npos) f->fail("a ZeroMQ endpoint such as tcp://127.0.0.1:5557");
+    if (out->zmq.endpoint.find("://") == std::string::npos) f->fail("a ZeroMQ endpoint such as tcp://127.0.0.1:5556");
   }
   if (auto f = r.optional("timeout_s")) {
     out->zmq.timeout_s = positive_seconds(*f, 86400);
@@ -61,7 +61,7 @@ void read_policy(const Field& field, PolicyConfig* out) {
   if (auto f = r.optional("sampling")) out->sampling = sampling_params_from_field(*f);
   r.finish();
   if (out->kind == PolicyKind::kZmq && !r.has("endpoint")) {
-    field.fail_message("kind zmq needs \"endpoint\" (the trainer's PolicyServer, e.g. tcp://127.0.0.1:5557)");
+    field.fail_message("kind zmq needs \"endpoint\" (the trainer's PolicyServer, e.g. tcp://127.0.0.1:5556)");
   }
 }
 
@@ -106,7 +106,7 @@ RolloutConfig parse_rollout_config(const Document& doc) {
     if (auto m = o.optional("stream")) {
       c.stream = m->as_string();
       if (!c.stream.empty() && c.stream.find("://") == std::string::npos) {
-        m->fail("a ZeroMQ endpoint such as tcp://127.0.0.1:5556");
+        m->fail("a ZeroMQ endpoint such as tcp://127.0.0.1:5557 (the trajectory receiver)");
       }
     }
     o.finish();

@@ -213,7 +213,7 @@ TEST(ZmqPolicyTest, BadConfigIsAnInputError) {
   ZmqPolicyConfig zc;
   zc.endpoint = "not an endpoint";
   EXPECT_THROW(ZmqPolicy{zc}, InputError);
-  zc.endpoint = "tcp://127.0.0.1:5557";
+  zc.endpoint = "tcp://127.0.0.1:5556";
   zc.max_batch = 0;
   EXPECT_THROW(ZmqPolicy{zc}, InputError);
 }

@@ -11,7 +11,7 @@ trainer_bridge/POLICY.md; this module depends on pyzmq and msgpack only.
         return [{"content": o.text, "tool_calls": parse_tool_calls(o.text),
                  "token_ids": o.token_ids, "logprobs": o.logprobs} for o in outputs]
 
-    with PolicyServer(act, bind="tcp://127.0.0.1:5557", policy_version=step) as server:
+    with PolicyServer(act, bind="tcp://127.0.0.1:5556", policy_version=step) as server:
         server.start()                 # serves on a background thread
         ...                            # train; after each update:
         server.policy_version = step   # replies carry the weights' version
@@ -151,7 +151,7 @@ class PolicyServer:
     def __init__(
         self,
         act: ActFn,
-        bind: str = "tcp://127.0.0.1:5557",
+        bind: str = "tcp://127.0.0.1:5556",
         policy_version: Any = "0",
         max_batch: int = 256,
         max_message_bytes: int = 64 << 20,

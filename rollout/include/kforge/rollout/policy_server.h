@@ -26,7 +26,7 @@
 namespace kforge::rollout {
 
 struct PolicyServerConfig {
-  std::string bind = "tcp://127.0.0.1:5557";  // port 0: any free port
+  std::string bind = "tcp://127.0.0.1:5556";  // port 0: any free port
   size_t max_message_bytes = 64u << 20;
   size_t max_batch = 4096;                      // requests in one "act"; more is a bad_request
   std::function<void(const std::string&)> log;  // default: stderr

@@ -24,7 +24,7 @@
 namespace kforge::rollout {
 
 struct ZmqPolicyConfig {
-  std::string endpoint = "tcp://127.0.0.1:5557";
+  std::string endpoint = "tcp://127.0.0.1:5556";
   double timeout_s = 600.0;  // per batch message, from its send to its reply
   int retries = 1;           // resends of a batch that timed out
   int max_batch = 64;        // policy requests per message
