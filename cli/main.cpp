@@ -21,6 +21,10 @@ int main(int argc, char** argv) {
   add_serve_command(app, &selected);
   add_rollout_command(app, &selected);
   add_policy_server_command(app, &selected);
+  add_replay_command(app, &selected);
+  add_keygen_command(app, &selected);
+  add_send_command(app, &selected);
+  add_receive_command(app, &selected);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -25,6 +25,7 @@ struct ServeArgs {
   std::string bind = "tcp://127.0.0.1:5555";
   int envs = 8;
   std::string tasks;
+  bool skip_reference_check = false;
   double idle_timeout_s = 900.0;
   double max_message_mb = 64.0;
   int max_inflight = 256;
@@ -44,6 +45,7 @@ int run_serve(const ServeArgs& a) {
     config.tasks = load_task_set(a.tasks);
     config.tasks_source = a.tasks;
   }
+  config.check_tasks = !a.skip_reference_check;
 
   // Blocked before any thread exists, so every thread inherits the mask and
   // the signals are taken only by sigwait below (child processes reset it).
@@ -118,7 +120,11 @@ void add_serve_command(CLI::App& app, CommandFn* selected) {
       ->capture_default_str();
   cmd->add_option("--tasks", args->tasks,
                   "Task set for reset by task_id: a .jsonl file (one task per line), a task file, or a directory of "
-                  "task files or of folders holding a task.json");
+                  "task files or of folders holding a task.json. Every task's reference is checked on the judge "
+                  "before the server starts; invalid ones are named and the server refuses to start");
+  cmd->add_flag("--skip-reference-check", args->skip_reference_check,
+                "Serve --tasks without checking their references at start-up (each task is then checked at its "
+                "first reset, and an invalid one is refused there)");
   cmd->add_option("--idle-timeout", args->idle_timeout_s,
                   "Seconds a client may stay silent with nothing in flight before its envs are released (0: never)")
       ->check(CLI::NonNegativeNumber)

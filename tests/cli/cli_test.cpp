@@ -21,11 +21,12 @@ struct CmdResult {
   std::string out;     // stdout only
 };
 
-CmdResult run_kforge(const std::string& args, bool merge_stderr = true) {
+// `wrapper` runs before the executable (e.g. "timeout 120").
+CmdResult run_kforge(const std::string& args, bool merge_stderr = true, const std::string& wrapper = "") {
   // Compiled candidates are shared with the gym tests through one cache.
   const std::string cache = std::string(KFORGE_BINARY_DIR) + "/tests/gym/compile-cache";
-  const std::string cmd = "KFORGE_CACHE_DIR='" + cache + "' '" + std::string(KFORGE_BINARY_DIR) + "/cli/kforge' " +
-                          args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  const std::string cmd = "KFORGE_CACHE_DIR='" + cache + "' " + wrapper + " '" + std::string(KFORGE_BINARY_DIR) +
+                          "/cli/kforge' " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
   CmdResult r;
   FILE* pipe = ::popen(cmd.c_str(), "r");
   if (pipe == nullptr) return r;
@@ -97,6 +98,80 @@ TEST(CliTest, TaskCheckPrintsInferredShapes) {
   EXPECT_TRUE(has(r.output, "x [17, 32] -> y [17, 32]")) << r.output;
 }
 
+TEST(CliTest, TaskCheckRunsTheReferenceAndRefusesTasksNoSolutionCanPass) {
+  const std::string nan_task = (kData / "nan_reference.json").string();
+  CmdResult r = run_kforge("task check '" + nan_task + "'");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "nan_reference.json: task 'test/nan_reference' cannot be judged: node 1 (log -> t1): "))
+      << r.output;
+  EXPECT_TRUE(has(r.output, "elements are NaN on the base shape (x: [64, 64])")) << r.output;
+
+  r = run_kforge("task check '" + (kData / "constant_reference.json").string() + "'");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "node 1 (sub -> t1): the output is constant")) << r.output;
+
+  r = run_kforge("task check --json '" + nan_task + "'", /*merge_stderr=*/false);
+  EXPECT_EQ(r.code, 2) << r.output;
+  const json j = json::parse(r.out);
+  EXPECT_FALSE(j["valid"].get<bool>());
+  EXPECT_EQ(j["reference"]["status"], "invalid");
+  EXPECT_GT(j["reference"]["nodes"][0]["nodes"][1]["nan"].get<int>(), 0) << j.dump();
+
+  // Static checks only: the NaN is not found.
+  r = run_kforge("task check --no-reference '" + nan_task + "'");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "reference not run")) << r.output;
+}
+
+TEST(CliTest, BundledExamplesPassTheReferenceCheck) {
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(KFORGE_SOURCE_DIR) / "examples")) {
+    const fs::path task = entry.path() / "task.json";
+    if (!fs::exists(task)) continue;
+    const CmdResult r = run_kforge("task check --backend cpu '" + task.string() + "'");
+    EXPECT_EQ(r.code, 0) << task << ": " << r.output;
+    EXPECT_TRUE(has(r.output, "reference checked on")) << r.output;
+    ++checked;
+  }
+  EXPECT_GE(checked, 5);
+}
+
+TEST(CliTest, TaskBaselineTimesTheReferenceAlone) {
+  const std::string task = (kData / "scale_bias_relu_timed.json").string();
+  CmdResult r = run_kforge("task baseline '" + task + "' " + config_arg());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "test/scale_bias_relu_timed: eager reference ")) << r.output;
+  EXPECT_TRUE(has(r.output, "ms median")) << r.output;
+  EXPECT_TRUE(has(r.output, "by cpu_time")) << r.output;
+
+  r = run_kforge("task baseline --json '" + task + "' " + config_arg(), /*merge_stderr=*/false);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const json j = json::parse(r.out);
+  const json& t = j["reference"]["timing"];
+  EXPECT_GT(t["median_ms"].get<double>(), 0.0) << t.dump();
+  EXPECT_GE(t["samples"].get<int>(), 3) << "fast.yaml's min_samples";
+  EXPECT_FALSE(t["stop_reason"].get<std::string>().empty());
+
+  r = run_kforge("task baseline '" + (kData / "nan_reference.json").string() + "' " + config_arg());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "node 1 (log -> t1)")) << r.output;
+}
+
+TEST(CliTest, ServeRefusesATaskSetWithATaskNoSolutionCanPass) {
+  const fs::path dir = fs::path(KFORGE_BINARY_DIR) / "tests/cli/serve-invalid-tasks";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(kData / "scale_bias_relu.json", dir / "a.json");
+  fs::copy_file(kData / "nan_reference.json", dir / "b.json");
+  // `timeout` only keeps a server that wrongly started from hanging the test.
+  const CmdResult r = run_kforge("serve --bind tcp://127.0.0.1:0 --tasks '" + dir.string() + "' " + config_arg(),
+                                 /*merge_stderr=*/true, "timeout 120");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "1 of 2 tasks")) << r.output;
+  EXPECT_TRUE(has(r.output, "task 'test/nan_reference': node 1 (log -> t1)")) << r.output;
+  EXPECT_FALSE(has(r.output, "\"endpoint\"")) << r.output;
+}
+
 TEST(CliTest, BadInputsGiveClearErrorsAndExitCode2) {
   CmdResult r = run_kforge("task check '" + (kData / "bad_input.json").string() + "'");
   EXPECT_EQ(r.code, 2) << r.output;
@@ -145,7 +220,8 @@ TEST(CliTest, SystemFailureExitsWith3) {
 }
 
 TEST(CliTest, EveryCommandHasHelp) {
-  for (const std::string cmd : {"", "eval", "task", "task render", "task check", "task prompt", "demo"}) {
+  for (const std::string cmd :
+       {"", "eval", "task", "task render", "task check", "task baseline", "task prompt", "demo", "serve"}) {
     const CmdResult r = run_kforge(cmd + " --help");
     EXPECT_EQ(r.code, 0) << cmd << ": " << r.output;
     EXPECT_TRUE(has(r.output, "Usage")) << cmd << ": " << r.output;

@@ -47,7 +47,7 @@ inline ServerConfig test_server_config(int num_envs = 4) {
 // A server running on its own thread for the lifetime of the object.
 class RunningServer {
  public:
-  explicit RunningServer(ServerConfig config, std::vector<std::string>* log = nullptr) {
+  explicit RunningServer(ServerConfig config, std::vector<std::string>* log = nullptr, EnvServices services = {}) {
     if (log != nullptr) {
       log_ = log;
       config.log = [this](const std::string& line) {
@@ -55,7 +55,7 @@ class RunningServer {
         log_->push_back(line);
       };
     }
-    server_ = std::make_unique<Server>(std::move(config));
+    server_ = std::make_unique<Server>(std::move(config), std::move(services));
     thread_ = std::thread([this] { server_->run(); });
   }
   ~RunningServer() { stop(); }

@@ -9,6 +9,7 @@
 #include "common/remove_tree.h"
 #include "exec/tool_paths.h"
 #include "kforge/core/error.h"
+#include "kforge/core/sha256.h"
 
 namespace kforge::exec {
 namespace {
@@ -17,11 +18,20 @@ namespace {
 // that is stuck (or slow to turn a timeout into a report).
 constexpr double kJudgeGraceMs = 30000;
 constexpr double kHealthDeadlineMs = 10000;
+// check_task results kept; a report is small next to the reference run it saves.
+constexpr size_t kMaxCachedChecks = 65536;
 
 env::EvalReport system_report(const std::string& message) {
   env::EvalReport r;
   r.outcome = Outcome::kNotRun;
   r.summary = "system error: " + message;
+  return r;
+}
+
+env::ReferenceReport reference_system_report(const std::string& message) {
+  env::ReferenceReport r;
+  r.status = env::ReferenceStatus::kError;
+  r.problem = "system error: " + message;
   return r;
 }
 
@@ -87,6 +97,52 @@ std::future<env::EvalReport> ProcessExecutor::submit(env::EvalRequest request) {
   auto req = std::make_shared<env::EvalRequest>(std::move(request));
   enqueue({[this, promise, req](JudgeConnection& judge) { run_eval(judge, *req, promise.get()); },
            [promise](const std::string& why) { promise->set_value(system_report(why)); }});
+  return future;
+}
+
+std::future<env::ReferenceReport> ProcessExecutor::submit_reference(env::ReferenceRequest request) {
+  auto promise = std::make_shared<std::promise<env::ReferenceReport>>();
+  std::future<env::ReferenceReport> future = promise->get_future();
+  auto req = std::make_shared<env::ReferenceRequest>(std::move(request));
+  enqueue({[this, promise, req](JudgeConnection& judge) { promise->set_value(run_reference(judge, *req)); },
+           [promise](const std::string& why) { promise->set_value(reference_system_report(why)); }});
+  return future;
+}
+
+std::shared_future<env::ReferenceReport> ProcessExecutor::check_task(const TaskSpec& task,
+                                                                     const env::EvalOptions& options) {
+  const std::string key = sha256_hex(to_json(task).dump());
+  auto promise = std::make_shared<std::promise<env::ReferenceReport>>();
+  std::shared_future<env::ReferenceReport> future = promise->get_future().share();
+  {
+    std::lock_guard<std::mutex> lock(checks_mutex_);
+    if (auto it = checks_.find(key); it != checks_.end()) return it->second;
+    checks_.emplace(key, future);
+    check_order_.push_back(key);
+    while (check_order_.size() > kMaxCachedChecks) {
+      checks_.erase(check_order_.front());
+      check_order_.pop_front();
+    }
+  }
+  // A system error says nothing about the task: forget it before anyone can
+  // see it, so that the next call asks the judge again.
+  auto deliver = [this, promise, key](env::ReferenceReport report) {
+    if (report.status == env::ReferenceStatus::kError) {
+      std::lock_guard<std::mutex> lock(checks_mutex_);
+      checks_.erase(key);
+    }
+    promise->set_value(std::move(report));
+  };
+  auto req = std::make_shared<env::ReferenceRequest>();
+  req->task = task;
+  req->check = true;
+  req->time = false;
+  req->options = options;
+  enqueue({[this, deliver, req](JudgeConnection& judge) {
+             ++reference_checks_;
+             deliver(run_reference(judge, *req));
+           },
+           [deliver](const std::string& why) { deliver(reference_system_report(why)); }});
   return future;
 }
 
@@ -173,6 +229,29 @@ void ProcessExecutor::run_eval(JudgeConnection& judge, const env::EvalRequest& r
     report = system_report(std::string("bad report from the judge: ") + e.what());
   }
   promise->set_value(std::move(report));
+}
+
+env::ReferenceReport ProcessExecutor::run_reference(JudgeConnection& judge, const env::ReferenceRequest& request) {
+  uint64_t id = next_id_++;
+  try {
+    json reply = judge.exchange({{"type", "reference"}, {"id", id}, {"request", env::to_json(request)}},
+                                Deadline::after_ms(request.options.eval_timeout_ms + kJudgeGraceMs));
+    if (reply.value("type", "") != "reference_report" || reply.value("id", uint64_t{0}) != id) {
+      throw JudgeFailure("judge answered '" + reply.value("type", "") + "' instead of reference_report #" +
+                         std::to_string(id));
+    }
+    env::ReferenceReport report = env::reference_report_from_json(reply.at("report"));
+    if (reply.contains("retire")) {
+      judge.stop();  // as in run_eval: the judge's device context broke and it exits
+      judge_pid_ = 0;
+    }
+    return report;
+  } catch (const JudgeFailure& e) {
+    judge_pid_ = 0;
+    return reference_system_report(std::string(e.what()) + "; the judge will be restarted for the next request");
+  } catch (const std::exception& e) {
+    return reference_system_report(std::string("bad reference report from the judge: ") + e.what());
+  }
 }
 
 void ProcessExecutor::worker_loop() {

@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,6 +31,9 @@ class ProcessExecutor final : public env::Executor {
   ~ProcessExecutor() override;
 
   std::future<env::EvalReport> submit(env::EvalRequest request) override;
+  std::future<env::ReferenceReport> submit_reference(env::ReferenceRequest request) override;
+  std::shared_future<env::ReferenceReport> check_task(const TaskSpec& task, const env::EvalOptions& options) override;
+  int reference_checks() const override { return reference_checks_.load(); }
   env::BackendKind backend() const override { return config_.backend; }
   std::string device_name() override;
   int restarts() const override { return judge_restarts_.load() + runner_faults_.load(); }
@@ -50,6 +54,7 @@ class ProcessExecutor final : public env::Executor {
   bool ensure_judge(std::string* error);
   void retire_judge_scratch();
   void run_eval(JudgeConnection& judge, const env::EvalRequest& request, std::promise<env::EvalReport>* promise);
+  env::ReferenceReport run_reference(JudgeConnection& judge, const env::ReferenceRequest& request);
 
   env::ExecutorConfig config_;
   JudgeLaunch launch_;
@@ -77,6 +82,12 @@ class ProcessExecutor final : public env::Executor {
   std::atomic<int> runner_faults_{0};
   int runner_faults_base_ = 0;  // faults counted by previous judge processes
   uint64_t next_id_ = 1;
+
+  // check_task's results by task hash, oldest first in check_order_ (bounded).
+  std::mutex checks_mutex_;
+  std::map<std::string, std::shared_future<env::ReferenceReport>> checks_;
+  std::deque<std::string> check_order_;
+  std::atomic<int> reference_checks_{0};
   std::thread worker_;
 };
 

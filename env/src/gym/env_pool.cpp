@@ -294,6 +294,16 @@ ResetResult EnvPool::reset(int env_id, const TaskSpec& task, uint64_t seed, cons
   in.system = impl_->system;
   in.exemplars = options.exemplars;
   const Prompt prompt = build_prompt(in);  // InputError for a task that does not type-check
+  // A task that no solution can pass (its reference gives NaN/Inf or a
+  // constant output, or fails to run) is refused before any candidate is
+  // charged for it. The judge checks each distinct task once per Executor
+  // (Executor::check_task); a system error lets the episode start (steps
+  // then report the same system error, charging no one) and is retried at
+  // the next reset.
+  const ReferenceReport check = options.reference_check.valid()
+                                    ? options.reference_check.get()
+                                    : impl_->services.executor->check_task(task, impl_->config.eval).get();
+  if (check.invalid()) throw InputError("task '" + task.id + "' cannot be judged: " + check.problem);
 
   auto state = std::make_shared<EpisodeState>();
   state->env_id = env_id;
@@ -359,6 +369,8 @@ ResetResult EnvPool::reset(int env_id, const TaskSpec& task, uint64_t seed, cons
               {"reward", {{"function", impl_->reward->name()}, {"source", impl_->reward->source()}}},
               {"reward_components", {{"total", 0.0}}}};
   if (!resumed.is_null()) out.info["resumed"] = resumed;
+  out.info["reference_check"] = {{"status", reference_status_name(check.status)}};
+  if (!check.ok()) out.info["reference_check"]["problem"] = check.problem;
   return out;
 }
 

@@ -9,9 +9,11 @@
 #include "common/wire.h"
 #include "judge/evaluation.h"
 #include "judge/judge_device.h"
+#include "judge/reference_probe.h"
 #include "judge/runner_pool.h"
 #include "kforge/core/error.h"
 #include "kforge/env/eval.h"
+#include "kforge/env/reference_probe.h"
 
 namespace kforge::judge {
 namespace {
@@ -28,7 +30,7 @@ constexpr double kSendDeadlineMs = 30000;
 void send(int fd, const json& body) { exec::send_frame(fd, body, Deadline::after_ms(kSendDeadlineMs)); }
 
 json health(const JudgeServerConfig& config, const RunnerPool& pool, const EvaluationCounters& counters,
-            JudgeDevice* device) {
+            int reference_requests, JudgeDevice* device) {
   int open_fds = 0, memfds = 0;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
@@ -48,7 +50,8 @@ json health(const JudgeServerConfig& config, const RunnerPool& pool, const Evalu
                 {"spare_runners", pool.spares()},
                 {"scratch_entries", scratch_entries},
                 {"evaluations", counters.evaluations},
-                {"runner_faults", counters.runner_faults}};
+                {"runner_faults", counters.runner_faults},
+                {"reference_requests", reference_requests}};
   reply["device"] = device->health();
   return reply;
 }
@@ -98,6 +101,7 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
         exec::RunnerProcess::Config{config.runner, config.scratch, config.backend, config.device, true, reply_spin_us});
   }
   EvaluationCounters counters;
+  int reference_requests = 0;
   while (true) {
     exec::Frame frame;
     try {
@@ -134,8 +138,30 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
           return 3;
         }
         pool.refill();
+      } else if (type == "reference") {
+        ++reference_requests;
+        env::ReferenceReport report;
+        try {
+          report = probe_reference(env::reference_request_from_json(msg.at("request")), device.get());
+        } catch (const InputError& e) {
+          report.problem = std::string("system error: invalid request: ") + e.what();
+        } catch (const std::exception& e) {
+          report.problem = std::string("system error: ") + e.what();
+        }
+        report.device = device->name();
+        std::string broken = device->context_error();
+        json reply = {{"type", "reference_report"},
+                      {"id", msg.value("id", 0)},
+                      {"report", env::to_json(report)},
+                      {"reference_requests", reference_requests}};
+        if (!broken.empty()) reply["retire"] = broken;
+        send(control_fd, reply);
+        if (!broken.empty()) {
+          std::fprintf(stderr, "kforge-judge: %s; exiting so that the executor starts a new judge\n", broken.c_str());
+          return 3;
+        }
       } else if (type == "health") {
-        send(control_fd, health(config, pool, counters, device.get()));
+        send(control_fd, health(config, pool, counters, reference_requests, device.get()));
       } else if (type == "shutdown") {
         return 0;
       } else {

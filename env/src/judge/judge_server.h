@@ -3,12 +3,13 @@
 //
 //   executor -> judge                 judge -> executor
 //   (on start, unprompted)            hello  {ok, backend, device, pid, error?}
-//   eval     {id, request}            report {id, report, runner_faults, evaluations}
-//   health   {}                       health {pid, open_fds, memfds, spare_runners, scratch_entries, ...}
+//   eval      {id, request}           report {id, report, runner_faults, evaluations}
+//   reference {id, request}           reference_report {id, report, reference_requests}
+//   health    {}                      health {pid, open_fds, memfds, spare_runners, scratch_entries, ...}
 //   shutdown {}                       (exits)
 //
-// Requests are served one at a time; a spare runner is started after each
-// report is sent.
+// Requests are served one at a time, so a reference being timed never
+// overlaps an evaluation; a spare runner is started after each report is sent.
 #pragma once
 
 #include <filesystem>

@@ -1,11 +1,8 @@
 #include "judge/timing.h"
 
-#include <time.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <random>
 
 #include "common/deadline.h"
 #include "common/sample_stats.h"
@@ -14,27 +11,15 @@
 #include "judge/output_quality.h"
 #include "judge/roofline.h"
 #include "judge/timing_inputs.h"
+#include "judge/timing_protocol.h"
 #include "judge/timing_tamper.h"
 #include "judge/tolerance.h"
-#include "kforge/core/reference.h"
 
 namespace kforge::judge {
 namespace {
 
-// Seeds of the timing input pool: far from verification's 0..seeds-1, plus a
-// random part per evaluation, so that the timed inputs are data the candidate
-// has not seen and cannot know in advance.
-constexpr uint64_t kTimingSeedBase = 1000003;
 constexpr int kCalibrationCalls = 25;
 constexpr const char* kTimedOutputMismatch = "timed_output_mismatch";
-
-uint64_t timing_seed() { return kTimingSeedBase + (std::random_device{}() & 0xffffffffu) * 1024; }
-
-double thread_cpu_ms() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
-}
 
 // A nanosecond count of a runner reply in ms (0 when absent: CPU runners).
 double ns_to_ms(const nlohmann::json& body, const char* key) {
@@ -78,6 +63,8 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
   if (!bound.ok()) return runner_failed(bound, "while binding the base shape for timing");
 
   // Harness overhead: the same exchange without the kf_forward call, on every clock.
+  // The clocks are chosen as for the reference timed alone (reference_probe.cpp):
+  // CPU time where the work is host CPU time, else the device's clock.
   bool use_cpu = device->work_is_host_cpu_time();
   const bool device_clock = !use_cpu && device->runner_times_on_device();
   std::vector<double> null_trips, null_cpu, null_device, null_drain;
@@ -109,18 +96,16 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
   Samples wall, cpu, dev;
   std::vector<double> self_ms, drain_ms;
   const Samples& primary = use_cpu ? cpu : device_clock ? dev : wall;
-  auto phase_start = std::chrono::steady_clock::now();
-  bool warming = true;
-  int round = 0;
-  exec::StoppingRule rule{options.min_samples, options.max_samples, options.target_rse, options.max_time_ms};
+  SamplingSchedule schedule(options);
   std::string stop_reason;
-  auto sampling_start = phase_start;
 
   while (true) {
     if (request_deadline.expired()) {
-      stop_reason = "eval_timeout";
+      stop_reason = kStopEvalTimeout;
       break;
     }
+    const int round = schedule.rounds();
+    const bool warming = schedule.warming_up();
     // Inputs no call has seen before; the timed reference run on them is also
     // the reference the candidate's outputs are checked against.
     const std::vector<at::Tensor> inputs = fresh.round(static_cast<uint64_t>(round));
@@ -128,15 +113,7 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
     std::string where =
         std::string(warming ? "during warm-up" : "in timed call") + " " + std::to_string(round) + " (fresh inputs)";
 
-    device->flush_cache();
-    double cpu_before = thread_cpu_ms();
-    auto wall_before = std::chrono::steady_clock::now();
-    // time_ms waits for the device itself after its stop mark; synchronizing
-    // inside fn would add the host's wake-up latency to the reference only
-    // (the runner's stop event is recorded as soon as kf_forward returns).
-    double t_ref = device->time_ms([&] { reference = ref::run_reference(base.task, inputs); });
-    double t_ref_wall = exec::ms_since(wall_before);
-    double t_ref_cpu = thread_cpu_ms() - cpu_before;
+    const ReferenceTimes t_ref = run_timed_reference(device, base.task, inputs, &reference);
 
     session->load_inputs(inputs);
     session->poison_outputs();
@@ -183,29 +160,20 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
       result.verdict = Verdict::violation(kTimedOutputMismatch, q->check + ": " + q->detail + " " + where);
       return result;
     }
-    ++round;
-
-    if (warming) {
-      if (exec::ms_since(phase_start) >= options.warmup_ms) {
-        warming = false;
-        sampling_start = std::chrono::steady_clock::now();
-      }
-      continue;
-    }
-    wall.reference.push_back(device_clock ? t_ref_wall : t_ref);
+    if (!schedule.finish_round()) continue;
+    wall.reference.push_back(device_clock ? t_ref.wall_ms : t_ref.device_ms);
     wall.candidate.push_back(std::max(reply.round_trip_ms - overhead.median, 0.0));
     if (device_clock) {
-      dev.reference.push_back(t_ref);
+      dev.reference.push_back(t_ref.device_ms);
       dev.candidate.push_back(on_device);
       drain_ms.push_back(ns_to_ms(reply.body, "drain_ns"));
     }
     if (use_cpu) {
-      cpu.reference.push_back(t_ref_cpu);
+      cpu.reference.push_back(t_ref.cpu_ms);
       cpu.candidate.push_back(std::max(reply.cpu_ms - overhead_cpu.median, 0.0));
     }
     self_ms.push_back(self);
-    exec::StopReason stop = rule.check(exec::summarize(primary.reference), exec::summarize(primary.candidate),
-                                       exec::ms_since(sampling_start));
+    exec::StopReason stop = schedule.check(exec::summarize(primary.reference), exec::summarize(primary.candidate));
     if (stop != exec::StopReason::kContinue) {
       stop_reason = exec::stop_reason_name(stop);
       break;
@@ -216,7 +184,7 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
   exec::SampleSummary own = exec::summarize(self_ms);
   const exec::SampleSummary ref_wall = exec::summarize(wall.reference), cand_wall = exec::summarize(wall.candidate);
   const exec::SampleSummary* primary_overhead = use_cpu ? &overhead_cpu : device_clock ? &overhead_device : &overhead;
-  std::string timer = use_cpu ? "cpu_time" : device_clock ? "device_events" : "wall_round_trip";
+  std::string timer = timer_name(use_cpu, device_clock);
   std::string device_clock_rejected;
   if (device_clock && cand.samples > 0) {
     // The device clock is reported by the runner, whose memory the
@@ -241,12 +209,12 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
   t.candidate_self_reported = sample_stats(own);
   t.overhead = sample_stats(*primary_overhead);
   t.stop_reason = stop_reason;
-  t.warmup_rounds = round - static_cast<int>(primary.candidate.size());
+  t.warmup_rounds = schedule.warmup_rounds();
   t.input_sets = fresh.pool_size();
   t.fresh_inputs = true;
   t.timing_seed = seed;
   t.cache_flush_bytes = device->flush_bytes();
-  t.elapsed_ms = exec::ms_since(phase_start);
+  t.elapsed_ms = schedule.elapsed_ms();
   t.clocks = device->clocks();
   t.device = device->name();
   if (!device_clock_rejected.empty()) {

@@ -40,6 +40,13 @@ constexpr std::chrono::milliseconds kHousekeeping{500};
 // Requests handled per wake-up before completions get their turn, so a flood
 // from one client cannot hold finished steps back.
 constexpr int kRequestsPerTurn = 256;
+// How often the checker thread looks up from a reference check to see
+// whether the server is stopping.
+constexpr std::chrono::milliseconds kCheckerPoll{100};
+// Task-set checks at start-up: a progress line at most this often, and at
+// most this many invalid tasks named in the error.
+constexpr std::chrono::seconds kCheckProgressEvery{2};
+constexpr size_t kInvalidTasksNamed = 20;
 
 // Where a reply goes: the client's routing id, and whether it framed its
 // request REQ-style with an empty delimiter (then the reply must be too).
@@ -58,8 +65,9 @@ struct Slot {
   bool held = false;
   std::string owner;  // routing id of the client that made it
   bool has_episode = false;
-  bool finished = false;  // the last step terminated or truncated the episode
-  bool busy = false;      // a step is in flight
+  bool finished = false;   // the last step terminated or truncated the episode
+  bool busy = false;       // a step is in flight, or a reset waits for its reference check
+  bool resetting = false;  // busy with a reset (Server::Impl::PendingReset)
   uint64_t request_id = 0;
   Envelope reply_to;
   // The step in flight outlived its reason to be answered or kept: free the
@@ -119,22 +127,18 @@ Solution wire_solution(const json& value, SolutionMode default_mode, const std::
 
 }  // namespace
 
-bool is_local_endpoint(const std::string& endpoint) {
-  const size_t scheme_end = endpoint.find("://");
-  if (scheme_end == std::string::npos) return false;
-  const std::string scheme = endpoint.substr(0, scheme_end);
-  if (scheme == "ipc" || scheme == "inproc") return true;
-  if (scheme != "tcp") return false;
-  std::string rest = endpoint.substr(scheme_end + 3);
-  // "tcp://source;host:port" binds to `host`.
-  if (size_t semi = rest.find(';'); semi != std::string::npos) rest = rest.substr(semi + 1);
-  const size_t colon = rest.rfind(':');
-  std::string host = colon == std::string::npos ? rest : rest.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  return host == "localhost" || host == "lo" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
 struct Server::Impl {
+  // A reset whose task's reference check had not finished when it came in.
+  struct PendingReset {
+    int env_id = -1;
+    uint64_t request_id = 0;
+    Envelope reply_to;
+    TaskSpec task;
+    bool inline_task = false;
+    uint64_t seed = 0;
+    ResetOptions options;  // options.reference_check is the check awaited
+  };
+
   ServerConfig config;
   std::shared_ptr<Executor> executor;
   std::unique_ptr<EnvPool> pool;
@@ -164,6 +168,14 @@ struct Server::Impl {
   std::deque<EnvStep> finished_steps;
   std::thread completion;
 
+  // Handoff of resets between the socket thread and the checker thread,
+  // which waits for their reference checks (under `mu`).
+  std::condition_variable checker_cv;
+  std::deque<std::unique_ptr<PendingReset>> unchecked_resets;
+  std::deque<std::unique_ptr<PendingReset>> checked_resets;
+  std::atomic<bool> checker_stop{false};
+  std::thread checker;
+
   std::atomic<bool> stop_requested{false};
   std::atomic<bool> ran{false};
   std::atomic<bool> run_done{false};
@@ -173,6 +185,8 @@ struct Server::Impl {
 
   void run();
   void completion_loop();
+  void checker_loop();
+  void check_task_set();
   // One turn of the socket loop: wait up to `timeout` for requests or
   // finished steps, handle them, and do the housekeeping that is due.
   void serve_once(std::chrono::milliseconds timeout);
@@ -182,6 +196,7 @@ struct Server::Impl {
   void dispatch(Peer& peer, const Envelope& from, const protocol::Request& req);
   void send_reply(const Envelope& to, const std::string& payload);
   void deliver_completions();
+  void deliver_resets();
   void release(int env_id);
   void forget_peer(const std::string& routing_id, const std::string& why);
   void housekeeping();
@@ -191,7 +206,10 @@ struct Server::Impl {
   Slot& owned_slot(const Peer& peer, const std::string& routing_id, const json& params);
   json do_hello(const Peer& peer, const json& params);
   json do_make(Peer& peer, const std::string& routing_id, const json& params);
-  json do_reset(Peer& peer, const std::string& routing_id, const json& params);
+  // Replies later (nothing returned) when the task's reference check is
+  // still running.
+  std::optional<json> do_reset(Peer& peer, const Envelope& from, uint64_t id, const json& params);
+  json finish_reset(int env_id, const TaskSpec& task, bool inline_task, uint64_t seed, const ResetOptions& options);
   // Replies later, when the step finishes.
   void do_step(Peer& peer, const Envelope& from, uint64_t id, const json& params);
   json do_close(Peer& peer, const std::string& routing_id, const json& params);
@@ -244,6 +262,7 @@ Server::Impl::Impl(ServerConfig c, EnvServices services) : config(std::move(c)),
   device_name = executor->device_name();
   if (device_name.empty()) log("warning: the judge did not start; steps will report system errors");
   slots.resize(static_cast<size_t>(config.num_envs));
+  if (config.check_tasks) check_task_set();
 
   const json env_json = to_json(config.env);
   json modes = json::array();
@@ -269,6 +288,48 @@ Server::Impl::Impl(ServerConfig c, EnvServices services) : config(std::move(c)),
       {"methods", kMethods},
       {"error_codes", protocol::error_code_names()},
   };
+}
+
+void Server::Impl::check_task_set() {
+  const size_t n = config.tasks.size();
+  if (n == 0) return;
+  const auto start = Clock::now();
+  auto last_progress = start;
+  std::vector<std::string> invalid;
+  size_t unchecked = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const TaskSpec& t = config.tasks[i];
+    const ReferenceReport r = executor->check_task(t, config.env.eval).get();
+    if (r.invalid()) {
+      invalid.push_back("task '" + t.id + "': " + r.problem);
+    } else if (!r.ok()) {
+      ++unchecked;
+      log("warning: could not check task '" + t.id + "' (" + r.problem + "); it is checked at its first reset");
+    }
+    if (Clock::now() - last_progress >= kCheckProgressEvery && i + 1 < n) {
+      last_progress = Clock::now();
+      log("checking task references on the judge: " + std::to_string(i + 1) + "/" + std::to_string(n) + ", " +
+          std::to_string(invalid.size()) + " invalid");
+    }
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::ostringstream took;
+  took.precision(3);
+  took << seconds;
+  if (!invalid.empty()) {
+    std::string list;
+    for (size_t i = 0; i < invalid.size() && i < kInvalidTasksNamed; ++i) list += "\n  " + invalid[i];
+    if (invalid.size() > kInvalidTasksNamed) {
+      list += "\n  ... and " + std::to_string(invalid.size() - kInvalidTasksNamed) + " more";
+    }
+    throw InputError("serve: " + std::to_string(invalid.size()) + " of " + std::to_string(n) + " tasks" +
+                     (config.tasks_source.empty() ? "" : " in " + config.tasks_source) +
+                     " cannot be judged (their reference fails the check on the judge); fix or remove them, or "
+                     "start with --skip-reference-check to serve them anyway (they are then refused at reset):" +
+                     list);
+  }
+  log("checked the references of " + std::to_string(n - unchecked) + " task(s) on the judge in " + took.str() + " s" +
+      (unchecked > 0 ? " (" + std::to_string(unchecked) + " could not be checked)" : ""));
 }
 
 void Server::Impl::wake_up() {
@@ -312,6 +373,7 @@ size_t Server::Impl::held_count() const {
 
 void Server::Impl::run() {
   completion = std::thread([this] { completion_loop(); });
+  checker = std::thread([this] { checker_loop(); });
   last_housekeeping = Clock::now();
   Clock::time_point drain_deadline;
   for (;;) {
@@ -342,16 +404,23 @@ void Server::Impl::run() {
   }
   cv.notify_all();
   completion.join();
+  checker_stop = true;
+  checker_cv.notify_all();
+  checker.join();
   deliver_completions();
+  deliver_resets();
   size_t cancelled = 0;
   for (Slot& s : slots) {
     if (!s.busy || s.orphan) continue;
     send_reply(s.reply_to,
                protocol::encode_error(s.request_id, ErrorCode::kShuttingDown,
-                                      "the server stopped before this step finished; the step was cancelled"));
+                                      s.resetting ? "the server stopped before this reset's task was checked; the "
+                                                    "reset was cancelled"
+                                                  : "the server stopped before this step finished; the step was "
+                                                    "cancelled"));
     ++cancelled;
   }
-  if (cancelled > 0) log("cancelled " + std::to_string(cancelled) + " step(s) still in flight");
+  if (cancelled > 0) log("cancelled " + std::to_string(cancelled) + " request(s) still in flight");
   router.close();  // linger flushes the last replies
   wake.close();
   log("stopped");
@@ -370,6 +439,7 @@ void Server::Impl::serve_once(std::chrono::milliseconds timeout) {
     while (wake.recv(m, zmq::recv_flags::dontwait)) {
     }
     deliver_completions();
+    deliver_resets();
   }
   if (items[0].revents & ZMQ_POLLIN) {
     for (int i = 0; i < kRequestsPerTurn && (router.get(zmq::sockopt::events) & ZMQ_POLLIN); ++i) receive_one();
@@ -452,7 +522,9 @@ void Server::Impl::dispatch(Peer& peer, const Envelope& from, const protocol::Re
   } else if (m == "make") {
     result = do_make(peer, from.routing_id, req.params);
   } else if (m == "reset") {
-    result = do_reset(peer, from.routing_id, req.params);
+    std::optional<json> done = do_reset(peer, from, req.id, req.params);
+    if (!done) return;  // answered when the task's reference check is done
+    result = std::move(*done);
   } else if (m == "close") {
     result = do_close(peer, from.routing_id, req.params);
   } else if (m == "tasks") {
@@ -515,8 +587,8 @@ json Server::Impl::do_make(Peer& peer, const std::string& routing_id, const json
   return {{"env_id", env_id}};
 }
 
-json Server::Impl::do_reset(Peer& peer, const std::string& routing_id, const json& params) {
-  Slot& slot = owned_slot(peer, routing_id, params);
+std::optional<json> Server::Impl::do_reset(Peer& peer, const Envelope& from, uint64_t id, const json& params) {
+  Slot& slot = owned_slot(peer, from.routing_id, params);
   const int env_id = static_cast<int>(&slot - slots.data());
   struct Args {
     std::optional<json> task;
@@ -570,7 +642,8 @@ json Server::Impl::do_reset(Peer& peer, const std::string& routing_id, const jso
   }
   if (slot.busy) {
     throw ProtocolError(ErrorCode::kEnvBusy,
-                        "env " + std::to_string(env_id) + " has a step in flight; wait for its reply before reset",
+                        "env " + std::to_string(env_id) + " has a " + (slot.resetting ? "reset" : "step") +
+                            " in flight; wait for its reply before reset",
                         "/params/env_id");
   }
   TaskSpec parsed;
@@ -597,17 +670,115 @@ json Server::Impl::do_reset(Peer& peer, const std::string& routing_id, const jso
     }
     task = it->second;
   }
+  // The judge checks each distinct task once (Executor::check_task); the
+  // socket thread never waits for it.
+  a.options.reference_check = executor->check_task(*task, config.env.eval);
+  if (a.options.reference_check.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    auto pending = std::make_unique<PendingReset>();
+    pending->env_id = env_id;
+    pending->request_id = id;
+    pending->reply_to = from;
+    pending->task = *task;
+    pending->inline_task = a.task.has_value();
+    pending->seed = a.seed;
+    pending->options = std::move(a.options);
+    slot.busy = true;
+    slot.resetting = true;
+    slot.request_id = id;
+    slot.reply_to = from;
+    ++peer.inflight;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      unchecked_resets.push_back(std::move(pending));
+    }
+    checker_cv.notify_one();
+    return std::nullopt;
+  }
+  return finish_reset(env_id, *task, a.task.has_value(), a.seed, a.options);
+}
+
+json Server::Impl::finish_reset(int env_id, const TaskSpec& task, bool inline_task, uint64_t seed,
+                                const ResetOptions& options) {
   ResetResult r;
   try {
-    r = pool->reset(env_id, *task, a.seed, a.options);
+    r = pool->reset(env_id, task, seed, options);
   } catch (const InputError& e) {
-    // The params and the slot were checked above: what is left is the task
-    // failing to type-check (shapes, dtypes, op attributes).
-    throw protocol::from_input_error(e, ErrorCode::kInvalidTask, "task", a.task ? "/params/task" : "/params/task_id");
+    // The params and the slot were checked before: what is left is the task
+    // failing to type-check (shapes, dtypes, op attributes) or its reference
+    // check (a node giving NaN/Inf or a constant output).
+    throw protocol::from_input_error(e, ErrorCode::kInvalidTask, "task",
+                                     inline_task ? "/params/task" : "/params/task_id");
   }
+  Slot& slot = slots[static_cast<size_t>(env_id)];
   slot.has_episode = true;
   slot.finished = false;
   return {{"observation", to_json(r.observation)}, {"info", std::move(r.info)}};
+}
+
+void Server::Impl::checker_loop() {
+  for (;;) {
+    std::unique_ptr<PendingReset> job;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      checker_cv.wait(lock, [this] { return checker_stop.load() || !unchecked_resets.empty(); });
+      if (checker_stop.load()) return;
+      job = std::move(unchecked_resets.front());
+      unchecked_resets.pop_front();
+    }
+    // Checks run in submission order on the one device queue, so waiting for
+    // them in that order costs nothing.
+    while (job->options.reference_check.wait_for(kCheckerPoll) != std::future_status::ready) {
+      if (checker_stop.load()) return;  // its slot is answered shutting_down by run()
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      checked_resets.push_back(std::move(job));
+    }
+    wake_up();
+  }
+}
+
+void Server::Impl::deliver_resets() {
+  std::deque<std::unique_ptr<PendingReset>> batch;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    batch.swap(checked_resets);
+  }
+  for (auto& job : batch) {
+    Slot& slot = slots[static_cast<size_t>(job->env_id)];
+    if (!slot.busy || !slot.resetting) {
+      log("internal: a checked reset for env " + std::to_string(job->env_id) + " that has none in flight; dropped");
+      continue;
+    }
+    slot.busy = false;
+    slot.resetting = false;
+    const bool release_after = slot.orphan || slot.closing;
+    if (!slot.orphan) {
+      auto peer = peers.find(slot.owner);
+      if (peer != peers.end()) {
+        --peer->second.inflight;
+        peer->second.last_seen = Clock::now();
+      }
+      std::string payload;
+      try {
+        if (slot.closing) {
+          throw ProtocolError(ErrorCode::kUnknownEnv,
+                              "env " + std::to_string(job->env_id) + " was closed before its reset finished",
+                              "/params/env_id");
+        }
+        payload = protocol::encode_result(
+            job->request_id, finish_reset(job->env_id, job->task, job->inline_task, job->seed, job->options));
+      } catch (const ProtocolError& e) {
+        payload = protocol::encode_error(job->request_id, e);
+      } catch (const std::exception& e) {
+        log(std::string("internal error in a reset: ") + e.what());
+        payload =
+            protocol::encode_error(job->request_id, ErrorCode::kInternal, std::string("server error: ") + e.what());
+      }
+      send_reply(job->reply_to, payload);
+    }
+    if (release_after) release(job->env_id);
+  }
 }
 
 void Server::Impl::do_step(Peer& peer, const Envelope& from, uint64_t id, const json& params) {
@@ -642,7 +813,9 @@ void Server::Impl::do_step(Peer& peer, const Envelope& from, uint64_t id, const 
   }
   const std::string env = "env " + std::to_string(env_id);
   if (slot.busy) {
-    throw ProtocolError(ErrorCode::kEnvBusy, env + " has a step in flight; wait for its reply", "/params/env_id");
+    throw ProtocolError(ErrorCode::kEnvBusy,
+                        env + " has a " + (slot.resetting ? "reset" : "step") + " in flight; wait for its reply",
+                        "/params/env_id");
   }
   if (!slot.has_episode) {
     throw ProtocolError(ErrorCode::kNoEpisode, env + " has no episode; reset it first", "/params/env_id");

@@ -26,6 +26,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -69,6 +70,10 @@ struct ResetOptions {
   // nothing is left of the budget (turns_used >= max_turns, or the time budget
   // spent) or a field is out of range.
   std::optional<EpisodeResume> resume;
+  // The task's reference check, when the caller already holds it
+  // (Executor::check_task of this pool's executor, e.g. awaited without
+  // blocking, as the env server does); left empty, reset asks for it and waits.
+  std::shared_future<ReferenceReport> reference_check;
 };
 
 struct ResetResult {
@@ -105,7 +110,10 @@ class EnvPool {
   const Toolset& tools() const;
 
   // Starts a new episode on `env_id`. InputError when the task does not
-  // type-check, and for the caller errors listed above.
+  // type-check, when its reference check on the judge finds it invalid
+  // (Executor::check_task: NaN/Inf or a near-constant output, naming the
+  // node; one reference run per distinct task, cached), and for the caller
+  // errors listed above.
   ResetResult reset(int env_id, const TaskSpec& task, uint64_t seed = 0, const ResetOptions& options = {});
 
   // Queues one step per (action, env_id) pair and returns at once.

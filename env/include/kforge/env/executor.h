@@ -18,6 +18,7 @@
 #include <string>
 
 #include "kforge/env/eval.h"
+#include "kforge/env/reference_probe.h"
 
 namespace kforge::env {
 
@@ -45,6 +46,20 @@ class Executor {
   // Queues a request; the future is always fulfilled with a report (a system
   // failure becomes a report with a summary), never an exception.
   virtual std::future<EvalReport> submit(EvalRequest request) = 0;
+  // Queues a run of the task's reference alone (reference_probe.h: check
+  // and/or time), served in turn with evaluations, so that its timing never
+  // overlaps another timed request. Always fulfilled; a system failure is a
+  // report with status error.
+  virtual std::future<ReferenceReport> submit_reference(ReferenceRequest request) = 0;
+  // The reference check of `task` (check only; `options` gives its deadline),
+  // run at most once per task content (sha256 of the task's JSON) for the
+  // Executor's lifetime: every caller for the same content shares the first
+  // one's result, finished or still running. A report with status error (the
+  // judge could not answer) is not kept: the next call checks again.
+  virtual std::shared_future<ReferenceReport> check_task(const TaskSpec& task, const EvalOptions& options) = 0;
+  // Reference checks check_task() has sent to the judge (cache misses), for
+  // monitoring and tests.
+  virtual int reference_checks() const = 0;
   virtual BackendKind backend() const = 0;
   // Description of the device, e.g. "NVIDIA H200" (after the judge started).
   virtual std::string device_name() = 0;
@@ -55,7 +70,8 @@ class Executor {
   virtual int judge_pid() const = 0;
   // The judge's own view of its resources, queued behind pending requests:
   // {"pid", "open_fds", "memfds", "spare_runners", "scratch_entries",
-  //  "evaluations", "runner_faults"}; {"error": "..."} if it cannot answer.
+  //  "evaluations", "runner_faults", "reference_requests"}; {"error": "..."}
+  // if it cannot answer.
   virtual json health() = 0;
 };
 

@@ -16,7 +16,11 @@
 // returns at once, a completion thread blocks in EnvPool::recv and wakes the
 // socket loop through an inproc socket for every finished step, so a reply
 // leaves as soon as its step is done, in completion order (replies to one
-// client may come out of order; they carry the request id).
+// client may come out of order; they carry the request id). Nor does it wait
+// on a reset's reference check (Executor::check_task): a reset whose task has
+// not been checked yet (an inline task, or any task with check_tasks off) is
+// answered by a checker thread's wake-up once the judge has checked it; the
+// env counts as busy meanwhile.
 //
 // Clients are told apart by their ZeroMQ routing id. An env belongs to the
 // client that made it; other clients get unknown_env for it. A client whose
@@ -33,6 +37,7 @@
 #include <vector>
 
 #include "kforge/core/document.h"
+#include "kforge/core/endpoint.h"
 #include "kforge/core/task_set.h"
 #include "kforge/core/task_spec.h"
 #include "kforge/env/env_config.h"
@@ -60,6 +65,11 @@ struct ServerConfig {
   double drain_timeout_s = 30.0;
   // The task set that `reset` with a task_id and the `tasks` method read.
   std::vector<TaskSpec> tasks;
+  // Check every task of `tasks` on the judge before serving (one reference
+  // run each, sequentially, progress in the log); the constructor throws
+  // InputError naming every invalid task. Off: tasks are checked at their
+  // first reset instead, and an invalid one is refused there.
+  bool check_tasks = true;
   std::string tasks_source;  // where the task set came from, for `hello`
   // Where the server writes its log lines (one line each, no newline);
   // default: stderr with a "kforge serve: " prefix.
@@ -68,9 +78,10 @@ struct ServerConfig {
 
 class Server {
  public:
-  // Builds the pool, binds the socket and waits for the judge to start, so
-  // the server is ready for requests when this returns. InputError for a bad
-  // config or an endpoint that cannot be bound.
+  // Builds the pool, binds the socket, waits for the judge to start and
+  // checks the task set (ServerConfig::check_tasks), so the server is ready
+  // for requests when this returns. InputError for a bad config, an endpoint
+  // that cannot be bound, or tasks whose reference check failed.
   explicit Server(ServerConfig config, EnvServices services = {});
   // Stops (as stop() + the end of run()) if still running.
   ~Server();
@@ -95,8 +106,6 @@ class Server {
   std::unique_ptr<Impl> impl_;
 };
 
-// True for endpoints only this host can reach: tcp:// on a loopback address
-// (127.0.0.0/8, ::1, localhost, lo), ipc:// and inproc://.
-bool is_local_endpoint(const std::string& endpoint);
+using kforge::is_local_endpoint;  // kforge/core/endpoint.h
 
 }  // namespace kforge::env

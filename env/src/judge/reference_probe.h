@@ -1,0 +1,17 @@
+// The judge's side of a `reference` request (kforge/env/reference_probe.h):
+// the task's reference alone on the judge's device, checked node by node
+// and/or timed with the protocol of the speedup's denominator
+// (timing_protocol.h). No runner and no candidate take part.
+#pragma once
+
+#include "judge/judge_device.h"
+#include "kforge/env/reference_probe.h"
+
+namespace kforge::judge {
+
+// Never throws for anything the task does (a reference that throws, runs out
+// of memory or produces NaN is an `invalid` report); SystemError only for
+// faults of the judge itself, which the caller reports as `error`.
+env::ReferenceReport probe_reference(const env::ReferenceRequest& request, JudgeDevice* device);
+
+}  // namespace kforge::judge

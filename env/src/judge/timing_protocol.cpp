@@ -1,0 +1,77 @@
+#include "judge/timing_protocol.h"
+
+#include <time.h>
+
+#include <cmath>
+#include <random>
+
+#include "common/deadline.h"
+#include "kforge/core/reference.h"
+
+namespace kforge::judge {
+namespace {
+
+constexpr uint64_t kTimingSeedBase = 1000003;
+
+}  // namespace
+
+uint64_t timing_seed() { return kTimingSeedBase + (std::random_device{}() & 0xffffffffu) * 1024; }
+
+double thread_cpu_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+nlohmann::json summary_json(const exec::SampleSummary& s) {
+  return {{"median_ms", s.median},
+          {"p25_ms", s.p25},
+          {"p75_ms", s.p75},
+          {"mean_ms", s.mean},
+          {"min_ms", s.min},
+          {"max_ms", s.max},
+          {"rse", std::isfinite(s.rse) ? nlohmann::json(s.rse) : nlohmann::json(nullptr)},
+          {"samples", s.samples}};
+}
+
+ReferenceTimes run_timed_reference(JudgeDevice* device, const TaskSpec& task, const std::vector<at::Tensor>& inputs,
+                                   std::vector<at::Tensor>* outputs) {
+  ReferenceTimes t;
+  device->flush_cache();
+  const double cpu_before = thread_cpu_ms();
+  const auto wall_before = std::chrono::steady_clock::now();
+  // time_ms waits for the device itself after its stop mark; synchronizing
+  // inside fn would add the host's wake-up latency to the reference only
+  // (a runner's stop event is recorded as soon as kf_forward returns).
+  t.device_ms = device->time_ms([&] { *outputs = ref::run_reference(task, inputs); });
+  t.wall_ms = exec::ms_since(wall_before);
+  t.cpu_ms = thread_cpu_ms() - cpu_before;
+  return t;
+}
+
+std::string timer_name(bool host_cpu_clock, bool device_clock) {
+  return host_cpu_clock ? "cpu_time" : device_clock ? "device_events" : "wall_round_trip";
+}
+
+SamplingSchedule::SamplingSchedule(const env::EvalOptions& options)
+    : warmup_ms_(options.warmup_ms),
+      rule_{options.min_samples, options.max_samples, options.target_rse, options.max_time_ms} {}
+
+bool SamplingSchedule::finish_round() {
+  ++rounds_;
+  if (!warming_) return true;
+  ++warmup_rounds_;
+  if (exec::ms_since(start_) >= warmup_ms_) {
+    warming_ = false;
+    sampling_start_ = Clock::now();
+  }
+  return false;
+}
+
+exec::StopReason SamplingSchedule::check(const exec::SampleSummary& a, const exec::SampleSummary& b) const {
+  return rule_.check(a, b, exec::ms_since(sampling_start_));
+}
+
+double SamplingSchedule::elapsed_ms() const { return exec::ms_since(start_); }
+
+}  // namespace kforge::judge
