@@ -46,6 +46,18 @@ json array_of_objects(const Field& f) {
 
 }  // namespace
 
+json usage_from_field(const Field& field) {
+  ObjectReader r = field.as_object();
+  json out = json::object();
+  for (const char* key : {"prompt_tokens", "completion_tokens", "total_tokens"}) {
+    if (auto f = r.optional(key); f && !f->value().is_null()) {
+      out[key] = f->as_int_in(0, std::numeric_limits<int64_t>::max());
+    }
+  }
+  r.finish();
+  return out;
+}
+
 json to_json(const SamplingParams& p) {
   json j = {{"temperature", p.temperature}, {"top_p", p.top_p}, {"max_tokens", p.max_tokens}, {"stop", p.stop}};
   if (p.seed) j["seed"] = *p.seed;
@@ -154,6 +166,7 @@ PolicyReply policy_reply_from_field(const Field& field) {
   if (auto f = r.optional("finish_reason"); f && !f->value().is_null()) p.finish_reason = text(*f);
   if (auto f = r.optional("error"); f && !f->value().is_null()) p.error = text(*f);
   if (auto f = r.optional("latency_ms"); f && !f->value().is_null()) p.latency_ms = f->as_nonnegative_number();
+  if (auto f = r.optional("usage"); f && !f->value().is_null()) p.usage = usage_from_field(*f);
   r.finish();
   return p;
 }

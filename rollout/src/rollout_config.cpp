@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string_view>
 
 namespace kforge::rollout {
 namespace {
@@ -35,9 +36,31 @@ double positive_seconds(const Field& f, double max) {
   return v;
 }
 
+// kind: openai hands the whole section to the HTTP policy's own reader
+// (docs/policies.md), which knows its fields; `sampling` stays shared.
+void read_openai_policy(const Field& field, const Field& kind, ObjectReader* r, PolicyConfig* out) {
+  if (auto f = r->optional("sampling")) out->sampling = sampling_params_from_field(*f);
+#ifdef KFORGE_HAVE_CURL
+  (void)kind;
+  out->kind = PolicyKind::kOpenAi;
+  out->openai = parse_openai_policy_config(field, {"sampling"});
+#else
+  (void)field;
+  kind.fail_message(
+      "\"openai\" needs the HTTP policy, which this kforge was built without (libcurl's headers were not found: "
+      "install libcurl4-openssl-dev and reconfigure); use kind baseline or zmq");
+#endif
+}
+
 void read_policy(const Field& field, PolicyConfig* out) {
   ObjectReader r = field.as_object();
-  out->kind = r.required("kind").as_enum({"baseline", "zmq"}) == "zmq" ? PolicyKind::kZmq : PolicyKind::kBaseline;
+  const Field kind = r.required("kind");
+  const std::string kind_name = kind.as_enum({"baseline", "zmq", "openai"});
+  if (kind_name == "openai") {
+    read_openai_policy(field, kind, &r, out);
+    return;
+  }
+  out->kind = kind_name == "zmq" ? PolicyKind::kZmq : PolicyKind::kBaseline;
   if (auto f = r.optional("endpoint")) {
     out->zmq.endpoint = f->as_string();
     if (out->zmq.endpoint.find("://") == std::string::npos) f->fail("a ZeroMQ endpoint such as tcp://127.0.0.1:5556");
@@ -63,6 +86,40 @@ void read_policy(const Field& field, PolicyConfig* out) {
   if (out->kind == PolicyKind::kZmq && !r.has("endpoint")) {
     field.fail_message("kind zmq needs \"endpoint\" (the trainer's PolicyServer, e.g. tcp://127.0.0.1:5556)");
   }
+}
+
+// The same rule as the stream's (trainer_bridge/STREAM.md), checked here so
+// that the error names the config's field.
+void check_worker_id(const Field& f, const std::string& id) {
+  bool ok = !id.empty() && id.size() <= 128;
+  for (char c : id) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && std::string_view("._:@+-").find(c) == std::string_view::npos) ok = false;
+  }
+  if (!ok) f.fail("a worker id of 1 to 128 characters from [A-Za-z0-9._:@+-]");
+}
+
+void read_stream(const Field& field, StreamConfig* out) {
+  ObjectReader r = field.as_object();
+  Field endpoint = r.required("endpoint");
+  out->endpoint = endpoint.as_string();
+  if (out->endpoint.find("://") == std::string::npos) {
+    endpoint.fail("a ZeroMQ endpoint such as tcp://127.0.0.1:5557 (the trajectory receiver)");
+  }
+  if (auto f = r.optional("worker_id")) {
+    out->worker_id = f->as_string();
+    check_worker_id(*f, out->worker_id);
+  }
+  // Like outputs, the spool is per run: relative to the working directory.
+  if (auto f = r.optional("spool_dir")) out->spool_dir = f->as_string();
+  if (auto f = r.optional("curve")) {
+    ObjectReader c = f->as_object();
+    if (auto k = c.optional("server_key")) out->curve_server_key = k->as_string();
+    if (auto k = c.optional("secret_key")) out->curve_secret_key = k->as_string();
+    c.finish();
+  }
+  if (auto f = r.optional("flush_timeout_s")) out->flush_timeout_s = positive_seconds(*f, 86400);
+  r.finish();
 }
 
 }  // namespace
@@ -103,14 +160,9 @@ RolloutConfig parse_rollout_config(const Document& doc) {
     ObjectReader o = f->as_object();
     // Outputs are per run: relative to the working directory, not the config.
     if (auto m = o.optional("jsonl")) c.output = m->as_string();
-    if (auto m = o.optional("stream")) {
-      c.stream = m->as_string();
-      if (!c.stream.empty() && c.stream.find("://") == std::string::npos) {
-        m->fail("a ZeroMQ endpoint such as tcp://127.0.0.1:5557 (the trajectory receiver)");
-      }
-    }
     o.finish();
   }
+  if (auto f = r.optional("stream"); f && !f->value().is_null()) read_stream(*f, &c.stream);
   if (auto f = r.optional("seed")) c.seed = static_cast<uint64_t>(f->as_int_in(0, INT64_MAX));
   r.finish();
   if (c.concurrency < c.group_size) {
@@ -129,7 +181,12 @@ RolloutConfig load_rollout_config(const std::filesystem::path& path) {
 json to_json(const RolloutConfig& c) {
   json policy = {{"kind", c.policy.kind == PolicyKind::kZmq ? "zmq" : "baseline"},
                  {"sampling", to_json(c.policy.sampling)}};
-  if (c.policy.kind == PolicyKind::kZmq) {
+  if (c.policy.kind == PolicyKind::kOpenAi) {
+#ifdef KFORGE_HAVE_CURL
+    policy = to_json(c.policy.openai);
+    policy["sampling"] = to_json(c.policy.sampling);
+#endif
+  } else if (c.policy.kind == PolicyKind::kZmq) {
     policy["endpoint"] = c.policy.zmq.endpoint;
     policy["timeout_s"] = c.policy.zmq.timeout_s;
     policy["retries"] = c.policy.zmq.retries;
@@ -138,6 +195,15 @@ json to_json(const RolloutConfig& c) {
     policy["baseline"] = {{"mode", c.policy.baseline.mode},
                           {"explore_turns", c.policy.baseline.explore_turns},
                           {"seed", c.policy.baseline.seed}};
+  }
+  json stream = nullptr;
+  if (!c.stream.endpoint.empty()) {
+    // Which keys, not the keys: a config dump must not leak a secret.
+    stream = {{"endpoint", c.stream.endpoint},
+              {"worker_id", c.stream.worker_id},
+              {"spool_dir", c.stream.spool_path().string()},
+              {"curve", !c.stream.curve_server_key.empty()},
+              {"flush_timeout_s", c.stream.flush_timeout_s}};
   }
   json episode = {{"wall_time_s", c.wall_time_s}};
   if (c.max_turns) episode["max_turns"] = *c.max_turns;
@@ -154,7 +220,8 @@ json to_json(const RolloutConfig& c) {
           {"exemplars", c.exemplars},
           {"max_policy_lag", c.max_policy_lag},
           {"group_normalization", group_normalization_name(c.group_normalization)},
-          {"output", {{"jsonl", c.output.string()}, {"stream", c.stream}}},
+          {"output", {{"jsonl", c.output.string()}}},
+          {"stream", stream},
           {"seed", c.seed}};
 }
 

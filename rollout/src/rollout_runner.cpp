@@ -14,6 +14,7 @@
 #include "kforge/core/task_set.h"
 #include "kforge/reward/reward.h"
 #include "kforge/rollout/baseline_policy.h"
+#include "kforge/rollout/openai_policy.h"
 #include "kforge/rollout/zmq_policy.h"
 
 namespace kforge::rollout {
@@ -111,11 +112,21 @@ json RolloutStats::to_json() const {
           {"steps_per_s", wall_s > 0 ? static_cast<double>(steps) / wall_s : 0.0},
           {"policy_ms", policy_ms},
           {"env_step_ms", env_step_ms},
-          {"mean_reward", mean_reward}};
+          {"mean_reward", mean_reward},
+          {"sinks_flushed", sinks_flushed}};
 }
 
 std::shared_ptr<Policy> make_policy(const PolicyConfig& config) {
   if (config.kind == PolicyKind::kZmq) return std::make_shared<ZmqPolicy>(config.zmq);
+  if (config.kind == PolicyKind::kOpenAi) {
+#ifdef KFORGE_HAVE_CURL
+    return std::make_shared<OpenAiPolicy>(config.openai);
+#else
+    throw InputError(
+        "policy.kind: openai needs the HTTP policy, which this kforge was built without (libcurl's headers were not "
+        "found: install libcurl4-openssl-dev and reconfigure)");
+#endif
+  }
   return std::make_shared<BaselinePolicy>(config.baseline);
 }
 
@@ -390,6 +401,19 @@ struct RolloutRunner::Impl {
     return r;
   }
 
+  // A reply's token counts go to its turn (turns[i].info.policy.usage) and
+  // add up over the episode in info.usage, so a trainer can budget tokens
+  // per trajectory without summing turns.
+  void add_usage(Episode& ep, const json& usage) {
+    ep.policy_meta["usage"] = usage;
+    json& total = ep.traj.info["usage"];
+    if (!total.is_object()) total = json::object();
+    for (auto it = usage.begin(); it != usage.end(); ++it) {
+      if (!it.value().is_number_integer()) continue;
+      total[it.key()] = total.value(it.key(), int64_t{0}) + it.value().get<int64_t>();
+    }
+  }
+
   void note_version(Episode& ep, const std::string& version) {
     if (!version.empty()) {
       const auto v = as_integer(version), n = as_integer(newest_version);
@@ -408,6 +432,7 @@ struct RolloutRunner::Impl {
         {"version", reply.policy_version}, {"finish_reason", reply.finish_reason}, {"latency_ms", ep.policy_ms}};
     if (reply.token_ids) ep.policy_meta["token_ids"] = *reply.token_ids;
     if (reply.logprobs) ep.policy_meta["logprobs"] = *reply.logprobs;
+    if (!reply.usage.is_null()) add_usage(ep, reply.usage);
     if (!reply.error.empty()) {
       ++stats.policy_errors;
       ep.traj.info["policy_error"] = reply.error;
@@ -704,7 +729,10 @@ struct RolloutRunner::Impl {
         if (!active) break;
       }
     }
-    for (TrajectorySink* sink : sinks) sink->flush(std::chrono::milliseconds(60000));
+    // Bounded: a receiver that went away must not hold the run forever; what
+    // a stream sink could not deliver stays in its spool (its owner reports it).
+    const auto flush_timeout = std::chrono::milliseconds(static_cast<int64_t>(config.stream.flush_timeout_s * 1000));
+    for (TrajectorySink* sink : sinks) stats.sinks_flushed = sink->flush(flush_timeout) && stats.sinks_flushed;
     stats.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
     stats.mean_reward = stats.episodes_written ? reward_sum / stats.episodes_written : 0.0;
     return stats;

@@ -60,6 +60,7 @@ PolicyReply call(const std::string& tool, const json& args, int turn = 0) {
                                {"function", {{"name", tool}, {"arguments", args.dump()}}}}});
   r.token_ids = std::vector<int64_t>{101, 102, 103};
   r.logprobs = std::vector<double>{-0.5, -0.25, -0.125};
+  r.usage = {{"prompt_tokens", 100 + turn}, {"completion_tokens", 3}, {"total_tokens", 103 + turn}};
   r.finish_reason = "tool_calls";
   return r;
 }
@@ -123,6 +124,8 @@ TEST_F(RolloutRunnerTest, GroupsCompleteAndCarryTheirRewardsAndThePolicysTokens)
     EXPECT_EQ(t.policy_version_start, "7");
     EXPECT_EQ(t.turns[0].info["policy"]["token_ids"], json({101, 102, 103}));
     EXPECT_EQ(t.turns[0].info["policy"]["logprobs"], json({-0.5, -0.25, -0.125}));
+    EXPECT_EQ(t.turns[0].info["policy"]["usage"]["total_tokens"], 103);
+    EXPECT_EQ(t.info["usage"], json({{"prompt_tokens", 100}, {"completion_tokens", 3}, {"total_tokens", 103}}));
     // The chat: assistant tool call, then the tool's answer to that call id.
     ASSERT_EQ(t.turns[0].messages.size(), 2u);
     EXPECT_EQ(t.turns[0].messages[1]["role"], "tool");
@@ -240,6 +243,9 @@ TEST_F(RolloutRunnerTest, TurnBudgetTruncatesAndAutoSubmits) {
   EXPECT_TRUE(fin["auto_submitted"].get<bool>()) << fin.dump();
   EXPECT_EQ(fin["measurement"]["outcome"], "correct");
   EXPECT_EQ(stats.truncated, 1);
+  // Token counts add up over the turns (turn k reports 100 + k prompt tokens).
+  EXPECT_EQ(t.turns[1].info["policy"]["usage"]["prompt_tokens"], 101);
+  EXPECT_EQ(t.info["usage"], json({{"prompt_tokens", 201}, {"completion_tokens", 6}, {"total_tokens", 207}}));
 }
 
 TEST_F(RolloutRunnerTest, WallTimeTruncatesBetweenTurns) {
@@ -385,6 +391,39 @@ TEST(RolloutConfigTest, ErrorsNameTheFieldAndLine) {
   EXPECT_NE(error_of("groups: 2\n").find("tasks"), std::string::npos);
   EXPECT_NE(error_of("tasks: t.jsonl\nepisode: {wall_time_s: -1}\n").find("r.yaml:2"), std::string::npos);
   EXPECT_EQ(error_of("tasks: t.jsonl\n"), "");
+  // The stream section: endpoint required, worker ids bounded, keys known.
+  EXPECT_NE(error_of("tasks: t.jsonl\nstream: {worker_id: w}\n").find("endpoint"), std::string::npos);
+  EXPECT_NE(error_of("tasks: t.jsonl\nstream: {endpoint: localhost}\n").find("/stream/endpoint"), std::string::npos);
+  EXPECT_NE(error_of("tasks: t.jsonl\nstream: {endpoint: tcp://127.0.0.1:1, worker_id: \"a b\"}\n")
+                .find("/stream/worker_id"),
+            std::string::npos);
+  EXPECT_NE(error_of("tasks: t.jsonl\nstream: {endpoint: tcp://127.0.0.1:1, spool: x}\n").find("spool"),
+            std::string::npos);
+  const RolloutConfig streamed = parse_rollout_config(Document::from_yaml_text(
+      "tasks: t.jsonl\nstream: {endpoint: tcp://127.0.0.1:9, worker_id: w7, flush_timeout_s: 5}\n", "r.yaml"));
+  EXPECT_EQ(streamed.stream.endpoint, "tcp://127.0.0.1:9");
+  EXPECT_EQ(streamed.stream.spool_path(), fs::path("rollout-spool/w7"));
+  EXPECT_EQ(streamed.stream.flush_timeout_s, 5.0);
+  // kind openai: the HTTP policy's own reader checks its fields; without
+  // libcurl the kind itself is refused, saying why.
+#ifdef KFORGE_HAVE_CURL
+  const RolloutConfig openai = parse_rollout_config(Document::from_yaml_text(
+      "tasks: t.jsonl\npolicy: {kind: openai, base_url: \"http://127.0.0.1:8000/v1\", model: m,\n"
+      "  max_retries: 2, sampling: {temperature: 0.5}}\n",
+      "r.yaml"));
+  EXPECT_EQ(openai.policy.kind, PolicyKind::kOpenAi);
+  EXPECT_EQ(openai.policy.openai.model, "m");
+  EXPECT_EQ(openai.policy.openai.max_retries, 2);
+  EXPECT_EQ(openai.policy.sampling.temperature, 0.5);
+  EXPECT_EQ(to_json(openai)["policy"]["kind"], "openai");
+  EXPECT_NE(error_of("tasks: t.jsonl\npolicy: {kind: openai, model: m, max_retries: 1000}\n").find("max_retries"),
+            std::string::npos);
+  EXPECT_NE(error_of("tasks: t.jsonl\npolicy: {kind: openai, model: m, endpoint: x}\n").find("endpoint"),
+            std::string::npos);
+  EXPECT_NE(make_policy(openai.policy)->describe().find("model=m"), std::string::npos);
+#else
+  EXPECT_NE(error_of("tasks: t.jsonl\npolicy: {kind: openai, model: m}\n").find("libcurl"), std::string::npos);
+#endif
   // The shipped config parses.
   EXPECT_NO_THROW(load_rollout_config(fs::path(KFORGE_SOURCE_DIR) / "configs/rollout.yaml"));
 }

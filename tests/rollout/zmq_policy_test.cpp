@@ -114,7 +114,10 @@ TEST(ZmqPolicyTest, TokensAndLogprobsArriveIntact) {
   RawServer raw([](const rpc::Request& r) {
     json replies = json::array();
     for (size_t i = 0; i < r.params["requests"].size(); ++i) {
-      replies.push_back({{"content", "x"}, {"token_ids", {1, 2, 3}}, {"logprobs", {-0.5, -1.0, -2.0}}});
+      replies.push_back({{"content", "x"},
+                         {"token_ids", {1, 2, 3}},
+                         {"logprobs", {-0.5, -1.0, -2.0}},
+                         {"usage", {{"prompt_tokens", 17}, {"completion_tokens", 3}}}});
     }
     return std::vector<std::string>{rpc::encode_result(r.id, {{"replies", replies}, {"policy_version", 12}})};
   });
@@ -125,6 +128,7 @@ TEST(ZmqPolicyTest, TokensAndLogprobsArriveIntact) {
   ASSERT_TRUE(reply.error.empty()) << reply.error;
   EXPECT_EQ(*reply.token_ids, (std::vector<int64_t>{1, 2, 3}));
   EXPECT_EQ(*reply.logprobs, (std::vector<double>{-0.5, -1.0, -2.0}));
+  EXPECT_EQ(reply.usage, json({{"prompt_tokens", 17}, {"completion_tokens", 3}}));
   EXPECT_EQ(reply.policy_version, "12") << "an integer version is its decimal text";
 }
 
@@ -157,6 +161,19 @@ TEST(ZmqPolicyTest, MisbehavingServersGiveErrorRepliesNotCrashes) {
          return std::vector<std::string>{rpc::encode_result(r.id, {{"replies", replies}})};
        },
        "contnet"},
+      {"usage with a negative count",
+       [](const rpc::Request& r) {
+         json replies =
+             json::array({{{"content", "a"}, {"usage", {{"total_tokens", -1}}}}, {{"content", "b"}}});
+         return std::vector<std::string>{rpc::encode_result(r.id, {{"replies", replies}})};
+       },
+       "/replies/0/usage/total_tokens"},
+      {"usage with an unknown key",
+       [](const rpc::Request& r) {
+         json replies = json::array({{{"content", "a"}, {"usage", {{"cached_tokens", 1}}}}, {{"content", "b"}}});
+         return std::vector<std::string>{rpc::encode_result(r.id, {{"replies", replies}})};
+       },
+       "cached_tokens"},
       {"garbage, then the real reply",
        [](const rpc::Request& r) {
          json replies = json::array({{{"content", "a"}}, {{"content", "b"}}});

@@ -44,7 +44,8 @@ ActFn = Callable[[List[Dict[str, Any]]], Sequence[Any]]
 log = logging.getLogger("kforge.policy_server")
 
 _REPLY_KEYS = ("content", "tool_calls", "token_ids", "logprobs", "policy_version", "finish_reason", "error",
-               "latency_ms")
+               "latency_ms", "usage")
+_USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 
 class _BadRequest(Exception):
@@ -104,6 +105,13 @@ def normalize_reply(reply: Any, policy_version: str) -> Dict[str, Any]:
         out["error"] = str(reply["error"])
     if reply.get("latency_ms") is not None:
         out["latency_ms"] = max(0.0, float(reply["latency_ms"]))
+    if reply.get("usage") is not None:
+        usage = reply["usage"]
+        if not isinstance(usage, dict) or set(usage) - set(_USAGE_KEYS):
+            raise ValueError(f"usage must be a dict with keys among {list(_USAGE_KEYS)}")
+        out["usage"] = {k: int(v) for k, v in usage.items() if v is not None}
+        if any(v < 0 for v in out["usage"].values()):
+            raise ValueError("usage counts must be non-negative")
     return out
 
 

@@ -28,6 +28,7 @@ def tool_reply(name: str, source: str = CORRECT, turn: int = 0) -> Dict[str, Any
                         "function": {"name": name, "arguments": json.dumps({"source": source})}}],
         "token_ids": [5, 6, 7],
         "logprobs": [-0.1, -0.2, -0.3],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 3, "total_tokens": 43},
     }
 
 
@@ -77,6 +78,8 @@ def test_a_rollout_through_the_python_server_carries_tokens_and_versions(tmp_pat
         turn = t["turns"][0]
         assert turn["info"]["policy"]["token_ids"] == [5, 6, 7]
         assert turn["info"]["policy"]["logprobs"] == [-0.1, -0.2, -0.3]
+        assert turn["info"]["policy"]["usage"] == {"prompt_tokens": 40, "completion_tokens": 3, "total_tokens": 43}
+        assert t["info"]["usage"] == turn["info"]["policy"]["usage"]
         assert turn["info"]["env"]["measurement"]["outcome"] == "correct"
         assert turn["messages"][1] == {"role": "tool", "tool_call_id": "c0", "content": turn["observation"]["text"]}
         assert t["info"]["group"]["size"] == 3

@@ -87,5 +87,8 @@ json to_json(const PolicyReply& r);
 SamplingParams sampling_params_from_field(const Field& field);
 PolicyRequest policy_request_from_field(const Field& field);
 PolicyReply policy_reply_from_field(const Field& field);
+// A reply's `usage`: {"prompt_tokens", "completion_tokens", "total_tokens"},
+// each an integer >= 0 or absent; other keys are errors.
+json usage_from_field(const Field& field);
 
 }  // namespace kforge::rollout

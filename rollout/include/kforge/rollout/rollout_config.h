@@ -13,6 +13,7 @@
 
 #include "kforge/core/document.h"
 #include "kforge/rollout/baseline_policy.h"
+#include "kforge/rollout/openai_policy.h"
 #include "kforge/rollout/policy.h"
 #include "kforge/rollout/zmq_policy.h"
 
@@ -21,13 +22,39 @@ namespace kforge::rollout {
 enum class PolicyKind {
   kBaseline,  // the built-in template policy, in process
   kZmq,       // a trainer-served policy (kforge.PolicyServer, kforge policy-server)
+  kOpenAi,    // an OpenAI-compatible chat-completions server (needs libcurl)
 };
 
 struct PolicyConfig {
   PolicyKind kind = PolicyKind::kBaseline;
   ZmqPolicyConfig zmq;
   BaselineConfig baseline;
+  OpenAiPolicyConfig openai;
   SamplingParams sampling;  // sent with every request (seed: per episode)
+};
+
+// The trajectory stream to the trainer (trainer_bridge/STREAM.md): the
+// runner writes through a TrajectorySender (kforge_rollout_stream) built
+// from this; the CLI owns it so that this library needs no stream code.
+struct StreamConfig {
+  std::string endpoint;  // the receiver's; empty: no stream
+  // Stable across restarts of this worker, unique among the receiver's.
+  std::string worker_id = "rollout";
+  // Unacknowledged trajectories wait here (and survive a restart); empty:
+  // "rollout-spool/<worker_id>" in the working directory.
+  std::filesystem::path spool_dir;
+  // CurveZMQ: the receiver's public key and this worker's secret key, each
+  // Z85 text or a certificate file (kforge keygen); empty: the environment
+  // (KFORGE_CURVE_SERVER_KEY, KFORGE_CURVE_SECRET_KEY), else no encryption.
+  std::string curve_server_key;
+  std::string curve_secret_key;
+  // At the end of the run, how long to wait for the receiver's acks; what is
+  // still unacknowledged stays in the spool and is reported.
+  double flush_timeout_s = 60.0;
+
+  std::filesystem::path spool_path() const {
+    return spool_dir.empty() ? std::filesystem::path("rollout-spool") / worker_id : spool_dir;
+  }
 };
 
 enum class GroupNormalization { kAuto, kNone, kMean, kMeanStd };
@@ -58,9 +85,9 @@ struct RolloutConfig {
   // seen by more than this is dropped and its slot re-queued (-1: no limit).
   int max_policy_lag = -1;
   GroupNormalization group_normalization = GroupNormalization::kAuto;
-  // Trajectories: a JSONL file (empty: none), and/or a stream endpoint.
+  // Trajectories: a JSONL file (empty: none), and/or the stream.
   std::filesystem::path output;
-  std::string stream;
+  StreamConfig stream;
   uint64_t seed = 0;
 };
 

@@ -73,6 +73,9 @@ struct RolloutStats {
   double policy_ms = 0.0;    // summed over batches (time the policy took to answer)
   double env_step_ms = 0.0;  // summed over steps (info.timings.step_ms)
   double mean_reward = 0.0;  // over written trajectories
+  // Every sink held everything at the end (the stream: acknowledged within
+  // stream.flush_timeout_s).
+  bool sinks_flushed = true;
   json to_json() const;
 };
 
