@@ -394,9 +394,9 @@ TEST(RolloutConfigTest, ErrorsNameTheFieldAndLine) {
   // The stream section: endpoint required, worker ids bounded, keys known.
   EXPECT_NE(error_of("tasks: t.jsonl\nstream: {worker_id: w}\n").find("endpoint"), std::string::npos);
   EXPECT_NE(error_of("tasks: t.jsonl\nstream: {endpoint: localhost}\n").find("/stream/endpoint"), std::string::npos);
-  EXPECT_NE(error_of("tasks: t.jsonl\nstream: {endpoint: tcp://127.0.0.1:1, worker_id: \"a b\"}\n")
-                .find("/stream/worker_id"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("tasks: t.jsonl\nstream: {endpoint: tcp://127.0.0.1:1, worker_id: \"a b\"}\n").find("/stream/worker_id"),
+      std::string::npos);
   EXPECT_NE(error_of("tasks: t.jsonl\nstream: {endpoint: tcp://127.0.0.1:1, spool: x}\n").find("spool"),
             std::string::npos);
   const RolloutConfig streamed = parse_rollout_config(Document::from_yaml_text(

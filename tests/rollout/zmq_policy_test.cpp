@@ -163,8 +163,7 @@ TEST(ZmqPolicyTest, MisbehavingServersGiveErrorRepliesNotCrashes) {
        "contnet"},
       {"usage with a negative count",
        [](const rpc::Request& r) {
-         json replies =
-             json::array({{{"content", "a"}, {"usage", {{"total_tokens", -1}}}}, {{"content", "b"}}});
+         json replies = json::array({{{"content", "a"}, {"usage", {{"total_tokens", -1}}}}, {{"content", "b"}}});
          return std::vector<std::string>{rpc::encode_result(r.id, {{"replies", replies}})};
        },
        "/replies/0/usage/total_tokens"},
