@@ -29,6 +29,8 @@ void add_eval_command(CLI::App& app, CommandFn* selected);
 void add_task_command(CLI::App& app, CommandFn* selected);
 void add_demo_command(CLI::App& app, CommandFn* selected);
 void add_serve_command(CLI::App& app, CommandFn* selected);
+void add_rollout_command(CLI::App& app, CommandFn* selected);
+void add_policy_server_command(CLI::App& app, CommandFn* selected);
 void add_replay_command(CLI::App& app, CommandFn* selected);
 // The trajectory stream (trainer_bridge/STREAM.md).
 void add_keygen_command(CLI::App& app, CommandFn* selected);
