@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 std::atomic<bool> g_stop{false};
-extern "C" void on_stop_signal(int) { g_stop = true; }
+extern "C" void on_receive_stop_signal(int) { g_stop = true; }
 
 struct ReceiveArgs {
   std::string bind = "tcp://127.0.0.1:5557";
@@ -174,8 +174,8 @@ int run_receive(const ReceiveArgs& a) {
   cp.writing.clear();
   save_checkpoint(checkpoint_file, cp, a.fsync);
 
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGTERM, on_stop_signal);
+  std::signal(SIGINT, on_receive_stop_signal);
+  std::signal(SIGTERM, on_receive_stop_signal);
   const nlohmann::ordered_json ready = {
       {"endpoint", receiver.endpoint()}, {"pid", static_cast<int>(::getpid())}, {"out", out}, {"records", cp.records}};
   std::cout << ready.dump() << std::endl;

@@ -45,11 +45,11 @@ struct SynthArgs {
 // (SA_RESETHAND restores the default action).
 std::atomic<bool> g_cancel{false};
 
-extern "C" void on_stop_signal(int) { g_cancel.store(true); }
+extern "C" void on_synth_stop_signal(int) { g_cancel.store(true); }
 
 void install_stop_handlers() {
   struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
+  sa.sa_handler = on_synth_stop_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESETHAND;
   sigaction(SIGINT, &sa, nullptr);

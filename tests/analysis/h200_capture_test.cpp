@@ -51,22 +51,22 @@ TEST(H200CaptureTest, CuobjdumpSassOfASharedObject) {
   EXPECT_EQ(parsed, instruction_lines(text));
 
   const auto mixes = mixes_of(fns);
-  const SassMix& vec = mix_of(mixes, "_Z15vec4_add_kernelPK6float4S1_PS_i");
+  const SassMix vec = mix_of(mixes, "_Z15vec4_add_kernelPK6float4S1_PS_i");
   EXPECT_EQ(vec.access_bits.at("global_load").at(128), 2);
   EXPECT_EQ(vec.access_bits.at("global_store").at(128), 1);
   EXPECT_EQ(vec.count_opcode("FADD"), 4);
   EXPECT_TRUE(sass_mix_hints(vec, nullptr, "sm_90a").empty());
 
-  const SassMix& scale = mix_of(mixes, "_Z12scale_kernelPfPKffi");
+  const SassMix scale = mix_of(mixes, "_Z12scale_kernelPfPKffi");
   EXPECT_EQ(scale.access_bits.at("global_load").size(), 1u);
   EXPECT_GE(scale.count_opcode("FCHK"), 1);
   EXPECT_GE(scale.count_opcode("MUFU"), 1);
   const auto scale_hints = sass_mix_hints(scale, nullptr, "sm_90a");
   EXPECT_EQ(scale_hints.size(), 2u);  // vectorize, division
 
-  const SassMix& wmma = mix_of(mixes, "_Z11wmma_kernelPK6__halfS1_Pf");
+  const SassMix wmma = mix_of(mixes, "_Z11wmma_kernelPK6__halfS1_Pf");
   EXPECT_GE(wmma.count_opcode("HMMA"), 1);
-  const SassMix& smem = mix_of(mixes, "_Z11smem_kernelPfPKfi");
+  const SassMix smem = mix_of(mixes, "_Z11smem_kernelPfPKfi");
   EXPECT_GE(smem.count_opcode("BAR"), 1);
   EXPECT_GE(smem.count_class("shared_store"), 1);
   EXPECT_GE(smem.count_class("shared_load"), 1);

@@ -32,6 +32,7 @@ namespace kforge::env {
 namespace {
 
 using testing::affine_task;
+using testing::task_larger_than_the_gpu;
 using testing::compile_cuda;
 using testing::compile_nvrtc;
 using testing::compile_torch_ext;
@@ -320,8 +321,10 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<FaultCase>& p) { return std::string(p.param.name); });
 
 TEST_F(CudaExecutorTest, ATaskTooLargeForTheGpuIsASystemErrorAndTheJudgeCarriesOn) {
-  // 2^36 floats = 256 GiB: neither the inputs nor the arena fit.
-  EvalReport r = evaluate(kAffineCorrect, affine_task(int64_t{1} << 26, 1024));
+  // Statically valid (each tensor within the limits), 160 GiB in all: the
+  // inputs do not fit. The affine candidate never gets to run: the reference
+  // fails first.
+  EvalReport r = evaluate(kAffineCorrect, task_larger_than_the_gpu());
   EXPECT_EQ(r.outcome, Outcome::kNotRun) << r.summary;
   EXPECT_EQ(r.summary.rfind("system error", 0), 0u) << r.summary;
   expect_correct_next("a task that does not fit");

@@ -98,6 +98,26 @@ TaskSpec affine_task(int64_t rows, int64_t cols) {
   return parse_task(Document::from_json_text(j.dump(), "<test task>"));
 }
 
+TaskSpec task_larger_than_the_gpu() {
+  // Every tensor within the static limits (limits::kMaxTensorElements), the
+  // task as a whole not: 20 inputs of 32768 x 65535 floats (8 GiB each) are
+  // 160 GiB, more than an H200's 141 GB.
+  constexpr int kInputs = 20;
+  json inputs = json::array();
+  json nodes = json::array();
+  for (int i = 0; i < kInputs; ++i) {
+    const std::string name = "x" + std::to_string(i);
+    inputs.push_back({{"name", name}, {"shape", {32768, 65535}}, {"dtype", "float32"}, {"init", "normal"}});
+    if (i == 0) continue;
+    const std::string prev = i == 1 ? "x0" : "t" + std::to_string(i - 1);
+    const std::string out = i == kInputs - 1 ? "y" : "t" + std::to_string(i);
+    nodes.push_back({{"op", "add"}, {"in", {prev, name}}, {"out", out}});
+  }
+  json j = {{"id", "test/larger_than_the_gpu"}, {"source", "user"},     {"inputs", inputs},
+            {"nodes", nodes},                   {"outputs", {"y"}}, {"tolerance", {{"atol", 1e-5}, {"rtol", 1e-5}}}};
+  return parse_task(Document::from_json_text(j.dump(), "<test task>"));
+}
+
 env::EvalOptions gpu_quick_options() {
   env::EvalOptions o;
   o.seeds = 2;

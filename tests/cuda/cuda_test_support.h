@@ -32,6 +32,10 @@ std::vector<std::string> example_names();
 // y = relu(x * w + b) over [rows, cols] with per-column w, b (float32).
 TaskSpec affine_task(int64_t rows, int64_t cols);
 
+// A task whose every tensor is within the static limits but whose inputs
+// together (160 GiB) do not fit on the GPU.
+TaskSpec task_larger_than_the_gpu();
+
 // Short warm-up and sampling caps, two seeds; every check on.
 env::EvalOptions gpu_quick_options();
 

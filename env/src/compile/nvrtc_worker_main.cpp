@@ -2,7 +2,7 @@
 // (nvrtc_worker_protocol.h). Long-lived, so that NVRTC's start-up (loading
 // its builtins, a few hundred ms) is paid once per worker and compiles stay
 // at NVRTC's warm speed; the service kills it on a timeout and starts a new
-// one. Each request sets the address-space limit (RLIMIT_AS, soft) that the
+// one. Each request sets the data limit (RLIMIT_DATA, soft) that the
 // compile runs under; NVRTC reports a failed allocation as
 // NVRTC_ERROR_OUT_OF_MEMORY, or the worker dies, and either way the service
 // says the compile exceeded its memory.
@@ -53,13 +53,18 @@ class Program {
 
 std::string api_error(const char* what, nvrtcResult r) { return std::string(what) + ": " + nvrtcGetErrorString(r); }
 
-// Sets the soft address-space limit for the next compile (0: none). Only the
-// soft limit: the next request may need a higher one.
+// Sets the soft data limit for the next compile (0: none). Only the soft
+// limit: the next request may need a higher one. RLIMIT_DATA, not RLIMIT_AS:
+// the data limit counts the writable private memory a compile can actually
+// use, while the address space also counts reservations nobody touches
+// (glibc's per-thread malloc arenas reserve 64 MiB each, up to 8 per core):
+// on the H200 machine's 16 cores NVRTC's own threads ran a fresh worker out
+// of a 4 GiB address space on its first, tiny compile.
 void limit_memory(uint64_t bytes) {
   rlimit current{};
-  if (::getrlimit(RLIMIT_AS, &current) != 0) return;
+  if (::getrlimit(RLIMIT_DATA, &current) != 0) return;
   current.rlim_cur = bytes == 0 ? current.rlim_max : std::min<rlim_t>(bytes, current.rlim_max);
-  ::setrlimit(RLIMIT_AS, &current);
+  ::setrlimit(RLIMIT_DATA, &current);
 }
 
 // The CPU time this compile may use on top of what the worker has used
@@ -167,6 +172,8 @@ int main(int argc, char** argv) {
   // source. A worker whose service is gone reads the end of its socket and
   // exits; one that is compiling then is ended by its CPU-time limit.
   if (::getppid() != static_cast<pid_t>(parent)) return 0;
+  // One compile at a time: a few malloc arenas are plenty (see limit_memory).
+  ::mallopt(M_ARENA_MAX, 2);
   kforge::exec::close_descriptors_from(protocol::kControlFd + 1);
   ::signal(SIGPIPE, SIG_IGN);
   warm_up();
