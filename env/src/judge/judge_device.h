@@ -84,6 +84,10 @@ class JudgeDevice {
   virtual uint64_t arena_alignment() const { return 64; }
   // Device facts for Executor::health() (free device memory, live arenas).
   virtual json health() { return json::object(); }
+  // The software a measurement on this device depends on ({"torch", and on
+  // GPUs "cuda_runtime", "cuda_driver", "compute_capability"}): with name(),
+  // the key of cached baselines (docs/execution.md, "Baseline cache").
+  virtual json versions() const;
   // "" while the judge's own device context is usable, else why not (a sticky
   // CUDA error). Checked after every request; the judge then exits so that the
   // Executor starts a fresh one for the next request.
@@ -99,5 +103,11 @@ class JudgeDevice {
 // Throws std::runtime_error with a clear message for a backend that is not
 // built ("CUDA backend not built into kforge-judge").
 std::unique_ptr<JudgeDevice> make_judge_device(const std::string& backend, int index);
+
+// The name of the GPU gate (common/gpu_gate.h) of device `index`: one per
+// physical GPU, whatever CUDA_VISIBLE_DEVICES makes its index ("gpu-" and the
+// PCI bus id; found without creating a context, so that it can be taken before
+// the judge's own context is created). "" for backends without a gate.
+std::string gpu_gate_key(const std::string& backend, int index);
 
 }  // namespace kforge::judge
