@@ -27,6 +27,8 @@ void JudgeConnection::start(const JudgeLaunch& launch) {
                "--runner",     launch.runner.string(),
                "--scratch",    launch.scratch.string(),
                "--parent-pid", std::to_string(::getpid())};
+  if (!launch.gate_dir.empty()) spec.args.insert(spec.args.end(), {"--gate-dir", launch.gate_dir.string()});
+  if (launch.cpu >= 0) spec.args.insert(spec.args.end(), {"--cpu", std::to_string(launch.cpu)});
   // The judge's stdout and stderr (libtorch warnings, crash messages) go to our stderr.
   spec.fds = {{0, devnull.get()}, {1, STDERR_FILENO}, {2, STDERR_FILENO}, {3, theirs.get()}};
   try {
@@ -34,6 +36,9 @@ void JudgeConnection::start(const JudgeLaunch& launch) {
   } catch (const SystemError& e) {
     throw JudgeFailure(e.what());
   }
+  // Only the judge may hold its end: a judge that dies before its hello must
+  // read as a closed channel now, not as silence until the start-up timeout.
+  theirs.reset();
   {
     std::lock_guard<std::mutex> lock(control_mutex_);
     control_ = std::move(ours);
@@ -53,6 +58,7 @@ void JudgeConnection::start(const JudgeLaunch& launch) {
     throw JudgeFailure("judge cannot use its device: " + error);
   }
   device_name_ = hello.body.value("device", "");
+  versions_ = hello.body.value("versions", nlohmann::json::object());
 }
 
 nlohmann::json JudgeConnection::exchange(const nlohmann::json& message, Deadline deadline) {

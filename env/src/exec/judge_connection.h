@@ -28,6 +28,8 @@ struct JudgeLaunch {
   std::string backend = "cpu";
   int device = 0;
   double startup_timeout_ms = 60000;
+  std::filesystem::path gate_dir;  // the GPU gate's lock files; empty: none
+  int cpu = -1;                    // the core to pin the judge (and its runners) to; -1: none
 };
 
 class JudgeConnection {
@@ -49,6 +51,8 @@ class JudgeConnection {
   bool running() const { return child_.running(); }
   pid_t pid() const { return child_.pid(); }
   const std::string& device_name() const { return device_name_; }
+  // What the judge's measurements depend on (JudgeDevice::versions()).
+  const nlohmann::json& versions() const { return versions_; }
   // The device itself is unusable (e.g. CUDA backend not built): restarting helps nothing.
   bool fatal() const { return fatal_; }
 
@@ -59,6 +63,7 @@ class JudgeConnection {
   UniqueFd control_;
   std::mutex control_mutex_;  // guards interrupt() against reset of control_
   std::string device_name_;
+  nlohmann::json versions_ = nlohmann::json::object();
   bool fatal_ = false;
 };
 

@@ -130,12 +130,7 @@ EnvPool::Impl::Impl(EnvConfig c, int num_envs, EnvServices s) : config(std::move
   toolset = std::make_unique<Toolset>(modes, config.default_mode, std::move(analysis));
 
   if (!services.executor) {
-    ExecutorConfig ec;
-    ec.backend = config.backend;
-    ec.device = config.device;
-    ec.tools_dir = config.tools_dir;
-    ec.scratch_dir = config.scratch_dir;
-    services.executor = make_executor(ec);
+    services.executor = make_executor(executor_config(config));
   }
   if (services.executor->backend() != config.backend) {
     throw InputError(config.source + ": the config's backend is " + backend_name(config.backend) +
@@ -152,7 +147,9 @@ EnvPool::Impl::Impl(EnvConfig c, int num_envs, EnvServices s) : config(std::move
       std::make_unique<internal::StepEngine>(config, *services.compiler, *services.executor, *reward, registry, ctx);
 
   slots = std::vector<Slot>(static_cast<size_t>(num_envs));
-  const int threads = std::min(config.step_threads, num_envs);
+  // Every lane of every device must be able to have a step waiting on it.
+  const int threads = std::min(
+      std::max(config.step_threads, config.placement.episodes_per_device * placed_device_count(config)), num_envs);
   for (int i = 0; i < threads; ++i) workers.emplace_back([this] { worker(); });
 }
 
