@@ -10,6 +10,10 @@ find_package(CLI11 REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
+# libcurl: the OpenAI-compatible HTTP policy (rollout/). Debian's
+# libcurl4-openssl-dev on dev/CI; where it is missing (the GPU machine may
+# lack the headers) that policy is left out and everything else builds.
+find_package(CURL QUIET)
 
 # yaml-cpp 0.7 (Debian 12) exports `yaml-cpp`, 0.8 exports `yaml-cpp::yaml-cpp`.
 if(TARGET yaml-cpp::yaml-cpp)

@@ -27,6 +27,7 @@ json to_json(const PolicyReply& r) {
   if (r.token_ids) j["token_ids"] = *r.token_ids;
   if (r.logprobs) j["logprobs"] = *r.logprobs;
   if (!r.error.empty()) j["error"] = r.error;
+  if (!r.usage.is_null()) j["usage"] = r.usage;
   return j;
 }
 

@@ -211,3 +211,11 @@ std::string run_cuda_tool(const std::string& tool, const std::vector<std::string
 }
 
 }  // namespace kforge::env::analysis_detail
+
+namespace kforge::env {
+
+std::optional<std::filesystem::path> find_cuda_binary_tool(const std::string& name, const AnalysisConfig& config) {
+  return analysis_detail::find_cuda_tool(name, config);
+}
+
+}  // namespace kforge::env

@@ -10,7 +10,16 @@ environment cannot take the trainer down. Needs only pyzmq and msgpack.
         obs, info = env.reset(task=task_dict, seed=0)
         obs, reward, terminated, truncated, info = env.step(tool_call)
 
-See docs/python.md and trainer_bridge/PROTOCOL.md.
+Trainers that let KernelForge's rollout workers run the episodes receive
+the finished trajectories instead, exactly once, from a TrajectoryStream:
+
+    from kforge import TrajectoryStream
+    with TrajectoryStream("tcp://127.0.0.1:5557", state_dir="stream-state") as stream:
+        for batch in stream.batches(size=64, timeout=5.0):
+            train_on(batch.trajectories)
+            stream.ack(batch)
+
+See docs/python.md, trainer_bridge/PROTOCOL.md and trainer_bridge/STREAM.md.
 """
 
 from .client import Client
@@ -19,11 +28,14 @@ from .errors import KForgeError, KForgeTimeout, ServerExited
 from .pool import RemoteEnvPool, StepResult
 from .protocol import ERROR_CODES, PROTOCOL_VERSION, Reply
 from .server import LocalServer
+from .stream import Batch, Delivery, TrajectoryStream
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Batch",
     "Client",
+    "Delivery",
     "ERROR_CODES",
     "KForgeError",
     "KForgeTimeout",
@@ -34,6 +46,7 @@ __all__ = [
     "Reply",
     "ServerExited",
     "StepResult",
+    "TrajectoryStream",
     "action_params",
     "load_task",
     "tool_message",

@@ -62,6 +62,11 @@ struct AnalysisConfig {
   size_t max_text_chars = 4000;
 };
 
+// Where a CUDA binary utility ("cuobjdump", "nvdisasm") is, searched as the
+// tools search for it; nullopt where it is not installed (the dev and CI
+// hosts have none), so callers can skip work that would only feed it.
+std::optional<std::filesystem::path> find_cuda_binary_tool(const std::string& name, const AnalysisConfig& config = {});
+
 // Everything a tool may look at. Pointers may be null where the caller has
 // nothing (a tool that needs one reports a clear error).
 struct AnalysisInput {

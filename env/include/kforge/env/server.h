@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "kforge/core/document.h"
+#include "kforge/core/endpoint.h"
 #include "kforge/core/task_set.h"
 #include "kforge/core/task_spec.h"
 #include "kforge/env/env_config.h"
@@ -105,8 +106,6 @@ class Server {
   std::unique_ptr<Impl> impl_;
 };
 
-// True for endpoints only this host can reach: tcp:// on a loopback address
-// (127.0.0.0/8, ::1, localhost, lo), ipc:// and inproc://.
-bool is_local_endpoint(const std::string& endpoint);
+using kforge::is_local_endpoint;  // kforge/core/endpoint.h
 
 }  // namespace kforge::env

@@ -60,6 +60,9 @@ struct PolicyReply {
   // policy's failure.
   std::string error;
   double latency_ms = 0.0;
+  // Token counts when the policy reports them: {"prompt_tokens",
+  // "completion_tokens", "total_tokens"}; null otherwise.
+  json usage = nullptr;
 };
 
 class Policy {
