@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "kforge/core/action.h"
+#include "kforge/core/error.h"
 #include "kforge/core/jsonl.h"
 #include "kforge/core/sha256.h"
 #include "kforge/env/env_pool.h"
@@ -225,6 +226,35 @@ std::map<std::string, json> read_results(const fs::path& path) {
   return rows;
 }
 
+// A run killed mid-write leaves a last line without its newline. It is cut
+// off before appending: written after it, the next row would join it into
+// one line that no reader can parse.
+void drop_torn_tail(const fs::path& path) {
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(path, ec);
+  if (ec || size == 0) return;
+  std::ifstream in(path, std::ios::binary);
+  char last = 0;
+  in.seekg(static_cast<std::streamoff>(size - 1));
+  if (!in.get(last) || last == '\n') return;
+  // Back to the last newline, a chunk at a time.
+  constexpr uintmax_t kChunk = 1 << 16;
+  uintmax_t keep = size;
+  std::string buf;
+  while (keep > 0) {
+    const uintmax_t from = keep > kChunk ? keep - kChunk : 0;
+    buf.resize(static_cast<size_t>(keep - from));
+    in.seekg(static_cast<std::streamoff>(from));
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const size_t nl = buf.rfind('\n');
+    keep = nl == std::string::npos ? from : from + nl + 1;
+    if (nl != std::string::npos) break;
+  }
+  in.close();
+  fs::resize_file(path, keep, ec);
+  if (ec) throw SystemError(path.string() + ": cannot cut off its torn last line: " + ec.message());
+}
+
 json base_row(const BatchPair& p) {
   json row = {{"key", p.key}, {"label", p.label}, {"task", p.task_ref}, {"solution", p.solution_ref}};
   if (p.task) row["task_id"] = p.task->id;
@@ -389,6 +419,7 @@ int run_batch(const BatchArgs& a, const env::EnvConfig& config) {
     }
   }
 
+  drop_torn_tail(a.results);
   JsonlWriter out(a.results, JsonlWriter::Mode::kAppend);
   Progress progress(todo.size(), !a.progress_lines && ::isatty(STDERR_FILENO));
   size_t evaluated_now = 0;

@@ -235,6 +235,15 @@ TEST(CliTest, EvalBatchOverAFolderWritesResultsAndResumes) {
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_EQ(json::parse(r.out)["evaluated_now"], 1) << r.out;
   EXPECT_EQ(json::parse(r.out)["pairs"], 5) << r.out;
+  // The torn line was cut off, not glued to the next row: the file reads
+  // whole, one row per pair, and a third run has nothing left to do.
+  rows = results_by_key(results, &lines);
+  EXPECT_EQ(rows.size(), 5u);
+  EXPECT_EQ(lines, 5u);
+  r = run_kforge("eval " + task_arg() + common + " --json", /*merge_stderr=*/false);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(json::parse(r.out)["evaluated_now"], 0) << r.out;
+  EXPECT_EQ(json::parse(r.out)["from_earlier_results"], 5) << r.out;
 }
 
 TEST(CliTest, EvalBatchReadsListAndJsonlPairsAndReportsBadInput) {

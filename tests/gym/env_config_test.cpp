@@ -146,6 +146,10 @@ TEST(EnvConfigTest, PlacementIsReadBoundedAndBecomesTheExecutorConfig) {
   msg = error("device: 1\nplacement: {devices: [0, 2]}\n");
   EXPECT_NE(msg.find("not among placement.devices"), std::string::npos) << msg;
   msg = error("placement: {lanes: 2}\n");
+  EXPECT_NE(msg.find("unknown key \"lanes\"; allowed keys: cpu_slots, devices, episodes_per_device, lanes_per_device"),
+            std::string::npos)
+      << msg;
+  msg = error("placement: {lane_per_device: 2}\n");
   EXPECT_NE(msg.find("did you mean \"lanes_per_device\""), std::string::npos) << msg;
   std::string big = "placement: {devices: [";
   for (int i = 0; i < 65; ++i) big += (i ? ", " : "") + std::to_string(i);
