@@ -11,6 +11,10 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#ifdef KFORGE_BENCH_NVRTC_IN_PROCESS
+#include <nvrtc.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -149,6 +153,51 @@ void BM_Nvrtc(benchmark::State& state) {
   notes()["nvrtc"] = "first compile in the process (cold): " + std::to_string(static_cast<int>(cold)) + " ms";
   run_compiler(state, *compiler, nvrtc_solution(), nvrtc_context(), "nvrtc");
 }
+
+#ifdef KFORGE_BENCH_NVRTC_IN_PROCESS
+// The baseline for the worker: the same program, options and name
+// expression compiled by NVRTC inside this process, CUBIN and lowered name
+// read back, as nvrtc_compiler.cpp did before compiles moved to kforge-nvrtc.
+// What the worker adds is the request and reply frames and a process switch.
+void BM_NvrtcInProcess(benchmark::State& state) {
+  std::vector<std::string> args = {"--gpu-architecture=sm_90a", "-std=c++17", "-default-device", "--ptxas-options=-v"};
+  for (const auto& d : default_cuda_include_dirs()) args.push_back("--include-path=" + d.string());
+  std::vector<const char*> c_args;
+  for (const auto& a : args) c_args.push_back(a.c_str());
+  auto once = [&] {
+    nvrtcProgram prog = nullptr;
+    nvrtcCreateProgram(&prog, kKernel, "candidate.cu", 0, nullptr, nullptr);
+    nvrtcAddNameExpression(prog, "scale<float>");
+    const nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(c_args.size()), c_args.data());
+    size_t log_size = 0, cubin_size = 0;
+    nvrtcGetProgramLogSize(prog, &log_size);
+    std::string log(log_size, '\0');
+    nvrtcGetProgramLog(prog, log.data());
+    const char* lowered = nullptr;
+    nvrtcGetLoweredName(prog, "scale<float>", &lowered);
+    nvrtcGetCUBINSize(prog, &cubin_size);
+    std::string cubin(cubin_size, '\0');
+    nvrtcGetCUBIN(prog, cubin.data());
+    nvrtcDestroyProgram(&prog);
+    return r == NVRTC_SUCCESS && lowered != nullptr;
+  };
+  static const double cold = [&] {
+    const auto t = Clock::now();
+    once();
+    return ms_since(t);
+  }();
+  notes()["nvrtc_in_process"] =
+      "first compile in the process (cold): " + std::to_string(static_cast<int>(cold)) + " ms";
+  for (auto _ : state) {
+    const auto t = Clock::now();
+    if (!once()) {
+      state.SkipWithError("NVRTC failed in process");
+      return;
+    }
+    record(state, "nvrtc_in_process", ms_since(t));
+  }
+}
+#endif
 
 void BM_Nvcc(benchmark::State& state) {
   auto compiler = make_nvcc_compiler();
@@ -345,8 +394,9 @@ void print_summary() {
   };
   // torch_ext has no target of its own; the issue asks for "far less" than
   // the baseline, which the ratio column shows.
-  const std::vector<Row> rows = {{"nvrtc", 60},           {"nvcc", 2500},        {"torch_ext", 0},           {"cpp", 0},
-                                 {"cache_hit_memory", 5}, {"cache_hit_disk", 5}, {"nvcc_torch_extension", 0}};
+  const std::vector<Row> rows = {
+      {"nvrtc", 60}, {"nvrtc_in_process", 0}, {"nvcc", 2500},        {"torch_ext", 0},
+      {"cpp", 0},    {"cache_hit_memory", 5}, {"cache_hit_disk", 5}, {"nvcc_torch_extension", 0}};
   const auto& s = samples();
   const auto baseline = s.find("nvcc_torch_extension");
   const double base_p50 = baseline == s.end() || baseline->second.empty() ? 0 : percentile(baseline->second, 0.5);
@@ -371,6 +421,13 @@ void print_summary() {
     if (row.name == "nvcc_torch_extension") std::snprintf(ratio, sizeof(ratio), "baseline");
     std::printf("%-22s %4zu %11.2f %11.2f %10s %13s\n", row.name.c_str(), it->second.size(), p50, p95, target, ratio);
   }
+  const auto worker = s.find("nvrtc");
+  const auto in_process = s.find("nvrtc_in_process");
+  if (worker != s.end() && in_process != s.end() && !worker->second.empty() && !in_process->second.empty()) {
+    const double w = percentile(worker->second, 0.5), p = percentile(in_process->second, 0.5);
+    std::printf("nvrtc worker vs in process (p50): %.2f ms vs %.2f ms, ratio %.3f (%+.2f ms per compile)\n", w, p,
+                w / p, w - p);
+  }
   for (const auto& [name, note] : notes()) std::printf("note (%s): %s\n", name.c_str(), note.c_str());
   if (base_p50 == 0) std::printf("note: no torch extension baseline in this run, so no ratios\n");
 }
@@ -382,6 +439,12 @@ int main(int argc, char** argv) {
   using namespace kforge::env;
   if (have_nvrtc()) {
     benchmark::RegisterBenchmark("Nvrtc", BM_Nvrtc)->Iterations(20)->UseManualTime()->Unit(benchmark::kMillisecond);
+#ifdef KFORGE_BENCH_NVRTC_IN_PROCESS
+    benchmark::RegisterBenchmark("NvrtcInProcess", BM_NvrtcInProcess)
+        ->Iterations(20)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+#endif
     benchmark::RegisterBenchmark("Nvcc", BM_Nvcc)->Iterations(5)->UseManualTime()->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("TorchExt", BM_TorchExt)
         ->Iterations(5)

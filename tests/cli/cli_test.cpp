@@ -84,6 +84,41 @@ TEST(CliTest, EvalOfAWrongSolutionStillSucceeds) {
   EXPECT_TRUE(j["reward_components"].contains("tiered"));
 }
 
+// Issue 12's first row, through the command: a CPU candidate that writes
+// {"type": 7} to the runner's control socket used to end as "system error"
+// with exit 3 (reward 0, turn not counted). It is the candidate's doing: the
+// violation harness_tamper, a negative reward, exit 0.
+TEST(CliTest, EvalOfAForgedControlFrameIsTheCandidatesViolation) {
+  const fs::path source = fs::path(KFORGE_BINARY_DIR) / "tests" / "cli" / "control_frame_type_7.cpp";
+  fs::create_directories(source.parent_path());
+  std::FILE* f = std::fopen(source.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs(R"(#include <kforge/kernel_abi.h>
+#include <stdio.h>
+extern "C" int kf_forward(const kf_tensor*, int, kf_tensor*, int, void*) {
+  static const unsigned char frame[] = {7, 0, 0, 0, 0x81, 0xa4, 't', 'y', 'p', 'e', 0x07};
+  fputc('
+', stdout); fflush(stdout);
+  int saved = stdout->_fileno; stdout->_fileno = 3;
+  fwrite(frame, 1, sizeof(frame), stdout); fflush(stdout);
+  stdout->_fileno = saved;
+  return 0;
+}
+)",
+             f);
+  std::fclose(f);
+  const CmdResult r = run_kforge("eval --json " + task_arg() + " --solution '" + source.string() + "' " + config_arg(),
+                                 /*merge_stderr=*/false);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["verdict"], "violation") << r.out;
+  bool tamper = false;
+  for (const auto& v : j["measurement"].value("violations", json::array()))
+    tamper = tamper || v["check"] == "harness_tamper";
+  EXPECT_TRUE(tamper) << j["measurement"].dump();
+  EXPECT_LT(j["reward"].get<double>(), 0.0);
+}
+
 TEST(CliTest, TaskRenderPrintsKernelBenchPython) {
   const CmdResult r = run_kforge("task render '" + (kData / "scale_bias_relu.json").string() + "'");
   ASSERT_EQ(r.code, 0) << r.output;

@@ -594,5 +594,35 @@ TEST_F(CudaExecutorTest, TorchExtWrongOutputShapeIsARuntimeErrorSayingWhich) {
   expect_correct_next("a torch_ext entry that returned the wrong shape");
 }
 
+// The judge's memory bound on the device (docs/execution.md, "The judge's
+// memory"): PyTorch's caching allocator keeps a huge task's blocks, which
+// candidates would then miss. With the threshold below that task's
+// footprint, the judge empties the cache after the request, and evaluations
+// stay correct.
+TEST(CudaJudgeMemory, AHugeTasksCachedDeviceMemoryIsGivenBack) {
+  ExecutorConfig config;
+  config.backend = BackendKind::kCuda;
+  config.judge_device_trim_above_bytes = uint64_t{256} << 20;
+  std::unique_ptr<Executor> executor = make_executor(config);
+  auto run = [&](const TaskSpec& task) {
+    EvalRequest req;
+    req.task = task;
+    req.artifact = compile_cuda(kAffineCorrect, task);
+    req.verify = true;
+    req.options = gpu_quick_options();
+    return executor->submit(req).get();
+  };
+  EvalReport first = run(affine_task(512, 256));
+  ASSERT_EQ(first.outcome, Outcome::kCorrect) << first.summary;
+  // 2^14 x 2^13 floats: 512 MiB per tensor, far above the threshold.
+  EvalReport huge = run(affine_task(int64_t{1} << 14, int64_t{1} << 13));
+  ASSERT_EQ(huge.outcome, Outcome::kCorrect) << huge.summary;
+  const json memory = executor->health().value("memory", json::object());
+  EXPECT_GE(memory.value("device_releases", 0), 1) << memory.dump();
+  EvalReport after = run(affine_task(512, 256));
+  EXPECT_EQ(after.outcome, Outcome::kCorrect) << after.summary;
+  EXPECT_EQ(executor->restarts(), 0) << "the device figure must never retire the judge";
+}
+
 }  // namespace
 }  // namespace kforge::env

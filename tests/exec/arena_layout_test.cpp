@@ -40,5 +40,45 @@ TEST(ArenaLayout, RejectsBadGeometry) {
   EXPECT_THROW(plan_arena({1}, 4096, 8192), std::invalid_argument);
 }
 
+// Canary bands (arena_canary.h): the free bytes on both sides of every
+// tensor, up to the band width, merged, never over a tensor.
+TEST(CanaryBands, CoverTheFreeBytesAroundEachTensor) {
+  ArenaLayout l = plan_arena({100, 8192}, 4096, 64);
+  const uint64_t a = l.data_offset(0, 100), b = l.data_offset(1, 4096);  // slot 1 holds a smaller variant
+  std::vector<ByteRange> bands = canary_bands(l, {{b, 4096}, {a, 100}}, 1u << 20);
+  // Everything that is not a tensor, in two pieces: before a, and between a and b (the
+  // padding after a, the guard page, slot 1's slack) plus the guard after b.
+  ASSERT_EQ(bands.size(), 3u);
+  EXPECT_EQ(bands[0].offset, 0u);
+  EXPECT_EQ(bands[0].end(), a);
+  EXPECT_EQ(bands[1].offset, a + 100);
+  EXPECT_EQ(bands[1].end(), b);
+  EXPECT_EQ(bands[2].offset, b + 4096);
+  EXPECT_EQ(bands[2].end(), l.size);
+}
+
+TEST(CanaryBands, AreLimitedToTheBandWidth) {
+  ArenaLayout l = plan_arena({1 << 20, 1 << 20}, 4096, 64);
+  const uint64_t a = l.data_offset(0, 64), b = l.data_offset(1, 1 << 20);
+  std::vector<ByteRange> bands = canary_bands(l, {{a, 64}, {b, 1 << 20}}, 256);
+  // 256 bytes on each side of each tensor: slot 0's slack before a, the guard
+  // page after a, the same guard page before b, the last guard after b.
+  ASSERT_EQ(bands.size(), 4u);
+  EXPECT_EQ(bands[0].offset, a - 256);
+  EXPECT_EQ(bands[0].end(), a);
+  EXPECT_EQ(bands[1].offset, a + 64);
+  EXPECT_EQ(bands[1].end(), a + 64 + 256);
+  EXPECT_EQ(bands[2].offset, b - 256);
+  EXPECT_EQ(bands[2].end(), b);
+  EXPECT_EQ(bands[3].offset, b + (1u << 20));
+  EXPECT_EQ(bands[3].end(), b + (1u << 20) + 256);
+  for (const ByteRange& band : bands) {
+    EXPECT_TRUE(band.end() <= a || band.offset >= a + 64);
+    EXPECT_TRUE(band.end() <= b || band.offset >= b + (1u << 20));
+  }
+}
+
+TEST(CanaryBands, NoTensorsNoBands) { EXPECT_TRUE(canary_bands(plan_arena({64}, 4096, 64), {}).empty()); }
+
 }  // namespace
 }  // namespace kforge::exec

@@ -265,6 +265,61 @@ TEST_F(ExecutorTest, HealthShowsNoLeftovers) {
   EXPECT_EQ(h["scratch_entries"], 1);  // the spare's directory
 }
 
+// A task no output can pass (log of normal inputs: NaN for every negative
+// input) is the task's fault, never the candidate's: a system error naming
+// the task, not `wrong` (judge/reference_sanity.h).
+TEST_F(ExecutorTest, NonFiniteReferenceIsTheTasksFault) {
+  const TaskSpec task = testing::task_from_json(R"({"id": "tests/log_of_normal",
+    "inputs": [{"name": "x", "shape": [256], "dtype": "float32", "init": "normal"}],
+    "nodes": [{"op": "log", "in": ["x"], "out": "out"}],
+    "outputs": ["out"]})");
+  const char* log_candidate = R"(
+#include <kforge/kernel_abi.h>
+#include <math.h>
+extern "C" int kf_forward(const kf_tensor* in, int, kf_tensor* out, int, void*) {
+  const float* x = (const float*)in[0].data; float* o = (float*)out[0].data;
+  for (int64_t i = 0; i < kf_numel(&out[0]); ++i) o[i] = logf(x[i]);
+  return 0;
+}
+)";
+  EvalReport r = evaluate(log_candidate, task);
+  EXPECT_EQ(r.outcome, Outcome::kNotRun) << r.summary;
+  EXPECT_EQ(r.summary.rfind("system error: invalid task tests/log_of_normal: the reference output out has ", 0), 0u)
+      << r.summary;
+  EXPECT_NE(r.summary.find("(seed 0, base shape)"), std::string::npos) << r.summary;
+  EXPECT_TRUE(r.violations.empty());
+}
+
+// The memory bound (judge/memory_bound.h) with limits below what any judge
+// holds: every request trims, and every request retires the judge, which
+// the next request replaces; evaluations stay correct throughout.
+TEST(ExecutorMemoryBound, TrimsAndRetiresAboveTheLimits) {
+  ExecutorConfig config;
+  config.backend = BackendKind::kCpu;
+  config.judge_trim_above_bytes = uint64_t{1} << 20;
+  std::unique_ptr<Executor> trimming = make_executor(config);
+  EvalRequest req;
+  req.task = testing::elementwise_chain_task(1 << 16);
+  req.artifact = testing::artifact_for(testing::compile_candidate(cand::kChainCorrect));
+  req.verify = true;
+  req.options = testing::quick_options();
+  EXPECT_EQ(trimming->submit(req).get().outcome, Outcome::kCorrect);
+  EXPECT_EQ(trimming->submit(req).get().outcome, Outcome::kCorrect);
+  json h = trimming->health();
+  ASSERT_TRUE(h.contains("memory")) << h.dump();
+  EXPECT_EQ(h["memory"]["trims"], 2);
+  EXPECT_GT(h["memory"]["rss_bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(trimming->restarts(), 0);
+
+  config.judge_retire_above_bytes = uint64_t{1} << 20;
+  std::unique_ptr<Executor> retiring = make_executor(config);
+  EXPECT_EQ(retiring->submit(req).get().outcome, Outcome::kCorrect);
+  EXPECT_EQ(retiring->judge_pid(), 0);  // retired after its report, and reaped
+  EvalReport second = retiring->submit(req).get();
+  EXPECT_EQ(second.outcome, Outcome::kCorrect) << second.summary;
+  EXPECT_EQ(retiring->restarts(), 1);  // the second request needed a new judge
+}
+
 TEST(ExecutorSetup, MissingToolsBecomeReports) {
   ExecutorConfig config;
   config.tools_dir = "/nonexistent/kforge-tools";

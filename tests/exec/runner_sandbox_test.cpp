@@ -225,6 +225,48 @@ TEST(RunnerSandbox, OutputIsCapturedAndScratchRemoved) {
   EXPECT_FALSE(std::filesystem::exists(scratch));
 }
 
+// Blame (docs/threat-model.md, "Who is to blame"): the runner says `loading`
+// before the candidate's first instruction can run; failures before it are
+// the harness's, after it the candidate's.
+TEST(RunnerBlame, SetupMarksWhereTheCandidatesCodeStarts) {
+  RunnerHarness h;
+  RunnerReply ready = h.setup(testing::compile_candidate(cand::kChainCorrect));
+  ASSERT_TRUE(ready.ok()) << ready.detail;
+  EXPECT_TRUE(ready.candidate_ran);
+  RunnerReply call = h.bind();
+  EXPECT_TRUE(call.candidate_ran);
+}
+
+TEST(RunnerBlame, ARunnerThatDiedBeforeLoadingIsNotTheCandidates) {
+  RunnerHarness h;
+  ASSERT_TRUE(h.runner->await_started(Deadline::after_ms(10000)).ok());
+  ::kill(h.runner->pid(), SIGKILL);
+  RunnerReply ready = h.setup(testing::compile_candidate(cand::kChainCorrect));
+  EXPECT_EQ(ready.status, Status::kCrashed) << ready.detail;
+  EXPECT_FALSE(ready.candidate_ran);
+}
+
+TEST(RunnerBlame, AnErrorForgedByAConstructorIsAfterLoading) {
+  RunnerHarness h;
+  // A namespace-scope initializer writes {"type": "error", "seq": 1, ...} to
+  // the control socket while the runner loads it.
+  std::string src =
+      std::string("#include <kforge/kernel_abi.h>\n#include <stdio.h>\n") +
+      "static int forge() {\n"
+      "  static const unsigned char f[] = {30,0,0,0, 0x83, 0xa4,'t','y','p','e', 0xa5,'e','r','r','o','r',\n"
+      "    0xa3,'s','e','q', 0x01, 0xa7,'m','e','s','s','a','g','e', 0xa4,'f','a','k','e'};\n"
+      "  fputc('\\n', stdout); fflush(stdout); int s = stdout->_fileno; stdout->_fileno = 3;\n"
+      "  fwrite(f, 1, sizeof(f), stdout); fflush(stdout); stdout->_fileno = s; return 1; }\n"
+      "static int g_forged = forge();\n"
+      "extern \"C\" int kf_forward(const kf_tensor*, int, kf_tensor*, int, void*) { return g_forged; }\n";
+  RunnerReply ready = h.setup(testing::compile_candidate(src.c_str()));
+  // The forged error lacks its `stage`: not even a well-formed error.
+  EXPECT_EQ(ready.status, Status::kProtocol) << runner_status_name(ready.status) << ": " << ready.detail;
+  EXPECT_EQ(ready.detail, "an 'error' reply whose field 'stage' is missing");
+  EXPECT_TRUE(ready.candidate_ran);
+  EXPECT_FALSE(h.runner->alive());
+}
+
 TEST(RunnerSandbox, ExitIsACrashWithItsCode) {
   RunnerHarness h;
   RunnerReply r = h.load_and_call(cand::kExit3);

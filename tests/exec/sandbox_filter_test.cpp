@@ -153,5 +153,48 @@ TEST(SandboxFilterTest, ConfinementReportsWhatWasGranted) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+// Every runner is under Landlock, with nothing writable unless its device
+// asks (the timing runners too, not only the profiler's): a second wall
+// behind the filters' read-only opens.
+TEST(SandboxFilterTest, AnEmptyGrantLeavesNothingWritableButEverythingReadable) {
+  TwoFiles files;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    FileConfinement c = confine_file_writes({}, {"/dev/null"});
+    if (!c.applied) ::_exit(9);
+    if (::open(files.other().c_str(), O_WRONLY) >= 0 || errno != EACCES) ::_exit(kOtherWritable);
+    if (::open(files.created().c_str(), O_WRONLY | O_CREAT, 0600) >= 0) ::_exit(kCreated);
+    if (::unlink(files.other().c_str()) == 0) ::_exit(kRemoved);
+    if (::open(files.other().c_str(), O_RDONLY) < 0) ::_exit(kGrantedNotWritable);
+    ::_exit(kConfined);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+  const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, 1 /* LANDLOCK_CREATE_RULESET_VERSION */);
+  EXPECT_EQ(WEXITSTATUS(status), abi >= 1 ? kConfined : 9);
+  EXPECT_TRUE(std::filesystem::exists(files.other()));
+  EXPECT_FALSE(std::filesystem::exists(files.created()));
+}
+
+TEST(SandboxFilterTest, EveryRunnerReportsItsLandlockState) {
+  // Asked here: the child's filters refuse the call once they exist.
+  const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, 1 /* LANDLOCK_CREATE_RULESET_VERSION */);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    SandboxState state;
+    SandboxLimits limits;
+    enter_loading_phase(limits, {}, {}, &state);
+    const bool ok = abi >= 1 ? state.landlock == "ABI " + std::to_string(abi) && state.file_writes == "none"
+                             : state.landlock.rfind("not applied: ", 0) == 0;
+    ::_exit(ok ? 7 : 1);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 7);
+}
+
 }  // namespace
 }  // namespace kforge::runner

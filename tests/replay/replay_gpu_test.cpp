@@ -18,8 +18,6 @@ namespace {
 namespace fs = std::filesystem;
 using testing::source_dir;
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 bool has_evidence(const TechniqueReport& r, const std::string& technique, const std::string& prefix) {
   for (const auto& f : r.found) {
     if (f.name != technique) continue;

@@ -1,5 +1,6 @@
 #include "common/arena_layout.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -31,6 +32,27 @@ ArenaLayout plan_arena(const std::vector<uint64_t>& max_bytes, uint64_t page_siz
   }
   l.size = at;
   return l;
+}
+
+std::vector<ByteRange> canary_bands(const ArenaLayout& layout, std::vector<ByteRange> tensors, uint64_t band) {
+  std::sort(tensors.begin(), tensors.end(), [](const ByteRange& a, const ByteRange& b) { return a.offset < b.offset; });
+  std::vector<ByteRange> bands;
+  auto add = [&](uint64_t from, uint64_t to) {
+    if (from >= to) return;
+    if (!bands.empty() && bands.back().end() >= from) {
+      bands.back().bytes = std::max(bands.back().end(), to) - bands.back().offset;
+    } else {
+      bands.push_back({from, to - from});
+    }
+  };
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const uint64_t prev_end = i == 0 ? 0 : tensors[i - 1].end();
+    const uint64_t next_start = i + 1 < tensors.size() ? tensors[i + 1].offset : layout.size;
+    const ByteRange& t = tensors[i];
+    add(std::max(prev_end, t.offset > band ? t.offset - band : 0), t.offset);
+    add(t.end(), std::min(next_start, std::min(layout.size, t.end() + band)));
+  }
+  return bands;
 }
 
 uint64_t ArenaLayout::data_offset(size_t slot, uint64_t nbytes) const {

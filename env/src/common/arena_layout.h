@@ -37,4 +37,28 @@ struct ArenaLayout {
 // power of two no larger than `page_size`.
 ArenaLayout plan_arena(const std::vector<uint64_t>& max_bytes, uint64_t page_size, uint64_t alignment = 64);
 
+// Canary bands: bytes of the arena next to a tensor that no tensor of the
+// bound case occupies, which the judge fills with kCanaryByte before calls
+// and checks after them (judge/arena_canary.h). An out-of-bounds write lands
+// there first: on a GPU, which has no guard pages, it would otherwise go
+// unnoticed; on the CPU it catches writes into the slack before a tensor
+// (its region is sized for the largest shape variant) and into the padding
+// after it, which the guard pages do not cover.
+inline constexpr uint8_t kCanaryByte = 0xCB;
+// Up to this many bytes on each side of each tensor (the arena's whole
+// slack would make every check cost as much as the largest variant).
+inline constexpr uint64_t kCanaryBandBytes = 64u << 10;
+
+struct ByteRange {
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  uint64_t end() const { return offset + bytes; }
+};
+
+// The bands around `tensors` (extents in the arena, any order, not
+// overlapping), up to `band` bytes on each side, clipped to the arena and to
+// the other tensors, merged where they touch, in arena order.
+std::vector<ByteRange> canary_bands(const ArenaLayout& layout, std::vector<ByteRange> tensors,
+                                    uint64_t band = kCanaryBandBytes);
+
 }  // namespace kforge::exec

@@ -9,13 +9,16 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <string_view>
 #include <system_error>
 #include <utility>
 
 #include "common/errno_text.h"
+#include "common/json_fields.h"
 #include "common/remove_tree.h"
 #include "common/runner_protocol.h"
 #include "common/wire.h"
@@ -124,7 +127,8 @@ std::string RunnerProcess::read_output_tail(size_t max_bytes) const {
 std::string RunnerProcess::output_tail(size_t max_bytes) const {
   std::string s = terminated_ ? final_output_ : read_output_tail(max_bytes);
   if (s.size() > max_bytes) s.erase(0, s.size() - max_bytes);
-  return s;
+  // The candidate's bytes, bound for reports written as JSON.
+  return to_valid_utf8(s);
 }
 
 double RunnerProcess::runner_cpu_ms() const {
@@ -151,10 +155,11 @@ RunnerReply RunnerProcess::fail(RunnerReply reply) {
 
 namespace {
 
-RunnerReply not_running() {
+RunnerReply not_running(bool candidate_ran) {
   RunnerReply reply;
   reply.status = RunnerReply::Status::kCrashed;
   reply.detail = "runner is not running";
+  reply.candidate_ran = candidate_ran;
   return reply;
 }
 
@@ -162,7 +167,7 @@ RunnerReply not_running() {
 
 RunnerReply RunnerProcess::await_started(Deadline deadline) {
   if (started_) return {};
-  if (!alive()) return not_running();
+  if (!alive()) return not_running(candidate_ran_);
   RunnerReply reply = converse(nullptr, {}, "started", 0, deadline);
   started_ = reply.ok();
   return reply;
@@ -170,11 +175,46 @@ RunnerReply RunnerProcess::await_started(Deadline deadline) {
 
 RunnerReply RunnerProcess::exchange(json request, const std::string& expected_type, Deadline deadline,
                                     const std::vector<int>& fds) {
-  if (!alive()) return not_running();
+  if (!alive()) return not_running(candidate_ran_);
   if (RunnerReply started = await_started(deadline); !started.ok()) return started;
   uint64_t seq = ++seq_;
   request["seq"] = seq;
   return converse(&request, fds, expected_type, seq, deadline);
+}
+
+namespace {
+
+// Rules for the fields each reply type may carry (runner_protocol.h); a field
+// not listed is never read.
+std::string done_problem(const json& body) {
+  std::string problem = check_fields(body, {{"rc", FieldKind::kInteger, true},
+                                            {"self_ns", FieldKind::kUnsigned, true},
+                                            {"device_ns", FieldKind::kUnsigned},
+                                            {"drain_ns", FieldKind::kUnsigned},
+                                            {"graph", FieldKind::kObject},
+                                            {"launch_gate", FieldKind::kString},
+                                            {"null_work", FieldKind::kString}});
+  if (!problem.empty()) return problem;
+  const int64_t rc = body["rc"].get<int64_t>();
+  if (rc < INT32_MIN || rc > INT32_MAX) return "field 'rc' is " + std::to_string(rc) + ", not an int";
+  if (body.contains("graph")) {
+    return check_fields(body["graph"], {{"used", FieldKind::kBoolean, true}, {"reason", FieldKind::kString}}, "graph");
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string reply_problem(const std::string& type, const json& body) {
+  if (type == "done") return done_problem(body);
+  if (type == "ready") return check_fields(body, {{"sandbox", FieldKind::kObject}});
+  if (type == "profiled") return check_fields(body, {{"profile", FieldKind::kObject, true}});
+  if (type == "error") {
+    return check_fields(body, {{"stage", FieldKind::kString, true}, {"message", FieldKind::kString, true}});
+  }
+  if (type == "sandbox")
+    return check_fields(body, {{"syscall", FieldKind::kInteger, true}, {"arg", FieldKind::kString}});
+  return "";
 }
 
 RunnerReply RunnerProcess::converse(const json* request, const std::vector<int>& fds, const std::string& expected_type,
@@ -182,37 +222,79 @@ RunnerReply RunnerProcess::converse(const json* request, const std::vector<int>&
   RunnerReply reply;
   double cpu_start = runner_cpu_ms();
   auto start = std::chrono::steady_clock::now();
+  // Whatever the runner sends is read as the candidate's: from `loading` on,
+  // candidate code runs in it and can write any frame to this socket.
+  auto a_reply = [](const std::string& type) {
+    const bool vowel = !type.empty() && std::string("aeiou").find(type[0]) != std::string::npos;
+    return std::string(vowel ? "an '" : "a '") + type + "' reply";
+  };
+  auto tamper = [&](std::string detail) {
+    reply.status = RunnerReply::Status::kProtocol;
+    reply.detail = std::move(detail);
+    reply.candidate_ran = candidate_ran_;
+    return fail(std::move(reply));
+  };
   try {
     if (request != nullptr) send_frame(control_.get(), *request, deadline, fds);
-    Frame frame = recv_frame(control_.get(), deadline, reply_spin_us_);
-    reply.round_trip_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    double cpu_end = runner_cpu_ms();
-    if (cpu_start >= 0 && cpu_end >= 0) reply.cpu_ms = cpu_end - cpu_start;
-    const json& body = frame.body;
-    std::string type = body.value("type", "");
-    if (type == "sandbox") {
-      reply.status = RunnerReply::Status::kSandbox;
-      reply.syscall = syscall_name(body.value("syscall", -1));
-      reply.detail = "blocked syscall " + reply.syscall;
-      if (std::string arg = body.value("arg", ""); !arg.empty()) reply.detail += " (" + arg + ")";
-      return fail(std::move(reply));
-    }
-    if (body.value("seq", uint64_t{0}) != seq || (type != expected_type && type != "error")) {
-      reply.status = RunnerReply::Status::kProtocol;
-      reply.detail = "expected '" + expected_type + "' #" + std::to_string(seq) + ", got '" + type + "' #" +
-                     std::to_string(body.value("seq", uint64_t{0}));
-      return fail(std::move(reply));
-    }
-    if (type == "error") {
-      reply.status = RunnerReply::Status::kError;
-      reply.detail = body.value("message", "");
-      reply.body = body;
+    // `setup` may be answered by `loading` (the candidate's code is about to
+    // run) before its real reply.
+    bool loading_allowed = expected_type == "ready";
+    while (true) {
+      Frame frame = recv_frame(control_.get(), deadline, reply_spin_us_);
+      reply.round_trip_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      double cpu_end = runner_cpu_ms();
+      if (cpu_start >= 0 && cpu_end >= 0) reply.cpu_ms = cpu_end - cpu_start;
+      json& body = frame.body;
+      if (std::string problem = check_fields(body, {{"type", FieldKind::kString, true}, {"seq", FieldKind::kUnsigned}});
+          !problem.empty()) {
+        return tamper("a reply whose " + problem);
+      }
+      const std::string type = to_valid_utf8(body["type"].get<std::string>());
+      if (type.size() > 64) return tamper("a reply of an unknown type of " + std::to_string(type.size()) + " bytes");
+      if (type != "profiled" && frame.payload_bytes > kMaxReplyBytes) {
+        return tamper(a_reply(type) + " of " + std::to_string(frame.payload_bytes) + " bytes (the limit is " +
+                      std::to_string(kMaxReplyBytes) + ")");
+      }
+      make_valid_utf8(&body);
+      if (std::string problem = reply_problem(type, body); !problem.empty()) {
+        return tamper(a_reply(type) + " whose " + problem);
+      }
+      if (type == "sandbox") {
+        reply.status = RunnerReply::Status::kSandbox;
+        reply.syscall =
+            syscall_name(static_cast<int>(std::clamp<int64_t>(body["syscall"].get<int64_t>(), INT32_MIN, INT32_MAX)));
+        reply.detail = "blocked syscall " + reply.syscall;
+        if (std::string arg = string_or(body, "arg", ""); !arg.empty()) reply.detail += " (" + arg + ")";
+        reply.candidate_ran = candidate_ran_;
+        return fail(std::move(reply));
+      }
+      const uint64_t got_seq = unsigned_or(body, "seq", 0);
+      if (type == "loading" && loading_allowed && got_seq == seq) {
+        loading_allowed = false;
+        candidate_ran_ = true;
+        continue;
+      }
+      if (got_seq != seq || (type != expected_type && (type != "error" || seq == 0))) {
+        return tamper("expected '" + expected_type + "' #" + std::to_string(seq) + ", got '" + type + "' #" +
+                      std::to_string(got_seq));
+      }
+      reply.candidate_ran = candidate_ran_;
+      if (type == "error") {
+        reply.status = RunnerReply::Status::kError;
+        // It leads the report's one-line summary: the candidate's exception
+        // text must not make that line 64 KiB long.
+        std::string message = body["message"].get<std::string>();
+        if (message.size() > kMaxErrorMessageBytes) {
+          message = to_valid_utf8(std::string_view(message).substr(0, kMaxErrorMessageBytes)) + " [truncated]";
+        }
+        reply.detail = std::move(message);
+      }
+      reply.body = std::move(body);
       return reply;
     }
-    reply.body = body;
-    return reply;
   } catch (const WireError& e) {
     reply.round_trip_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    reply.candidate_ran = candidate_ran_;
     switch (e.kind()) {
       case WireError::Kind::kTimeout:
         reply.status = RunnerReply::Status::kTimedOut;

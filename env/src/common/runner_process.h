@@ -64,7 +64,16 @@ struct RunnerReply {
     kProtocol,  // a reply that is not the one expected (forged, garbled, out of order)
   };
   Status status = Status::kOk;
+  // kOk: the reply, its fields checked against what its type may carry
+  // (reply_problem()); strings made valid UTF-8. Read it with the typed
+  // accessors of json_fields.h.
   json body;
+  // Whether the candidate's code may have run in this runner by the end of
+  // this exchange: set once the runner said `loading` during `setup`. A
+  // failure before that (the spare did not start, the arena could not be
+  // mapped, the sandbox could not be set up) is the harness's, never the
+  // candidate's (docs/threat-model.md, "Who is to blame").
+  bool candidate_ran = false;
   double round_trip_ms = 0;
   // CPU time the kernel accounted to the runner during the exchange (read by
   // us from its CPU clock, so the candidate cannot falsify it); < 0 if unknown.
@@ -156,9 +165,21 @@ class RunnerProcess {
   std::string final_output_;
   bool terminated_ = false;
   bool started_ = false;
+  bool candidate_ran_ = false;
 };
 
 const char* runner_status_name(RunnerReply::Status status);
+
+// Largest payload of a reply other than `profiled`: honest ones are well
+// under a kilobyte, and what a reply carries ends up in reports.
+inline constexpr size_t kMaxReplyBytes = 64u << 10;
+// An `error` reply's message is cut here for RunnerReply::detail.
+inline constexpr size_t kMaxErrorMessageBytes = 2048;
+
+// "" when `body`, a reply of `type`, carries only fields of the types the
+// judge reads (`done`: integer rc, non-negative self_ns, ...), else what is
+// wrong, naming the field. Unknown types are the caller's business.
+std::string reply_problem(const std::string& type, const json& body);
 
 // "openat" for a system call number of this architecture, or "syscall N".
 std::string syscall_name(int number);

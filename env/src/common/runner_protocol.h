@@ -2,7 +2,8 @@
 //
 //   judge -> runner                           runner -> judge
 //   (once, unasked, when start-up is over)     started {}
-//   setup {seq, library, limits, arena} +fds   ready {seq, sandbox}  | error {seq, stage, message}
+//   setup {seq, library, limits, arena} +fds   loading {seq} (the candidate's code may run from now on), then
+//                                              ready {seq, sandbox}  | error {seq, stage, message}
 //   setup {seq, cubin, launch, tensors, ...}   (nvrtc: a CUBIN and its launch plan instead of a library)
 //   bind  {seq, inputs, outputs}               bound {seq}           | error {...}
 //   call  {seq, null}                          done  {seq, rc, self_ns}

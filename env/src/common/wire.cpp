@@ -157,6 +157,7 @@ Frame recv_frame(int fd, Deadline deadline, int spin_us) {
   }
   std::vector<uint8_t> payload(n);
   read_exact(fd, payload.data(), n, deadline, &frame.fds);
+  frame.payload_bytes = n;
   // Bounded: a runner's frame is the candidate's text, and nlohmann's decoder
   // recurses once per nesting level (msgpack.h).
   try {

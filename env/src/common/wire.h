@@ -38,6 +38,7 @@ class WireError : public std::runtime_error {
 struct Frame {
   json body;
   std::vector<UniqueFd> fds;  // received descriptors, close-on-exec
+  size_t payload_bytes = 0;   // the MessagePack payload's size, header excluded
 };
 
 // Encodes a frame into bytes (header + payload); also used by code that must

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -10,9 +11,9 @@
 #include <sstream>
 
 #include "kforge/core/error.h"
+#include "kforge/core/sha256.h"
 #include "kforge/env/compile/compilers.h"
 #include "kforge/env/compile/diagnostics.h"
-#include "kforge/core/sha256.h"
 
 namespace kforge::env::detail {
 
@@ -99,10 +100,11 @@ std::string tool_version(const std::filesystem::path& tool, const std::string& m
   throw SystemError(tool.string() + " --version printed no version line: " + r.output.substr(0, 500));
 }
 
-ProcessOptions compiler_process_options(const std::filesystem::path& work_dir, double timeout_s) {
+ProcessOptions compiler_process_options(const std::filesystem::path& work_dir, const CompileContext& ctx) {
   ProcessOptions options;
   options.cwd = work_dir;
-  options.timeout_s = timeout_s;
+  options.timeout_s = ctx.timeout_s;
+  options.memory_limit_bytes = ctx.memory_limit_bytes;
   const std::filesystem::path tmp = work_dir / "tmp";
   std::filesystem::create_directories(tmp);
   options.env["TMPDIR"] = tmp.string();
@@ -114,25 +116,68 @@ ProcessOptions compiler_process_options(const std::filesystem::path& work_dir, d
   return options;
 }
 
+namespace {
+
+std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g s", s);
+  return buf;
+}
+
+}  // namespace
+
+bool ran_out_of_memory(const std::string& output, int term_signal, uint64_t peak_rss_bytes, uint64_t limit_bytes) {
+  if (limit_bytes == 0) return false;
+  // What g++ (cc1plus), nvcc's tools and the C++ runtime print when an
+  // allocation fails under RLIMIT_AS.
+  for (const char* said : {"out of memory", "Out of memory", "virtual memory exhausted", "Cannot allocate memory",
+                           "std::bad_alloc", "memory exhausted"}) {
+    if (output.find(said) != std::string::npos) return true;
+  }
+  return term_signal != 0 && peak_rss_bytes >= limit_bytes / 2;
+}
+
+CompileResult limit_result(const CompileContext& ctx, const std::string& tool, const std::string& what,
+                           double elapsed_ms, const std::string& log) {
+  CompileResult r;
+  r.log = log;
+  r.compile_ms = elapsed_ms;
+  const std::string advice = "; simplify the code: fewer macro expansions, template instantiations or unrolled loops\n";
+  if (what == "time") {
+    r.timed_out = true;
+    r.diagnostics =
+        "compile exceeded " + seconds(ctx.timeout_s) + " (the compile time limit; " + tool + " was stopped)" + advice;
+  } else if (what == "memory") {
+    r.out_of_memory = true;
+    r.diagnostics = "compile exceeded " + mib(ctx.memory_limit_bytes) + " of memory (the compile memory limit; " +
+                    tool + " was stopped)" + advice;
+  } else {
+    r.compiler_crashed = true;
+    r.diagnostics =
+        "the compiler (" + tool + ") crashed on this source (" + what + "); change the construct it fails on\n";
+  }
+  r.log += "\n[kforge] " + r.diagnostics;
+  return r;
+}
+
 CompileResult result_from_process(const ProcessResult& process, const std::string& tool, const std::string& file_name,
-                                  const std::string& source, const std::filesystem::path& artifact) {
+                                  const std::string& source, const std::filesystem::path& artifact,
+                                  const CompileContext& ctx) {
+  if (process.timed_out) return limit_result(ctx, tool, "time", process.wall_ms, process.output);
+  const bool failed = process.exit_code != 0 || process.term_signal != 0;
+  if (failed &&
+      ran_out_of_memory(process.output, process.term_signal, process.peak_rss_bytes, ctx.memory_limit_bytes)) {
+    return limit_result(ctx, tool, "memory", process.wall_ms, process.output);
+  }
+  if (process.term_signal != 0) {
+    return limit_result(ctx, tool, "killed by " + std::string(strsignal(process.term_signal)), process.wall_ms,
+                        process.output);
+  }
   CompileResult r;
   r.log = process.output;
   r.compile_ms = process.wall_ms;
-  if (process.timed_out) {
-    r.timed_out = true;
-    r.system_error = tool + " timed out and was killed";
-    r.diagnostics = "compilation timed out (" + tool +
-                    " was killed); simplify the code, e.g. fewer template "
-                    "instantiations or unrolled loops\n";
-    return r;
-  }
-  if (process.term_signal != 0) {
-    r.system_error = tool + " was killed by signal " + std::to_string(process.term_signal) + " (" +
-                     strsignal(process.term_signal) + ")";
-    r.diagnostics = "the compiler crashed (" + r.system_error + ")\n";
-    return r;
-  }
   r.ok = process.exit_code == 0 && std::filesystem::is_regular_file(artifact);
   if (process.exit_code == 0 && !r.ok) {
     r.system_error = tool + " exited with 0 but wrote no " + artifact.filename().string();

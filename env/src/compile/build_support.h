@@ -36,12 +36,23 @@ std::string tool_version(const std::filesystem::path& tool, const std::string& m
 // reads), TMPDIR inside the compile's own directory (a killed compile leaves
 // nothing in /tmp), and no variables that would inject flags or include paths
 // behind the cache key's back.
-ProcessOptions compiler_process_options(const std::filesystem::path& work_dir, double timeout_s);
+ProcessOptions compiler_process_options(const std::filesystem::path& work_dir, const CompileContext& ctx);
 
-// ok / diagnostics / log / timeout / signal handling for a finished compiler
-// process whose main output is `artifact`.
+// ok / diagnostics / log / limits / signal handling for a finished compiler
+// process whose main output is `artifact`, run under `ctx`'s limits.
 CompileResult result_from_process(const ProcessResult& process, const std::string& tool, const std::string& file_name,
-                                  const std::string& source, const std::filesystem::path& artifact);
+                                  const std::string& source, const std::filesystem::path& artifact,
+                                  const CompileContext& ctx);
+
+// A compile stopped at one of `ctx`'s limits, or a compiler that crashed on
+// the source: a compile error for the policy ("compile exceeded 120 s ..."),
+// never a system error. `what` is "time", "memory" or the signal's name.
+CompileResult limit_result(const CompileContext& ctx, const std::string& tool, const std::string& what,
+                           double elapsed_ms, const std::string& log);
+
+// Whether a failed compile ran out of memory: the compiler said so, or it
+// died by a signal with its resident set near the limit.
+bool ran_out_of_memory(const std::string& output, int term_signal, uint64_t peak_rss_bytes, uint64_t limit_bytes);
 
 CompileResult rejected_result(const std::string& message);
 

@@ -12,8 +12,8 @@
 
 #include "disk_cache.h"
 #include "kforge/core/error.h"
-#include "kforge/env/compile/compilers.h"
 #include "kforge/core/sha256.h"
+#include "kforge/env/compile/compilers.h"
 
 namespace kforge::env {
 namespace {
@@ -160,7 +160,7 @@ struct CompileService::Impl {
       lock.lock();
       --running[mode];
       in_flight.erase(job->key);
-      const bool cacheable = result.system_error.empty() && !result.rejected;
+      const bool cacheable = result.system_error.empty() && !result.rejected && !result.limit_hit();
       if (cacheable) memory.put(job->key, result);
       if (!result.system_error.empty()) ++stats.system_errors;
       std::vector<Waiter> waiters = std::move(job->waiters);
@@ -201,7 +201,7 @@ struct CompileService::Impl {
       CompileResult r = job.compiler->compile(job.solution, job.ctx, work);
       r.artifact.hash = job.key;
       r.artifact.mode = job.solution.mode;
-      if (!r.system_error.empty() || r.rejected) {
+      if (!r.system_error.empty() || r.rejected || r.limit_hit()) {
         disk.discard(work);
         return r;
       }

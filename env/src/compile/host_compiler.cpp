@@ -46,10 +46,10 @@ class HostCompiler : public Compiler {
     argv.insert(argv.end(), options.args.begin(), options.args.end());
     argv.insert(argv.end(), {kCppSourceName, "-o", kSharedObjectName});
 
-    const ProcessResult process = run_process(argv, detail::compiler_process_options(out_dir, ctx.timeout_s));
+    const ProcessResult process = run_process(argv, detail::compiler_process_options(out_dir, ctx));
     std::filesystem::remove_all(out_dir / "tmp");
     CompileResult r =
-        detail::result_from_process(process, "g++", kCppSourceName, solution.source, out_dir / kSharedObjectName);
+        detail::result_from_process(process, "g++", kCppSourceName, solution.source, out_dir / kSharedObjectName, ctx);
     r.log = detail::command_line(argv) + r.log;
     r.artifact.mode = SolutionMode::kCpp;
     if (r.ok) r.artifact.path = out_dir / kSharedObjectName;

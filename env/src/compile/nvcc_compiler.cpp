@@ -111,10 +111,10 @@ class NvccCompiler : public Compiler {
       argv.insert(argv.end(), libs.begin(), libs.end());
     }
 
-    const ProcessResult process = run_process(argv, detail::compiler_process_options(out_dir, ctx.timeout_s));
+    const ProcessResult process = run_process(argv, detail::compiler_process_options(out_dir, ctx));
     std::filesystem::remove_all(out_dir / "tmp");
     CompileResult r =
-        detail::result_from_process(process, "nvcc", file_name, solution.source, out_dir / kSharedObjectName);
+        detail::result_from_process(process, "nvcc", file_name, solution.source, out_dir / kSharedObjectName, ctx);
     r.log = detail::command_line(argv) + r.log;
     r.artifact.mode = mode_;
     r.artifact.libraries = ctx.libraries;

@@ -1,14 +1,18 @@
-// Mode nvrtc: device code compiled in-process by NVRTC to a CUBIN, with the
-// launch plan validated against the task and each kernel's lowered (mangled)
-// name resolved, so that templates such as "scale<float, 4>" can be launched.
+// Mode nvrtc: device code compiled by NVRTC to a CUBIN, with the launch plan
+// validated against the task and each kernel's lowered (mangled) name
+// resolved, so that templates such as "scale<float, 4>" can be launched.
 //
-// NVRTC calls on distinct programs are thread-safe, so pool threads compile
-// concurrently. An NVRTC compile cannot be interrupted: ctx.timeout_s does
-// not apply (docs/compile.md).
+// The compile itself runs in a kforge-nvrtc worker process
+// (nvrtc_worker_pool.h), never in the environment's: an NVRTC compile cannot
+// be interrupted, and a hostile source (a preprocessor bomb) would otherwise
+// hang a thread of the environment and take its memory. ctx.timeout_s and
+// ctx.memory_limit_bytes apply as for the subprocess compilers; pool threads
+// compile concurrently in separate workers (docs/compile.md).
 #include <nvrtc.h>
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -19,6 +23,7 @@
 #include "kforge/env/compile/options.h"
 #include "kforge/env/compile/resource_usage.h"
 #include "kforge/env/cuda/launch_plan.h"
+#include "nvrtc_worker_pool.h"
 
 namespace kforge::env {
 namespace {
@@ -28,44 +33,25 @@ const char* kDefaultStd = "-std=c++17";
 // into the program log.
 const std::vector<std::string> kFixedFlags = {"-default-device", "--ptxas-options=-v"};
 
-// Frees the program on every path out of compile().
-class Program {
- public:
-  Program(const std::string& source, const char* name) {
-    check(nvrtcCreateProgram(&prog_, source.c_str(), name, 0, nullptr, nullptr), "nvrtcCreateProgram");
-  }
-  ~Program() { nvrtcDestroyProgram(&prog_); }
-  Program(const Program&) = delete;
-  Program& operator=(const Program&) = delete;
-  nvrtcProgram get() const { return prog_; }
-
-  static void check(nvrtcResult r, const char* what) {
-    if (r != NVRTC_SUCCESS) throw SystemError(std::string(what) + ": " + nvrtcGetErrorString(r));
-  }
-
-  std::string log() const {
-    size_t size = 0;
-    check(nvrtcGetProgramLogSize(prog_, &size), "nvrtcGetProgramLogSize");
-    std::string text(size, '\0');
-    check(nvrtcGetProgramLog(prog_, text.data()), "nvrtcGetProgramLog");
-    while (!text.empty() && text.back() == '\0') text.pop_back();
-    return text;
-  }
-
- private:
-  nvrtcProgram prog_ = nullptr;
-};
-
 std::string nvrtc_version() {
   int major = 0;
   int minor = 0;
-  Program::check(nvrtcVersion(&major, &minor), "nvrtcVersion");
+  if (nvrtcResult r = nvrtcVersion(&major, &minor); r != NVRTC_SUCCESS) {
+    throw SystemError(std::string("nvrtcVersion: ") + nvrtcGetErrorString(r));
+  }
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
 class NvrtcCompiler : public Compiler {
  public:
-  NvrtcCompiler() : version_(nvrtc_version()), include_dirs_(default_cuda_include_dirs()) {}
+  NvrtcCompiler()
+      : version_(nvrtc_version()),
+        include_dirs_(default_cuda_include_dirs()),
+        workers_(std::make_unique<NvrtcWorkerPool>(find_nvrtc_worker())) {
+    // NVRTC's first compile in a process costs a few hundred ms: a worker
+    // started now has it behind it by the first request.
+    workers_->prestart();
+  }
 
   SolutionMode mode() const override { return SolutionMode::kNvrtc; }
 
@@ -106,23 +92,32 @@ class NvrtcCompiler : public Compiler {
     args.insert(args.end(), kFixedFlags.begin(), kFixedFlags.end());
     for (const auto& d : include_dirs_) args.push_back("--include-path=" + d.string());
     args.insert(args.end(), options.args.begin(), options.args.end());
-    std::vector<const char*> c_args;
-    for (const auto& a : args) c_args.push_back(a.c_str());
-
-    Program program(solution.source, kCudaSourceName);
-    for (const auto& k : plan.kernels) {
-      Program::check(nvrtcAddNameExpression(program.get(), k.name.c_str()), "nvrtcAddNameExpression");
+    NvrtcWorkerPool::Request request;
+    request.source = solution.source;
+    request.name = kCudaSourceName;
+    request.args = args;
+    for (const auto& k : plan.kernels) request.names.push_back(k.name);
+    request.timeout_s = ctx.timeout_s;
+    request.memory_limit_bytes = ctx.memory_limit_bytes;
+    const NvrtcWorkerPool::Result compiled = workers_->compile(request);
+    const std::string shown = detail::command_line([&] {
+      std::vector<std::string> line = {"nvrtc"};
+      line.insert(line.end(), args.begin(), args.end());
+      return line;
+    }());
+    using Status = NvrtcWorkerPool::Result::Status;
+    if (compiled.status != Status::kCompiled) {
+      const std::string what = compiled.status == Status::kTimedOut      ? "time"
+                               : compiled.status == Status::kOutOfMemory ? "memory"
+                                                                         : compiled.detail;
+      CompileResult r = detail::limit_result(ctx, "NVRTC", what, compiled.wall_ms, shown + compiled.log);
+      r.artifact.mode = SolutionMode::kNvrtc;
+      return r;
     }
-    const nvrtcResult compiled = nvrtcCompileProgram(program.get(), static_cast<int>(c_args.size()), c_args.data());
     CompileResult r;
-    r.log = detail::command_line([&] {
-              std::vector<std::string> shown = {"nvrtc"};
-              shown.insert(shown.end(), args.begin(), args.end());
-              return shown;
-            }()) +
-            program.log();
+    r.log = shown + compiled.log;
     r.artifact.mode = SolutionMode::kNvrtc;
-    if (compiled == NVRTC_SUCCESS) {
+    if (compiled.nvrtc_result == NVRTC_SUCCESS) {
       // Entry functions as ptxas compiled them: a name that lowers to a
       // __device__ function is in the CUBIN but cannot be launched.
       const json resources = parse_ptxas_resource_usage(r.log);
@@ -131,25 +126,21 @@ class NvrtcCompiler : public Compiler {
       std::string missing;
       for (size_t i = 0; i < plan.kernels.size(); ++i) {
         KernelLaunchSpec& k = plan.kernels[i];
-        const char* lowered = nullptr;
+        const std::optional<std::string> lowered =
+            i < compiled.lowered.size() ? compiled.lowered[i] : std::optional<std::string>();
         // Only where ptxas reported its entries: on the H200 machine the
         // NVRTC that was loaded (PyTorch's bundled copy) logged no ptxas
         // lines, and every plan was refused. Without them a device function
         // in the plan fails when the runner looks its kernel up instead.
-        if (nvrtcGetLoweredName(program.get(), k.name.c_str(), &lowered) != NVRTC_SUCCESS || lowered == nullptr ||
-            (!entries.empty() && entries.count(lowered) == 0)) {
+        if (!lowered || (!entries.empty() && entries.count(*lowered) == 0)) {
           missing += "launch.kernels[" + std::to_string(i) + "].name \"" + k.name +
                      "\" is not a __global__ function (or template instantiation) of the source\n";
         } else {
-          k.lowered_name = lowered;
+          k.lowered_name = *lowered;
         }
       }
       if (missing.empty()) {
-        size_t size = 0;
-        Program::check(nvrtcGetCUBINSize(program.get(), &size), "nvrtcGetCUBINSize");
-        std::string cubin(size, '\0');
-        Program::check(nvrtcGetCUBIN(program.get(), cubin.data()), "nvrtcGetCUBIN");
-        detail::write_file(out_dir / kCubinName, cubin);
+        detail::write_file(out_dir / kCubinName, compiled.cubin);
         r.ok = true;
         r.artifact.path = out_dir / kCubinName;
         r.artifact.launch = to_json(plan);
@@ -157,9 +148,9 @@ class NvrtcCompiler : public Compiler {
       } else {
         r.diagnostics = missing;
       }
-    } else if (compiled != NVRTC_ERROR_COMPILATION) {
+    } else if (compiled.nvrtc_result != NVRTC_ERROR_COMPILATION) {
       // The options passed the allow-list, so anything but a compilation error is ours.
-      throw SystemError(std::string("nvrtcCompileProgram: ") + nvrtcGetErrorString(compiled) + "\n" + r.log);
+      throw SystemError("nvrtcCompileProgram: " + compiled.result_text + "\n" + r.log);
     }
     if (r.diagnostics.empty()) r.diagnostics = diagnostics_for(r.log, solution.source, plan, !r.ok);
     r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -210,6 +201,7 @@ class NvrtcCompiler : public Compiler {
 
   std::string version_;
   std::vector<std::filesystem::path> include_dirs_;
+  std::unique_ptr<NvrtcWorkerPool> workers_;
 };
 
 }  // namespace

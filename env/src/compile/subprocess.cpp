@@ -3,7 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,21 +42,13 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
   return out;
 }
 
-// Owns the spawn attributes so every early return releases them.
-struct SpawnSetup {
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  SpawnSetup() {
-    posix_spawn_file_actions_init(&actions);
-    posix_spawnattr_init(&attr);
-  }
-  ~SpawnSetup() {
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-  }
-  SpawnSetup(const SpawnSetup&) = delete;
-  SpawnSetup& operator=(const SpawnSetup&) = delete;
-};
+// Reports why exec failed through a close-on-exec pipe; an empty read
+// means exec succeeded.
+[[noreturn]] void child_fail(int report_fd, int err) {
+  ssize_t ignored = write(report_fd, &err, sizeof(err));
+  (void)ignored;
+  _exit(127);
+}
 
 }  // namespace
 
@@ -67,35 +59,70 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   // inherit our write end, or our EOF would wait for them.
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) throw SystemError(std::string("pipe2: ") + std::strerror(errno));
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) {
+    close(fds[0]);
+    close(fds[1]);
+    throw SystemError(std::string("pipe2: ") + std::strerror(errno));
+  }
 
-  SpawnSetup setup;
-  posix_spawn_file_actions_addopen(&setup.actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&setup.actions, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&setup.actions, fds[1], 2);
-  if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&setup.actions, options.cwd.c_str());
-  // Own process group (killable as a tree), default signal dispositions and
-  // an empty mask whatever the embedding program did to its own.
-  posix_spawnattr_setflags(&setup.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&setup.attr, 0);
-  sigset_t empty;
-  sigemptyset(&empty);
-  posix_spawnattr_setsigmask(&setup.attr, &empty);
-  sigset_t all;
-  sigfillset(&all);
-  sigdelset(&all, SIGKILL);
-  sigdelset(&all, SIGSTOP);
-  posix_spawnattr_setsigdefault(&setup.attr, &all);
-
+  // Everything the child needs is prepared here: between fork and exec it
+  // may only make async-signal-safe calls (other threads may hold malloc's
+  // locks). fork, not posix_spawn: the memory limit has to be set in the
+  // child before exec, which posix_spawn has no attribute for, and setting
+  // it afterwards with prlimit would race with the compiler's first fork.
   std::vector<std::string> args = argv;
   std::vector<std::string> env = child_environment(options.env);
   std::vector<char*> c_args = c_strings(args);
   std::vector<char*> c_env = c_strings(env);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, argv[0].c_str(), &setup.actions, &setup.attr, c_args.data(), c_env.data());
+  const std::string cwd = options.cwd.string();
+  sigset_t empty;
+  sigemptyset(&empty);
+  struct rlimit memory {};
+  memory.rlim_cur = memory.rlim_max = static_cast<rlim_t>(options.memory_limit_bytes);
+
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int err = errno;
+    for (int fd : {fds[0], fds[1], report[0], report[1]}) close(fd);
+    throw SystemError("cannot start " + argv[0] + ": fork: " + std::strerror(err));
+  }
+  if (pid == 0) {
+    // Own process group (killable as a tree), default signal dispositions
+    // and an empty mask whatever the embedding program did to its own.
+    setpgid(0, 0);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) {
+      if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, nullptr);
+    }
+    sigprocmask(SIG_SETMASK, &empty, nullptr);
+    const int devnull = open("/dev/null", O_RDONLY);
+    if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[1], 2) < 0) {
+      child_fail(report[1], errno);
+    }
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) child_fail(report[1], errno);
+    if (options.memory_limit_bytes > 0 && setrlimit(RLIMIT_AS, &memory) != 0) child_fail(report[1], errno);
+    execve(c_args[0], c_args.data(), c_env.data());
+    child_fail(report[1], errno);
+  }
+  // Also from this side, so that a timeout that comes before the child ran
+  // setpgid still kills the group (EACCES once it has exec'ed: it did).
+  setpgid(pid, pid);
   close(fds[1]);
-  if (rc != 0) {
+  close(report[1]);
+  int exec_error = 0;
+  ssize_t got;
+  do {
+    got = read(report[0], &exec_error, sizeof(exec_error));
+  } while (got < 0 && errno == EINTR);
+  close(report[0]);
+  if (got == static_cast<ssize_t>(sizeof(exec_error))) {
     close(fds[0]);
-    throw SystemError("cannot start " + argv[0] + ": " + std::strerror(rc));
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    throw SystemError("cannot start " + argv[0] + ": " + std::strerror(exec_error));
   }
 
   ProcessResult result;
@@ -128,8 +155,9 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     kill(-pid, SIGKILL);
     killed = true;
   }
+  struct rusage usage {};
   for (;;) {
-    const pid_t w = waitpid(pid, &status, killed ? 0 : WNOHANG);
+    const pid_t w = wait4(pid, &status, killed ? 0 : WNOHANG, &usage);
     if (w == pid) break;
     if (w < 0 && errno != EINTR) throw SystemError("waitpid(" + argv[0] + "): " + std::strerror(errno));
     if (w == 0) {
@@ -148,6 +176,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   } else if (WIFSIGNALED(status)) {
     result.term_signal = WTERMSIG(status);
   }
+  result.peak_rss_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
   if (truncated) result.output += "\n[output truncated at " + std::to_string(options.max_output_bytes) + " bytes]\n";
   result.wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   return result;

@@ -170,6 +170,9 @@ Pool::Pool(const ExecutorConfig& config) : config_(config) {
   exec::JudgeLaunch base;
   base.backend = backend_name(config.backend);
   base.startup_timeout_ms = config.judge_startup_timeout_ms;
+  base.trim_above_bytes = config.judge_trim_above_bytes;
+  base.retire_above_bytes = config.judge_retire_above_bytes;
+  base.device_trim_above_bytes = config.judge_device_trim_above_bytes;
   try {
     if (indices.empty()) {
       throw SystemError(

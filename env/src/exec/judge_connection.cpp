@@ -22,11 +22,22 @@ void JudgeConnection::start(const JudgeLaunch& launch) {
   UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   SpawnSpec spec;
   spec.executable = launch.judge;
-  spec.args = {"--backend",    launch.backend,
-               "--device",     std::to_string(launch.device),
-               "--runner",     launch.runner.string(),
-               "--scratch",    launch.scratch.string(),
-               "--parent-pid", std::to_string(::getpid())};
+  spec.args = {"--backend",
+               launch.backend,
+               "--device",
+               std::to_string(launch.device),
+               "--runner",
+               launch.runner.string(),
+               "--scratch",
+               launch.scratch.string(),
+               "--parent-pid",
+               std::to_string(::getpid()),
+               "--trim-above-mib",
+               std::to_string(launch.trim_above_bytes >> 20),
+               "--retire-above-mib",
+               std::to_string(launch.retire_above_bytes >> 20),
+               "--device-trim-above-mib",
+               std::to_string(launch.device_trim_above_bytes >> 20)};
   if (!launch.gate_dir.empty()) spec.args.insert(spec.args.end(), {"--gate-dir", launch.gate_dir.string()});
   if (launch.cpu >= 0) spec.args.insert(spec.args.end(), {"--cpu", std::to_string(launch.cpu)});
   // The judge's stdout and stderr (libtorch warnings, crash messages) go to our stderr.

@@ -28,6 +28,9 @@ struct JudgeLaunch {
   std::string backend = "cpu";
   int device = 0;
   double startup_timeout_ms = 60000;
+  uint64_t trim_above_bytes = uint64_t{1} << 30;
+  uint64_t retire_above_bytes = uint64_t{4} << 30;
+  uint64_t device_trim_above_bytes = uint64_t{8} << 30;
   std::filesystem::path gate_dir;  // the GPU gate's lock files; empty: none
   int cpu = -1;                    // the core to pin the judge (and its runners) to; -1: none
 };

@@ -26,6 +26,12 @@ env::ReferenceReport reference_system_report(const std::string& message) {
   return r;
 }
 
+// "retire_kind" is "device" or "memory"; a judge that does not say is
+// taken at its word that something broke.
+LaneFault retire_fault(const json& reply) {
+  return reply.value("retire_kind", std::string("device")) == "memory" ? LaneFault::kNone : LaneFault::kRetired;
+}
+
 }  // namespace
 
 const char* lane_fault_name(LaneFault fault) {
@@ -124,11 +130,13 @@ LaneFault JudgeLane::eval(const env::EvalRequest& request, env::EvalReport* repo
     *report = env::eval_report_from_json(reply.at("report"));
     runner_faults_ = runner_faults_base_ + reply.value("runner_faults", 0);
     if (reply.contains("retire")) {
-      // The judge's device context broke (judge_server.cpp); it exits after
-      // this report, which is still the candidate's verdict. Reaping it now
-      // makes the next request start a new one instead of finding a dead channel.
+      // The judge exits after this report, which is still the candidate's
+      // verdict (judge_server.cpp). Reaping it now makes the next request
+      // start a new one instead of finding a dead channel. Only a broken
+      // device context is the lane's fault; a judge that grew past its
+      // memory bound is routine.
       stop();
-      return LaneFault::kRetired;
+      return retire_fault(reply);
     }
     return LaneFault::kNone;
   } catch (const JudgeFailure& e) {
@@ -158,8 +166,8 @@ LaneFault JudgeLane::reference(const env::ReferenceRequest& request, env::Refere
     }
     *report = env::reference_report_from_json(reply.at("report"));
     if (reply.contains("retire")) {
-      stop();  // as in eval: the judge's device context broke and it exits
-      return LaneFault::kRetired;
+      stop();  // as in eval
+      return retire_fault(reply);
     }
     return LaneFault::kNone;
   } catch (const JudgeFailure& e) {

@@ -88,6 +88,9 @@ void read_compile(const Document& doc, ObjectReader r, EnvConfig& c) {
     if (c.arch.rfind("sm_", 0) != 0) f->fail("a CUDA architecture such as \"sm_90a\"");
   }
   if (auto f = r.optional("timeout_s")) c.compile_timeout_s = f->as_positive_number();
+  if (auto f = r.optional("memory_limit_mib")) {
+    c.compile_memory_limit_bytes = static_cast<uint64_t>(f->as_int_in(256, int64_t{1} << 20)) << 20;
+  }
   if (auto f = r.optional("max_source_bytes")) {
     c.max_source_bytes = static_cast<size_t>(f->as_int_in(1, int64_t{1} << 30));
   }
@@ -243,6 +246,7 @@ json to_json(const EnvConfig& c) {
             {"threads", c.compile.threads},
             {"arch", c.arch},
             {"timeout_s", c.compile_timeout_s},
+            {"memory_limit_mib", c.compile_memory_limit_bytes >> 20},
             {"max_source_bytes", c.max_source_bytes},
             {"per_mode_limit", limits}}},
           {"executor",

@@ -142,6 +142,7 @@ EnvPool::Impl::Impl(EnvConfig c, int num_envs, EnvServices s) : config(std::move
   CompileContext ctx;
   ctx.arch = config.arch;
   ctx.timeout_s = config.compile_timeout_s;
+  ctx.memory_limit_bytes = config.compile_memory_limit_bytes;
   ctx.max_source_bytes = config.max_source_bytes;
   engine =
       std::make_unique<internal::StepEngine>(config, *services.compiler, *services.executor, *reward, registry, ctx);

@@ -39,7 +39,7 @@ CandidateSession::~CandidateSession() {
 exec::RunnerReply CandidateSession::start(const exec::RunnerCandidate& candidate, const exec::RunnerLimits& limits,
                                           exec::Deadline deadline) {
   exec::RunnerReply r = runner_->setup(candidate, limits, arena_->descriptor(), arena_->descriptors(), deadline);
-  if (r.ok()) sandbox_ = r.body.value("sandbox", json::object());
+  if (r.ok() && r.body.contains("sandbox")) sandbox_ = r.body["sandbox"];  // a map (reply_problem)
   return r;
 }
 
@@ -59,16 +59,21 @@ exec::RunnerReply CandidateSession::bind(const ShapeCase& c, exec::Deadline dead
   json inputs = json::array(), outputs = json::array();
   input_views_.clear();
   output_views_.clear();
+  std::vector<NamedExtent> extents;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     uint64_t offset = plan_->layout.data_offset(i, c.inputs[i].nbytes());
     inputs.push_back(describe_tensor(c.inputs[i], offset));
     input_views_.push_back(arena_->view(offset, c.inputs[i].shape, ref::to_scalar_type(c.inputs[i].dtype)));
+    extents.push_back({"input " + c.inputs[i].name, {offset, c.inputs[i].nbytes()}});
   }
   for (size_t i = 0; i < c.outputs.size(); ++i) {
     uint64_t offset = plan_->layout.data_offset(plan_->num_inputs + i, c.outputs[i].nbytes());
     outputs.push_back(describe_tensor(c.outputs[i], offset));
     output_views_.push_back(arena_->view(offset, c.outputs[i].shape, ref::to_scalar_type(c.outputs[i].dtype)));
+    extents.push_back({"output " + c.outputs[i].name, {offset, c.outputs[i].nbytes()}});
   }
+  canary_.arm(arena_.get(), std::move(extents));
+  device_->synchronize();
   bound_ = &c;
   return runner_->bind(inputs, outputs, deadline);
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/runner_process.h"
+#include "judge/arena_canary.h"
 #include "judge/case_plan.h"
 #include "judge/judge_device.h"
 #include "kforge/core/task_spec.h"
@@ -32,7 +33,10 @@ class CandidateSession {
   // candidate (runner_candidate()).
   exec::RunnerReply start(const exec::RunnerCandidate& candidate, const exec::RunnerLimits& limits,
                           exec::Deadline deadline);
+  // Also fills the canary bands around the case's tensors (arena_canary.h).
   exec::RunnerReply bind(const ShapeCase& shape_case, exec::Deadline deadline);
+  // "" unless a call since bind() wrote outside the bound tensors.
+  std::string out_of_bounds_write() const { return canary_.check(); }
 
   void load_inputs(const std::vector<at::Tensor>& inputs);
   void poison_outputs();
@@ -64,6 +68,7 @@ class CandidateSession {
   std::unique_ptr<SharedArena> arena_;
   const ShapeCase* bound_ = nullptr;
   std::vector<at::Tensor> input_views_, output_views_;
+  ArenaCanary canary_;
   json sandbox_;
 };
 

@@ -2,6 +2,10 @@
 
 #include <cuda_runtime_api.h>
 
+#if KFORGE_TORCH_CUDA_ALLOCATOR
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
 #include <chrono>
 #include <memory>
 #include <stdexcept>
@@ -211,6 +215,21 @@ class CudaJudgeDevice final : public JudgeDevice {
       j["gpu_total_bytes"] = total_bytes;
     }
     return j;
+  }
+
+  bool release_cached_memory() override {
+#if KFORGE_TORCH_CUDA_ALLOCATOR
+    c10::cuda::CUDACachingAllocator::emptyCache();
+    return true;
+#else
+    return false;
+#endif
+  }
+
+  uint64_t device_memory_in_use() override {
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess || free_bytes > total_bytes) return 0;
+    return total_bytes - free_bytes;
   }
 
   // A runner's fault (illegal address, trap, a kernel killed mid-flight) lives

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "common/elf_inspector.h"
+#include "common/json_fields.h"
 #include "judge/candidate_session.h"
 #include "judge/case_plan.h"
 #include "judge/profile.h"
@@ -137,12 +138,22 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
   report.phase_ms["spawn"] = ms_since(t);
 
   Verdict verdict;
-  if (ready.status == exec::RunnerReply::Status::kError && ready.body.value("stage", "") == "load") {
-    verdict.outcome = Outcome::kRejected;
-    verdict.summary = "rejected: the runner could not load the candidate: " + ready.body.value("message", "");
-  } else if (ready.status == exec::RunnerReply::Status::kError) {
+  if (!ready.ok() && !ready.candidate_ran) {
+    // Before the runner said `loading` nothing of the candidate existed in
+    // it: a spare that did not start, an arena it could not map, a sandbox
+    // it could not set up are the harness's faults.
     verdict.outcome = Outcome::kNotRun;
-    verdict.summary = "system error: the runner could not set up its sandbox: " + ready.detail;
+    verdict.summary = "system error: the runner failed before the candidate was loaded (" +
+                      std::string(exec::runner_status_name(ready.status)) + ": " + ready.detail + ")";
+  } else if (ready.status == exec::RunnerReply::Status::kError && exec::string_or(ready.body, "stage", "") == "load") {
+    verdict.outcome = Outcome::kRejected;
+    verdict.summary = "rejected: the runner could not load the candidate: " + ready.detail;
+  } else if (ready.status == exec::RunnerReply::Status::kError) {
+    // After loading: the candidate's constructors ran in this process and
+    // could have written this error themselves, or broken what failed.
+    verdict.outcome = Outcome::kRejected;
+    verdict.summary = "rejected: the runner failed right after loading the candidate (" +
+                      exec::string_or(ready.body, "stage", "?") + ": " + ready.detail + ")";
   } else if (!ready.ok()) {
     verdict =
         verdict_from_runner_failure(ready,

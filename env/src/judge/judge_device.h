@@ -88,6 +88,13 @@ class JudgeDevice {
   // GPUs "cuda_runtime", "cuda_driver", "compute_capability"}): with name(),
   // the key of cached baselines (docs/execution.md, "Baseline cache").
   virtual json versions() const;
+  // Memory in use on a device that is not the host (CUDA: total - free, all
+  // processes), for the judge's memory bound (memory_bound.h); 0 on the CPU,
+  // whose memory the resident set already counts.
+  virtual uint64_t device_memory_in_use() { return 0; }
+  // Gives device memory that the judge's allocator keeps cached back to the
+  // device (CUDA: PyTorch's caching allocator); false where there is none.
+  virtual bool release_cached_memory() { return false; }
   // "" while the judge's own device context is usable, else why not (a sticky
   // CUDA error). Checked after every request; the judge then exits so that the
   // Executor starts a fresh one for the next request.

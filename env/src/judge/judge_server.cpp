@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "common/gpu_gate.h"
+#include "common/json_fields.h"
 #include "common/wire.h"
 #include "judge/evaluation.h"
 #include "judge/judge_device.h"
@@ -32,7 +33,7 @@ constexpr double kSendDeadlineMs = 30000;
 void send(int fd, const json& body) { exec::send_frame(fd, body, Deadline::after_ms(kSendDeadlineMs)); }
 
 json health(const JudgeServerConfig& config, const RunnerPool& pool, const EvaluationCounters& counters,
-            int reference_requests, JudgeDevice* device) {
+            int reference_requests, JudgeDevice* device, const MemoryBound& memory) {
   int open_fds = 0, memfds = 0;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
@@ -55,6 +56,7 @@ json health(const JudgeServerConfig& config, const RunnerPool& pool, const Evalu
                 {"runner_faults", counters.runner_faults},
                 {"reference_requests", reference_requests}};
   reply["device"] = device->health();
+  reply["memory"] = memory.to_json();
   return reply;
 }
 
@@ -143,6 +145,7 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
     if (profilers) profilers->settle(deadline);
   };
   EvaluationCounters counters;
+  MemoryBound memory(config.memory);
   int reference_requests = 0;
   while (true) {
     if (gate.enabled()) wait_between_requests(control_fd, &gate, &pool, profilers.get());
@@ -153,7 +156,7 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
       return 0;  // executor gone
     }
     const json& msg = frame.body;
-    std::string type = msg.value("type", "");
+    const std::string type = exec::string_or(msg, "type", "");
     try {
       if (type == "eval") {
         env::EvalReport report;
@@ -169,13 +172,30 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
         // context is gone) ends this judge once the report is out; the
         // Executor starts a fresh one for the next request.
         std::string broken = device->context_error();
+        // After the report's own work, before it is sent: a judge that must
+        // retire says so in it (memory_bound.h). Which of the two it is
+        // matters to the device pool: a broken context counts against the
+        // device, a judge grown too big does not.
+        const bool device_broken = !broken.empty();
+        if (broken.empty()) broken = memory.after_request(device.get());
         json reply = {{"type", "report"},
-                      {"id", msg.value("id", 0)},
+                      {"id", exec::integer_or(msg, "id", 0)},
                       {"report", env::to_json(report)},
                       {"runner_faults", counters.runner_faults},
                       {"evaluations", counters.evaluations}};
-        if (!broken.empty()) reply["retire"] = broken;
-        send(control_fd, reply);
+        if (!broken.empty()) {
+          reply["retire"] = broken;
+          reply["retire_kind"] = device_broken ? "device" : "memory";
+        }
+        try {
+          send(control_fd, reply);
+        } catch (const exec::WireError& e) {
+          // A report too large for a frame must not end the judge (and with
+          // it every env on the device); the request gets a system error.
+          if (e.kind() != exec::WireError::Kind::kMalformed) throw;
+          reply["report"] = env::to_json(system_failure(std::string("the report could not be sent: ") + e.what()));
+          send(control_fd, reply);
+        }
         if (!broken.empty()) {
           std::fprintf(stderr, "kforge-judge: %s; exiting so that the executor starts a new judge\n", broken.c_str());
           return 3;
@@ -204,18 +224,24 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
         }
         report.device = device->name();
         std::string broken = device->context_error();
+        const bool device_broken = !broken.empty();
+        // A huge task's reference grows the judge like an evaluation does.
+        if (broken.empty()) broken = memory.after_request(device.get());
         json reply = {{"type", "reference_report"},
                       {"id", msg.value("id", 0)},
                       {"report", env::to_json(report)},
                       {"reference_requests", reference_requests}};
-        if (!broken.empty()) reply["retire"] = broken;
+        if (!broken.empty()) {
+          reply["retire"] = broken;
+          reply["retire_kind"] = device_broken ? "device" : "memory";
+        }
         send(control_fd, reply);
         if (!broken.empty()) {
           std::fprintf(stderr, "kforge-judge: %s; exiting so that the executor starts a new judge\n", broken.c_str());
           return 3;
         }
       } else if (type == "health") {
-        send(control_fd, health(config, pool, counters, reference_requests, device.get()));
+        send(control_fd, health(config, pool, counters, reference_requests, device.get(), memory));
       } else if (type == "shutdown") {
         return 0;
       } else {

@@ -5,7 +5,7 @@
 //   (on start, unprompted)            hello  {ok, backend, device, pid, error?}
 //   eval      {id, request}           report {id, report, runner_faults, evaluations}
 //   reference {id, request}           reference_report {id, report, reference_requests}
-//   health    {}                      health {pid, open_fds, memfds, spare_runners, scratch_entries, ...}
+//   health    {}                      health {pid, open_fds, memfds, spare_runners, scratch_entries, memory, ...}
 //   shutdown {}                       (exits)
 //
 // Requests are served one at a time, so a reference being timed never
@@ -20,6 +20,8 @@
 #include <filesystem>
 #include <string>
 
+#include "judge/memory_bound.h"
+
 namespace kforge::judge {
 
 struct JudgeServerConfig {
@@ -30,6 +32,7 @@ struct JudgeServerConfig {
   // Where the GPU gate's lock files are (cuda only); empty: no gate, as when
   // this judge is alone on its GPU.
   std::filesystem::path gate_dir;
+  MemoryLimits memory;            // memory_bound.h
 };
 
 // Serves until the executor closes the channel or says shutdown; returns the

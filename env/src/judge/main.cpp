@@ -90,6 +90,12 @@ int main(int argc, char** argv) {
       cpu = std::atoi(value.c_str());
     } else if (key == "--parent-pid") {
       parent = std::strtol(value.c_str(), nullptr, 10);
+    } else if (key == "--trim-above-mib") {
+      config.memory.trim_above_bytes = std::strtoull(value.c_str(), nullptr, 10) << 20;
+    } else if (key == "--retire-above-mib") {
+      config.memory.retire_above_bytes = std::strtoull(value.c_str(), nullptr, 10) << 20;
+    } else if (key == "--device-trim-above-mib") {
+      config.memory.device_trim_above_bytes = std::strtoull(value.c_str(), nullptr, 10) << 20;
     } else {
       std::fprintf(stderr, "kforge-judge: unknown argument %s\n", key.c_str());
       return 2;
@@ -98,7 +104,8 @@ int main(int argc, char** argv) {
   if (config.runner.empty() || config.scratch.empty()) {
     std::fprintf(stderr,
                  "usage: kforge-judge --backend cpu|cuda --runner PATH --scratch DIR [--device N] [--gate-dir DIR]\n"
-                 "                    [--cpu CORE] [--parent-pid PID]\n"
+                 "                    [--cpu CORE] [--parent-pid PID] [--trim-above-mib N] [--retire-above-mib N]\n"
+                 "                    [--device-trim-above-mib N]\n"
                  "Started by the Executor with its control socket on fd 3.\n");
     return 2;
   }
@@ -122,7 +129,9 @@ int main(int argc, char** argv) {
   // its temporaries page by page. On virtualized hosts a fault costs
   // microseconds: eager PyTorch measured up to 45x slower than its real work, which
   // inflated every speedup. With mmap off and no trimming, the heap keeps its
-  // high-water mark (the largest evaluation's tensors) and reuses it warm.
+  // high-water mark (the largest evaluation's tensors) and reuses it warm,
+  // up to the memory bound (memory_bound.h), above which freed memory is
+  // returned after the request.
   ::mallopt(M_MMAP_MAX, 0);
   ::mallopt(M_TRIM_THRESHOLD, -1);
   // Not dumpable: a runner (same uid) cannot open /proc/<judge>/mem and read

@@ -10,7 +10,9 @@
 #include <string>
 #include <utility>
 
+#include "common/json_fields.h"
 #include "judge/kernel_attribution.h"
+#include "judge/profile_reply.h"
 #include "kforge/core/error.h"
 #include "kforge/core/op_registry.h"
 #include "kforge/core/reference.h"
@@ -84,7 +86,7 @@ Verdict measure_energy(const CasePlan& plan, CandidateSession* session, JudgeDev
           failed = std::move(reply);
           return 0;
         }
-        return reply.body.value("rc", 0) == 0 ? cand_calls : 0;
+        return exec::integer_or(reply.body, "rc", 0) == 0 ? cand_calls : 0;
       },
       "candidate");
   if (failed) {
@@ -107,7 +109,7 @@ std::set<std::string> own_kernel_names(const env::Artifact& artifact) {
   std::set<std::string> names;
   if (!artifact.resources.is_object()) return names;
   for (const auto& [signature, r] : artifact.resources.items()) {
-    names.insert(r.is_object() && r.contains("mangled") ? r["mangled"].get<std::string>() : signature);
+    names.insert(exec::string_or(r, "mangled", signature));
   }
   return names;
 }
@@ -305,7 +307,7 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
     };
     std::string unavailable;
     std::pair<exec::RunnerReply, std::string> attempt = profile_once(options.hardware_metrics, &unavailable);
-    const exec::RunnerReply& r = attempt.first;
+    exec::RunnerReply& r = attempt.first;
     const std::string& output = attempt.second;
     if (r.status == Status::kSandbox && options.hardware_metrics) {
       // Counter collection makes CUPTI touch files (on the H200: openat,
@@ -318,12 +320,26 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
           "counter collection was stopped by the sandbox (" + r.detail + "); profiled again without counters";
       attempt = profile_once(false, &unavailable);
     }
+    // The reply is the candidate's to forge: every field is checked before
+    // anything reads it (profile_reply.h).
+    if (r.ok()) {
+      if (std::string problem = profile_reply_problem(r.body["profile"]); !problem.empty()) {
+        r.status = Status::kProtocol;
+        r.detail = "a 'profiled' reply whose profile." + problem;
+      }
+    }
     if (!unavailable.empty()) {
       profile["attribution_unavailable"] = unavailable;
-    } else if (r.status == Status::kError) {
-      profile["attribution_unavailable"] = "the profiler runner reported: " + r.detail;
+    } else if (!r.ok() && !r.candidate_ran) {
+      // The profiler runner failed before the candidate was in it: the
+      // harness's problem, which costs the profile and nothing else.
+      profile["attribution_unavailable"] = "the profiler runner failed before the candidate was loaded (" +
+                                           std::string(exec::runner_status_name(r.status)) + ": " + r.detail + ")";
       profile["profiler_output"] = output;
     } else if (!r.ok()) {
+      // Once the candidate is loaded, an error reply is no better evidence
+      // than a crash: its code could have written it, e.g. to keep the
+      // traced call (and its foreign streams) out of the report.
       result.verdict =
           Verdict::violation("profiler_fault",
                              "the candidate passed verification and timing but its runner failed under the "
@@ -333,7 +349,7 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
       profile["profiler_output"] = output;
     }
     if (r.ok()) {
-      const json& p = r.body.value("profile", json::object());
+      const json& p = r.body["profile"];
       const json parts = p.value("phase_ms", json::object());
       for (const auto& [part, ms] : parts.items()) result.phase_ms[part] = ms;
       if (p.contains("activity") && !p["activity"].contains("error")) {

@@ -5,10 +5,12 @@
 #include <cstdio>
 
 #include "common/deadline.h"
+#include "common/json_fields.h"
 #include "common/sample_stats.h"
 #include "judge/leftover_work.h"
 #include "judge/output_comparison.h"
 #include "judge/output_quality.h"
+#include "judge/reference_sanity.h"
 #include "judge/roofline.h"
 #include "judge/timing_inputs.h"
 #include "judge/timing_protocol.h"
@@ -23,7 +25,7 @@ constexpr const char* kTimedOutputMismatch = "timed_output_mismatch";
 
 // A nanosecond count of a runner reply in ms (0 when absent: CPU runners).
 double ns_to_ms(const nlohmann::json& body, const char* key) {
-  return static_cast<double>(body.value(key, uint64_t{0})) / 1e6;
+  return static_cast<double>(exec::unsigned_or(body, key, 0)) / 1e6;
 }
 
 // Reference and candidate times of the recorded rounds on one clock.
@@ -101,6 +103,10 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
         std::string(warming ? "during warm-up" : "in timed call") + " " + std::to_string(round) + " (fresh inputs)";
 
     const ReferenceTimes t_ref = run_timed_reference(device, base.task, inputs, &reference);
+    if (std::string bad = non_finite_reference(reference, base); !bad.empty()) {
+      result.verdict = invalid_task_verdict(base, bad, where);
+      return result;
+    }
 
     session->load_inputs(inputs);
     session->poison_outputs();
@@ -108,12 +114,17 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
     device->flush_cache();
     exec::RunnerReply reply = session->call(call_deadline(), call_options);
     if (!reply.ok()) return runner_failed(reply, where);
+    // Types checked on arrival (exec::reply_problem): graph a map, the gate a string.
     if (reply.body.contains("graph")) graph_state = reply.body["graph"];
     if (reply.body.contains("launch_gate")) candidate_gate = reply.body["launch_gate"];
-    int rc = reply.body.value("rc", 0);
+    const auto rc = static_cast<int>(exec::integer_or(reply.body, "rc", 0));
     if (rc != 0) {
       result.verdict.outcome = Outcome::kRuntimeError;
       result.verdict.summary = "runtime error: kf_forward returned " + std::to_string(rc) + " " + where;
+      return result;
+    }
+    if (std::string oob = session->out_of_bounds_write(); !oob.empty()) {
+      result.verdict = Verdict::violation("out_of_bounds_write", oob + " " + where);
       return result;
     }
     double self = ns_to_ms(reply.body, "self_ns");

@@ -3,8 +3,10 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/json_fields.h"
 #include "judge/output_comparison.h"
 #include "judge/output_quality.h"
+#include "judge/reference_sanity.h"
 #include "judge/tolerance.h"
 #include "kforge/core/reference.h"
 
@@ -154,6 +156,9 @@ VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions
       }
       std::vector<at::Tensor> inputs = ref::make_inputs(c.task, static_cast<uint64_t>(seed), device->device());
       std::vector<at::Tensor> reference = ref::run_reference(c.task, inputs);
+      if (std::string bad = non_finite_reference(reference, c); !bad.empty()) {
+        return fail(invalid_task_verdict(c, bad, ctx.where()), case_json);
+      }
       session->load_inputs(inputs);
 
       std::vector<at::Tensor> first_run;
@@ -169,13 +174,18 @@ VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions
                       case_json);
         }
         device->synchronize();
-        int rc = reply.body.value("rc", 0);
+        const auto rc = static_cast<int>(exec::integer_or(reply.body, "rc", 0));  // int range (reply_problem)
         if (rc != 0) {
           Verdict v;
           v.outcome = Outcome::kRuntimeError;
           v.summary = "runtime error: kf_forward returned " + std::to_string(rc) + " " + ctx.where();
           case_json["rc"] = rc;
           return fail(v, case_json);
+        }
+        // Before the inputs: a write past an output's end reaches the band
+        // before it reaches the next tensor, and says more precisely what happened.
+        if (std::string oob = session->out_of_bounds_write(); !oob.empty()) {
+          return fail(Verdict::violation("out_of_bounds_write", oob + " " + ctx.where()), case_json);
         }
         std::string mutation = find_input_mutation(session->inputs(), inputs, c);
         if (!mutation.empty())

@@ -325,6 +325,10 @@ class CudaRunnerDevice final : public RunnerDevice {
   std::vector<std::string> writable_files() const override {
     return options_.profiler ? nvidia_device_paths() : std::vector<std::string>{};
   }
+  // Every CUDA runner (timing and profiler) is under Landlock: the driver
+  // keeps its ioctls on device nodes it might open late; nothing else on the
+  // machine can be written, created or removed (landlock.h).
+  std::vector<std::string> device_ioctl_files() const override { return nvidia_device_paths(); }
   // The driver holds a descriptor per device file and per mapping; a few
   // dozen after start-up, more as memory is mapped.
   int extra_open_files() const override { return 1024; }

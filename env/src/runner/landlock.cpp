@@ -46,7 +46,8 @@ uint64_t granted_rights(int abi) {
 
 }  // namespace
 
-FileConfinement confine_file_writes(const std::vector<std::string>& writable) {
+FileConfinement confine_file_writes(const std::vector<std::string>& writable,
+                                    const std::vector<std::string>& device_ioctl) {
   FileConfinement result;
   const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
   if (abi < 1) {
@@ -61,17 +62,26 @@ FileConfinement confine_file_writes(const std::vector<std::string>& writable) {
     result.why_not = "landlock_create_ruleset: " + exec::errno_text(errno);
     return result;
   }
-  for (const std::string& path : writable) {
+  auto grant = [&](const std::string& path, uint64_t rights) {
     exec::UniqueFd target(::open(path.c_str(), O_PATH | O_CLOEXEC));
-    if (!target) continue;
+    if (!target) return true;
     landlock_path_beneath_attr rule{};
-    rule.allowed_access = granted_rights(result.abi);
+    rule.allowed_access = rights;
     rule.parent_fd = target.get();
     if (::syscall(SYS_landlock_add_rule, ruleset.get(), LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0) {
       result.why_not = "landlock_add_rule(" + path + "): " + exec::errno_text(errno);
-      return result;
+      return false;
     }
-    result.writable.push_back(path);
+    return true;
+  };
+  for (const std::string& path : writable) {
+    if (!grant(path, granted_rights(result.abi))) return result;
+    if (::access(path.c_str(), F_OK) == 0) result.writable.push_back(path);
+  }
+  // Only where the kernel handles device ioctls; a rule granting nothing is refused.
+  const uint64_t ioctl_only = handled_rights(result.abi) & LANDLOCK_ACCESS_FS_IOCTL_DEV;
+  for (const std::string& path : device_ioctl) {
+    if (ioctl_only != 0 && !grant(path, ioctl_only)) return result;
   }
   if (::syscall(SYS_landlock_restrict_self, ruleset.get(), 0) != 0) {
     result.why_not = "landlock_restrict_self: " + exec::errno_text(errno);

@@ -159,7 +159,12 @@ int serve_requests(RunnerDevice* device, SandboxState sandbox) {
         // The arena first: mapping it is harness work (CUDA: opening an IPC
         // handle), done before any candidate code exists in the process.
         device->map_arena(msg.at("arena"), &frame.fds);
-        enter_loading_phase(limits, device->extra_syscalls(), device->writable_files(), &sandbox);
+        enter_loading_phase(limits, device->extra_syscalls(), device->writable_files(), &sandbox,
+                            device->device_ioctl_files());
+        // From here on the candidate's code may run (static constructors,
+        // the driver parsing its CUBIN): the judge blames what follows on
+        // the candidate, and what came before on the harness.
+        reply({{"type", "loading"}, {"seq", seq}});
         // A shared object runs its static constructors here; a CUBIN is read
         // (read-only opens are still allowed) and loaded onto the device.
         std::unique_ptr<Candidate> loaded;

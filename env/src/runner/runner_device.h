@@ -55,6 +55,9 @@ class RunnerDevice {
   // sandbox confines writes to them with Landlock and then lets "openat"
   // extras ask for write access (landlock.h). None by default.
   virtual std::vector<std::string> writable_files() const { return {}; }
+  // Device files that may take ioctls when opened after the sandbox exists
+  // (Landlock refuses device ioctls elsewhere). None by default.
+  virtual std::vector<std::string> device_ioctl_files() const { return {}; }
   // Descriptors the device runtime holds or opens on its own, on top of the
   // candidate's RLIMIT_NOFILE allowance.
   virtual int extra_open_files() const { return 0; }

@@ -343,6 +343,7 @@ nlohmann::json SandboxState::to_json() const {
           {"capabilities_dropped", capabilities_dropped},
           {"no_new_privs", no_new_privs},
           {"file_writes", file_writes},
+          {"landlock", landlock},
           {"seccomp", loading_filter && running_filter},
           {"address_space_limit", address_space_limit},
           {"notes", notes}};
@@ -364,7 +365,8 @@ void isolate_network(SandboxState* state) {
 }
 
 void enter_loading_phase(const SandboxLimits& limits, const std::vector<std::string>& extra_syscalls,
-                         const std::vector<std::string>& writable_files, SandboxState* state) {
+                         const std::vector<std::string>& writable_files, SandboxState* state,
+                         const std::vector<std::string>& device_ioctl_files) {
   set_limit(RLIMIT_CORE, 0, "RLIMIT_CORE");
   set_limit(RLIMIT_FSIZE, limits.output_bytes, "RLIMIT_FSIZE");
   set_limit(RLIMIT_NOFILE, static_cast<rlim_t>(limits.open_files), "RLIMIT_NOFILE");
@@ -375,17 +377,17 @@ void enter_loading_phase(const SandboxLimits& limits, const std::vector<std::str
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("PR_SET_NO_NEW_PRIVS", errno);
   state->no_new_privs = true;
   install_sigsys_reporter();
-  bool writes_confined = false;
-  if (!writable_files.empty()) {
-    FileConfinement c = confine_file_writes(writable_files);
-    writes_confined = c.applied;
-    if (c.applied) {
-      state->file_writes = "landlock ABI " + std::to_string(c.abi) + ": only";
-      for (const auto& path : c.writable) state->file_writes += " " + path;
-    } else {
-      state->file_writes = "read-only opens";
-      state->notes.push_back("file writes not confined by path (" + c.why_not + "); opens stay read-only");
-    }
+  FileConfinement c = confine_file_writes(writable_files, device_ioctl_files);
+  state->landlock = c.applied ? "ABI " + std::to_string(c.abi) : "not applied: " + c.why_not;
+  const bool writes_confined = c.applied && !writable_files.empty();
+  if (writes_confined) {
+    state->file_writes = "landlock ABI " + std::to_string(c.abi) + ": only";
+    for (const auto& path : c.writable) state->file_writes += " " + path;
+  } else if (!writable_files.empty()) {
+    state->file_writes = "read-only opens";
+    state->notes.push_back("file writes not confined by path (" + c.why_not + "); opens stay read-only");
+  } else if (!c.applied) {
+    state->notes.push_back("Landlock not applied (" + c.why_not + "); the filters alone refuse writable opens");
   }
 
   Filter running;

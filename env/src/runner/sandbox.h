@@ -5,8 +5,8 @@
 //                    (when permitted), cwd = scratch dir
 //   before loading   rlimits (core 0, file size, open files, CPU time), all
 //                    capabilities dropped, no_new_privs, SIGSYS reporter, Landlock
-//                    (only for a device that must open files for writing:
-//                    landlock.h), and the
+//                    (file writes refused by path, except what a device must
+//                    write: landlock.h), and the
 //                    LOADING seccomp filter: what the dynamic loader needs
 //                    (read-only openat, mmap/mprotect, ...) plus the RUNNING set
 //   after loading    RLIMIT_AS, then the RUNNING filter stacked on top: memory,
@@ -44,6 +44,9 @@ struct SandboxState {
   // <paths>": writes confined to those; "read-only opens" when the device
   // asked for writable files but Landlock could not be applied.
   std::string file_writes = "none";
+  // "ABI <n>" when Landlock confines file writes by path (every runner, on
+  // kernels that have it), else "not applied: <why>".
+  std::string landlock = "not applied";
   bool loading_filter = false;
   bool running_filter = false;
   uint64_t address_space_limit = 0;
@@ -57,12 +60,15 @@ void isolate_network(SandboxState* state);
 // Limits, capabilities, no_new_privs, the SIGSYS reporter and the loading
 // filter. `extra_syscalls` are the device's additional needs in both phases
 // (none on CPU; "mprotect" among them is allowed without PROT_EXEC only).
-// `writable_files`, when not empty, are confined with Landlock (landlock.h)
-// as the only files the device may open for writing; its "openat"/"open"
-// extras then allow write flags. Throws std::runtime_error if a mandatory
-// step fails.
+// Landlock (landlock.h) refuses file writes everywhere but `writable_files`
+// (device ioctls everywhere but `device_ioctl_files` too); when
+// `writable_files` is not empty and Landlock applied, the device's
+// "openat"/"open" extras allow write flags. Landlock is a second wall: where
+// the kernel lacks it the filters alone refuse writable opens, and the state
+// says why. Throws std::runtime_error if a mandatory step fails.
 void enter_loading_phase(const SandboxLimits& limits, const std::vector<std::string>& extra_syscalls,
-                         const std::vector<std::string>& writable_files, SandboxState* state);
+                         const std::vector<std::string>& writable_files, SandboxState* state,
+                         const std::vector<std::string>& device_ioctl_files = {});
 
 // RLIMIT_AS = current address space + limits.memory_bytes, then the running
 // filter. Throws std::runtime_error on failure.

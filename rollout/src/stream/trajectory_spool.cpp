@@ -155,7 +155,8 @@ TrajectorySpool::TrajectorySpool(SpoolOptions options) : options_(std::move(opti
   if (lock_fd_ < 0) throw SystemError("spool: cannot open " + lock_path.string() + ": " + errno_text());
   if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
     char pid[32] = {};
-    (void)::pread(lock_fd_, pid, sizeof pid - 1, 0);
+    // Only for the message: an unreadable pid leaves it empty.
+    if (::pread(lock_fd_, pid, sizeof pid - 1, 0) < 0) pid[0] = '\0';
     ::close(lock_fd_);
     lock_fd_ = -1;
     throw SystemError("spool: " + options_.dir.string() + " is in use by another process (pid " +

@@ -48,10 +48,19 @@ struct CompileResult {
   // or by an identical compile that was already running.
   bool cache_hit = false;
   // Non-empty when the system, not the candidate, failed: compiler missing or
-  // killed by a signal, compile timeout, I/O error, service shut down. Such
-  // results are never cached. `diagnostics` says the same for the policy.
+  // not startable, I/O error, service shut down. Such results are never
+  // cached. `diagnostics` says the same for the policy.
   std::string system_error;
-  bool timed_out = false;  // the compiler ran past CompileContext::timeout_s and was killed
+  // The compile ran past CompileContext::timeout_s or memory_limit_bytes and
+  // was stopped, or the compiler crashed on the source. These are compile
+  // errors, charged to the candidate like any other (a preprocessor bomb, a
+  // template explosion; docs/threat-model.md, "Who is to blame"), with
+  // `diagnostics` saying which limit ("compile exceeded 120 s"). Not cached:
+  // how far a compile gets before a limit depends on the machine's load.
+  bool timed_out = false;
+  bool out_of_memory = false;
+  bool compiler_crashed = false;
+  bool limit_hit() const { return timed_out || out_of_memory || compiler_crashed; }
 };
 
 // Everything that decides the output of a compile besides the solution:
@@ -61,7 +70,12 @@ struct CompileContext {
   // Contains kforge/kernel_abi.h. Empty: $KFORGE_ABI_INCLUDE_DIR, else the
   // directory staged by the build (see default_abi_include_dir()).
   std::filesystem::path abi_include_dir;
-  double timeout_s = 120.0;  // subprocess compilers (cpp, cuda); NVRTC cannot be interrupted
+  // Limits of one compile, for every compiler: g++ and nvcc (and what they
+  // start) run as child processes with this address-space limit and are
+  // killed at the timeout; NVRTC runs in a kforge-nvrtc worker process with
+  // the same limits (docs/compile.md). Not part of the cache key.
+  double timeout_s = 120.0;
+  uint64_t memory_limit_bytes = uint64_t{4} << 30;
   size_t max_source_bytes = 1 << 20;
   std::vector<std::string> libraries;  // allowed libraries (task config)
   // Tensors a launch plan may name (nvrtc): the task's inputs, params and

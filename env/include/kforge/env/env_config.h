@@ -10,7 +10,7 @@
 //   eval: EvalOptions keys (eval.h)
 //   reward: {function, paid_on, step_terms, on_truncation}
 //   prompt: {skills, system}
-//   compile: {cache_dir, threads, arch, timeout_s, max_source_bytes, per_mode_limit: {mode: n}}
+//   compile: {cache_dir, threads, arch, timeout_s, memory_limit_mib, max_source_bytes, per_mode_limit: {mode: n}}
 //   executor: {tools_dir, scratch_dir, gate_dir, gpu_gate, baseline_cache}
 //   placement: {devices: [0, 1] | all, lanes_per_device, cpu_slots,
 //               episodes_per_device, max_system_errors}
@@ -111,6 +111,10 @@ struct EnvConfig {
   CompileServiceConfig compile;
   std::string arch = "sm_90a";  // CUDA modes
   double compile_timeout_s = 120.0;
+  // Address-space limit of each compile (g++, nvcc and what they start, or
+  // the NVRTC worker): a source that makes the compiler allocate without
+  // end is a compile error "compile exceeded N MiB" (CompileContext).
+  uint64_t compile_memory_limit_bytes = uint64_t{4} << 30;
   size_t max_source_bytes = 1 << 20;
   std::filesystem::path tools_dir;    // judge/runner binaries; empty: executor's default
   std::filesystem::path scratch_dir;  // runner scratch; empty: executor's default

@@ -66,6 +66,16 @@ struct ExecutorConfig {
   std::filesystem::path scratch_dir;
   // How long the judge may take to start (load libtorch, probe the device).
   double judge_startup_timeout_ms = 60000.0;
+  // The judge's memory across tasks (docs/execution.md, "The judge's
+  // memory"): above `judge_trim_above_bytes` of resident memory after a
+  // request it returns freed memory to the system; still above
+  // `judge_retire_above_bytes` after that, it retires and the next request
+  // starts a fresh judge. With device memory in use grown by more than
+  // `judge_device_trim_above_bytes` since its first request, the CUDA judge
+  // empties PyTorch's caching allocator.
+  uint64_t judge_trim_above_bytes = uint64_t{1} << 30;
+  uint64_t judge_retire_above_bytes = uint64_t{4} << 30;
+  uint64_t judge_device_trim_above_bytes = uint64_t{8} << 30;
 };
 
 class Executor {
@@ -98,9 +108,10 @@ class Executor {
   virtual int judge_pid() const = 0;
   // The judges' own view of their resources, queued behind pending requests:
   // per lane {"pid", "open_fds", "memfds", "spare_runners", "scratch_entries",
-  //  "evaluations", "runner_faults", "reference_requests"} ({"error": "..."}
-  // if it cannot answer) under "lanes", the pool's state under "devices";
-  // with a single lane its fields are also at the top level.
+  //  "evaluations", "runner_faults", "reference_requests", "memory":
+  //  {"rss_bytes", "peak_rss_bytes", "trims", ...}} ({"error": "..."} if it
+  // cannot answer) under "lanes", the pool's state under "devices"; with a
+  // single lane its fields are also at the top level.
   virtual json health() = 0;
 };
 

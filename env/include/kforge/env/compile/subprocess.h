@@ -1,10 +1,15 @@
-// Running a compiler as a child process with a deadline.
+// Running a compiler as a child process with a deadline and a memory limit.
 //
 // The child gets its own process group so that a timeout kills the whole
 // tree (nvcc runs cicc, ptxas, fatbinary, g++, ld), and it is always reaped
-// before run_process returns: no zombies, no orphans holding our pipes.
+// before run_process returns: no zombies, no orphans holding our pipes. The
+// memory limit (RLIMIT_AS) is set in the child before exec, so it binds the
+// compiler and everything it starts from its first instruction: a source
+// that makes the compiler allocate without end (a preprocessor bomb) fails
+// there instead of taking the machine's memory.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -19,6 +24,9 @@ struct ProcessOptions {
   // Variables set (or, with std::nullopt, removed) on top of our environment.
   std::map<std::string, std::optional<std::string>> env;
   size_t max_output_bytes = 8u << 20;  // stdout+stderr beyond this is dropped
+  // Address-space limit of the child and its descendants (each process
+  // gets this much); 0: none.
+  uint64_t memory_limit_bytes = 0;
 };
 
 struct ProcessResult {
@@ -27,6 +35,9 @@ struct ProcessResult {
   bool timed_out = false;
   std::string output;  // stdout and stderr, interleaved as written
   double wall_ms = 0.0;
+  // The largest resident set of the child or of any descendant it waited
+  // for (getrusage's ru_maxrss).
+  uint64_t peak_rss_bytes = 0;
 
   bool ok() const { return exit_code == 0 && !timed_out; }
 };

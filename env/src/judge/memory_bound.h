@@ -1,0 +1,64 @@
+// Keeps the judge's memory bounded across tasks (issue 12: "the judge never
+// gives memory back after a huge task, for every env on the device").
+//
+// The judge keeps freed memory on purpose (main.cpp: glibc mmap off, no
+// automatic trimming), because on virtualized hosts page faults on fresh
+// tensors made eager PyTorch look up to 45x slower than its work. That
+// benefit is kept for tasks of normal size: after a request, only when the
+// judge's resident set is above `trim_above_bytes` is the freed memory
+// returned (malloc_trim), so a huge task costs page faults once, on the next
+// request, and nothing after. If the resident set is still above
+// `retire_above_bytes` after that (fragmentation: a live block at the top of
+// the heap), the judge retires after the report: the Executor starts a fresh
+// one for the next request, as for a broken device context.
+//
+// On a GPU the same holds for device memory: PyTorch's caching allocator
+// keeps a huge task's blocks, which candidates on the device would then miss
+// (and fail with out-of-memory, charged to them). When the device memory in
+// use grew by more than `device_trim_above_bytes` since the judge's first
+// request, the cache is emptied (JudgeDevice::release_cached_memory). The
+// device figure counts every process on the device (CUDA reports no
+// per-process use), so it decides only this release, never a retirement.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "judge/judge_device.h"
+
+namespace kforge::judge {
+
+struct MemoryLimits {
+  uint64_t trim_above_bytes = uint64_t{1} << 30;
+  uint64_t retire_above_bytes = uint64_t{4} << 30;
+  uint64_t device_trim_above_bytes = uint64_t{8} << 30;
+};
+
+// The calling process' resident set (/proc/self/statm), 0 if unreadable.
+uint64_t resident_bytes();
+
+class MemoryBound {
+ public:
+  explicit MemoryBound(MemoryLimits limits) : limits_(limits) {}
+
+  // After each request: trims when over the limit and returns why the judge
+  // should retire ("" to carry on).
+  std::string after_request(JudgeDevice* device);
+
+  // For health(): {rss_bytes, peak_rss_bytes, trims, trim_above_bytes,
+  // retire_above_bytes, device_in_use_bytes?, device_baseline_bytes?,
+  // device_releases?}.
+  nlohmann::json to_json() const;
+
+ private:
+  MemoryLimits limits_;
+  uint64_t peak_rss_ = 0;
+  int trims_ = 0;
+  std::optional<uint64_t> device_baseline_;
+  uint64_t device_in_use_ = 0;
+  int device_releases_ = 0;
+};
+
+}  // namespace kforge::judge
