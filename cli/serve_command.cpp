@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "kforge/core/input_limits.h"
 #include "kforge/env/server.h"
 
 namespace kforge::cli {
@@ -130,7 +131,7 @@ void add_serve_command(CLI::App& app, CommandFn* selected) {
                 "first reset, and an invalid one is refused there)");
   cmd->add_option("--idle-timeout", args->idle_timeout_s,
                   "Seconds a client may stay silent with nothing in flight before its envs are released (0: never)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0.0, kforge::limits::kMaxConfigDurationS))
       ->capture_default_str();
   cmd->add_option("--max-message-mb", args->max_message_mb,
                   "Largest request accepted, in MiB; a larger one makes ZeroMQ drop the connection")
@@ -141,7 +142,7 @@ void add_serve_command(CLI::App& app, CommandFn* selected) {
       ->capture_default_str();
   cmd->add_option("--drain-timeout", args->drain_timeout_s,
                   "On SIGINT/SIGTERM: seconds in-flight steps may still finish before they are cancelled")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0.0, kforge::limits::kMaxConfigDurationS))
       ->capture_default_str();
   cmd->callback([args, selected] { *selected = [args] { return run_serve(*args); }; });
 }

@@ -54,7 +54,12 @@ int report_problem(const std::string& file, const TaskSpec& task, const env::Ref
 
 int run_check(const TaskArgs& a) {
   const TaskSpec task = load_task(a.task);
-  const json table = env::abi_table(task);  // type-checks every variant (InputError otherwise)
+  json table;
+  try {
+    table = env::abi_table(task);  // type-checks every variant within the task limits
+  } catch (const InputError& e) {
+    throw InputError(a.task + ": " + e.what());  // the graph's errors name the task, not the file
+  }
   std::optional<env::ReferenceReport> reference;
   if (!a.no_reference) reference = probe(a, task, /*check=*/true, /*time=*/false);
   const int code = reference ? report_problem(a.task, task, *reference) : kExitOk;

@@ -45,5 +45,18 @@ function(kforge_library name)
   kforge_target_warnings(${name})
 endfunction()
 
+# Sanitizers for all project code, e.g. "address,undefined" (preset
+# `sanitize`) or "address,undefined,fuzzer-no-link" (preset `fuzz`).
+# Undefined behaviour aborts instead of printing and going on, so that a test
+# or a fuzz run fails on it. docs/fuzzing.md says how to run them.
+set(KFORGE_SANITIZERS "" CACHE STRING "Sanitizers for project code (-fsanitize=...), empty for none")
+if(KFORGE_SANITIZERS)
+  add_compile_options(-fsanitize=${KFORGE_SANITIZERS} -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+  string(REPLACE ",fuzzer-no-link" "" _kforge_link_sanitizers "${KFORGE_SANITIZERS}")
+  add_link_options(-fsanitize=${_kforge_link_sanitizers})
+endif()
+# libFuzzer targets (fuzz/), built by the `fuzz` preset with clang.
+option(KFORGE_BUILD_FUZZ "Build the libFuzzer targets in fuzz/ (needs clang)" OFF)
+
 # GPU tests (ctest label `gpu`) need a CUDA device; the `gpu` preset builds them.
 option(KFORGE_GPU_TESTS "Build the GPU test suites (label: gpu)" OFF)

@@ -11,6 +11,22 @@ const std::array<std::pair<ActionType, const char*>, 5> kTypes = {{{ActionType::
                                                                    {ActionType::kSubmit, "submit"},
                                                                    {ActionType::kAnalyze, "analyze"}}};
 
+const char* const kArgumentsLabel = "arguments";
+
+// "arguments:1:7: invalid JSON: ..." -> "line 1:7: invalid JSON: ...";
+// "arguments: field /a: ..." -> "at /a: ...".
+std::string without_label(const std::string& message, const std::string& label) {
+  if (message.compare(0, label.size(), label) != 0) return message;
+  std::string rest = message.substr(label.size());
+  if (rest.compare(0, 2, ": ") == 0) {
+    rest = rest.substr(2);
+    if (rest.compare(0, 6, "field ") == 0) rest = "at " + rest.substr(6);
+    return rest;
+  }
+  if (!rest.empty() && rest[0] == ':') return "line " + rest.substr(1);
+  return rest;
+}
+
 ActionType type_from_name(const std::string& name) {
   for (const auto& [t, n] : kTypes) {
     if (name == n) return t;
@@ -26,7 +42,9 @@ std::optional<Solution> solution_from_args(ObjectReader& r, SolutionMode default
   auto launch = r.optional("launch");
   if (!source) {
     if (mode || options || launch) {
-      (mode ? *mode : options ? *options : *launch)
+      (mode      ? *mode
+       : options ? *options
+                 : *launch)
           .fail_message("\"source\" is required when \"mode\", \"options\" or \"launch\" is given");
     }
     return std::nullopt;
@@ -108,12 +126,14 @@ Action parse_tool_call(const json& call, SolutionMode default_mode) {
   json args = json::object();
   if (auto f = r.optional("arguments")) {
     if (f->value().is_string()) {
-      const std::string text = f->value().get<std::string>();
+      const std::string& text = f->value().get_ref<const std::string&>();
       if (!text.empty()) {
+        // The policy's text: read with the document limits (depth, size,
+        // duplicate keys) like any other outside document.
         try {
-          args = json::parse(text);
-        } catch (const json::parse_error& e) {
-          f->fail_message(std::string("the arguments are not valid JSON: ") + e.what());
+          args = Document::from_json_text(text, kArgumentsLabel).root;
+        } catch (const InputError& e) {
+          f->fail_message("the arguments are not valid JSON: " + without_label(e.what(), kArgumentsLabel));
         }
       }
     } else {

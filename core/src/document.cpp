@@ -1,12 +1,18 @@
 #include "kforge/core/document.h"
 
-#include <yaml-cpp/yaml.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
-#include <fstream>
+#include <cstdio>
+#include <cstring>
 #include <limits>
-#include <sstream>
+
+#include "document_parsers.h"
+#include "kforge/core/input_limits.h"
 
 namespace kforge {
 namespace {
@@ -15,83 +21,6 @@ std::string lower_extension(const std::filesystem::path& path) {
   std::string ext = path.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
   return ext;
-}
-
-// Resolves a plain YAML scalar the way YAML 1.2's core schema does, so that
-// `3`, `1e-2`, `true` and `null` become numbers, booleans and null while
-// quoted scalars stay strings.
-json resolve_plain_scalar(const std::string& text) {
-  if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") return nullptr;
-  if (text == "true" || text == "True" || text == "TRUE") return true;
-  if (text == "false" || text == "False" || text == "FALSE") return false;
-  // Integers: optional sign, digits only.
-  {
-    size_t i = (text[0] == '-' || text[0] == '+') ? 1 : 0;
-    if (i < text.size() && std::all_of(text.begin() + static_cast<long>(i), text.end(), ::isdigit)) {
-      try {
-        size_t used = 0;
-        long long v = std::stoll(text, &used);
-        if (used == text.size()) return v;
-      } catch (const std::exception&) {
-        // Out of range: fall through to floating point.
-      }
-    }
-  }
-  if (text == ".inf" || text == "+.inf" || text == ".Inf") return std::numeric_limits<double>::infinity();
-  if (text == "-.inf" || text == "-.Inf") return -std::numeric_limits<double>::infinity();
-  if (text == ".nan" || text == ".NaN") return std::numeric_limits<double>::quiet_NaN();
-  {
-    bool has_digit = std::any_of(text.begin(), text.end(), ::isdigit);
-    bool numeric_chars = std::all_of(text.begin(), text.end(), [](char c) {
-      return std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+';
-    });
-    if (has_digit && numeric_chars) {
-      try {
-        size_t used = 0;
-        double v = std::stod(text, &used);
-        if (used == text.size()) return v;
-      } catch (const std::exception&) {
-        // Not a number after all: keep it a string.
-      }
-    }
-  }
-  return text;
-}
-
-json yaml_to_json(const YAML::Node& node, const std::string& pointer, Document& doc) {
-  const YAML::Mark mark = node.Mark();
-  if (mark.line >= 0) doc.locations[pointer] = {mark.line + 1, mark.column + 1};
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nullptr;
-    case YAML::NodeType::Scalar:
-      if (node.Tag() == "!") return node.Scalar();  // quoted: always a string
-      return resolve_plain_scalar(node.Scalar());
-    case YAML::NodeType::Sequence: {
-      json out = json::array();
-      size_t i = 0;
-      for (const auto& item : node) out.push_back(yaml_to_json(item, json_pointer_append(pointer, i++), doc));
-      return out;
-    }
-    case YAML::NodeType::Map: {
-      json out = json::object();
-      for (const auto& kv : node) {
-        if (!kv.first.IsScalar()) {
-          throw InputError(doc.source + ":" + std::to_string(kv.first.Mark().line + 1) +
-                           ": mapping keys must be plain strings");
-        }
-        const std::string key = kv.first.Scalar();
-        if (out.contains(key)) {
-          throw InputError(doc.source + ":" + std::to_string(kv.first.Mark().line + 1) + ": duplicate key '" + key +
-                           "' in " + (pointer.empty() ? "/" : pointer));
-        }
-        out[key] = yaml_to_json(kv.second, json_pointer_append(pointer, key), doc);
-      }
-      return out;
-    }
-  }
-  return nullptr;
 }
 
 std::string type_name(const json& v) {
@@ -122,66 +51,72 @@ std::string display_pointer(const std::string& pointer) { return pointer.empty()
 
 }  // namespace
 
-std::string read_text_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::error_code ec;
-    const bool exists = std::filesystem::exists(path, ec);
-    throw InputError(path.string() + ": " + (exists ? "cannot be read (check permissions)" : "no such file"));
+std::string read_text_file(const std::filesystem::path& path, size_t max_bytes) {
+  // open(2) and read(2) rather than a stream: the size is checked before
+  // anything is read, and a device or pipe (/dev/zero) is read only up to the
+  // limit.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) throw InputError(path.string() + ": no such file");
+    throw InputError(path.string() + ": cannot be read (" + std::strerror(err) + ")");
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) throw InputError(path.string() + ": is a directory, not a file");
+    if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes) {
+      throw InputError(path.string() + ": " + std::to_string(st.st_size) + " bytes is more than the limit of " +
+                       std::to_string(max_bytes) + " bytes");
+    }
+  }
+  std::string text;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw InputError(path.string() + ": read failed (" + std::strerror(errno) + ")");
+    if (n == 0) break;
+    if (text.size() + static_cast<size_t>(n) > max_bytes) {
+      throw InputError(path.string() + ": more than the limit of " + std::to_string(max_bytes) +
+                       " bytes (not a regular file of that size: a device or a pipe?)");
+    }
+    text.append(buf, static_cast<size_t>(n));
+  }
+  return text;
 }
 
 Document Document::from_file(const std::filesystem::path& path) {
+  // The type first: a path without a document extension is refused before
+  // anything is opened.
   const std::string ext = lower_extension(path);
-  const std::string text = read_text_file(path);
+  if (ext != ".json" && ext != ".yaml" && ext != ".yml") {
+    throw InputError(path.string() + ": unknown file type '" + ext + "'; expected .json, .yaml or .yml");
+  }
+  const std::string text = read_text_file(path, limits::kMaxDocumentBytes);
   if (ext == ".json") return from_json_text(text, path.string());
-  if (ext == ".yaml" || ext == ".yml") return from_yaml_text(text, path.string());
-  throw InputError(path.string() + ": unknown file type '" + ext + "'; expected .json, .yaml or .yml");
+  return from_yaml_text(text, path.string());
 }
 
 Document Document::from_json_text(const std::string& text, std::string source) {
   Document doc;
   doc.source = std::move(source);
-  try {
-    doc.root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // Convert the byte offset into line:column for the message.
-    size_t offset = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    int line = 1, col = 1;
-    for (size_t i = 0; i < offset; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    std::string what = e.what();
-    const auto pos = what.find("syntax error");
-    throw InputError(doc.source + ":" + std::to_string(line) + ":" + std::to_string(col) + ": invalid JSON: " +
-                     (pos == std::string::npos ? what : what.substr(pos)));
-  }
+  internal::parse_json_document(text, &doc);
   return doc;
 }
 
 Document Document::from_yaml_text(const std::string& text, std::string source) {
   Document doc;
   doc.source = std::move(source);
-  YAML::Node node;
-  try {
-    node = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw InputError(doc.source + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
-                     ": invalid YAML: " + e.msg);
-  }
-  doc.root = yaml_to_json(node, "", doc);
+  internal::parse_yaml_document(text, &doc);
   return doc;
 }
 
 Document Document::from_value(json value, std::string source) {
+  internal::check_value_bounds(value, source);
   Document doc;
   doc.source = std::move(source);
   doc.root = std::move(value);
@@ -215,9 +150,16 @@ std::string json_pointer_append(const std::string& pointer, size_t index) {
 }
 
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
+  // Edit distance costs the product of the lengths: a word longer than any
+  // name we suggest is not a typo of one.
+  if (word.size() > limits::kMaxSuggestionChars) return "";
+  const size_t threshold = std::max<size_t>(2, word.size() / 3);
   std::string best;
   size_t best_d = std::numeric_limits<size_t>::max();
   for (const auto& c : candidates) {
+    // The distance is at least the difference in length.
+    const size_t gap = c.size() > word.size() ? c.size() - word.size() : word.size() - c.size();
+    if (gap > threshold || c.size() > limits::kMaxSuggestionChars) continue;
     size_t d = edit_distance(word, c);
     if (d < best_d) {
       best_d = d;
@@ -225,12 +167,19 @@ std::string closest_match(const std::string& word, const std::vector<std::string
     }
   }
   // Only suggest when the typo is small relative to the word.
-  if (best.empty() || best_d > std::max<size_t>(2, word.size() / 3)) return "";
+  if (best.empty() || best_d > threshold) return "";
   return best;
 }
 
 std::string describe_value(const json& value) {
-  std::string s = value.dump();
+  // A long string is cut before it is quoted, so describing a megabyte costs
+  // nothing; invalid UTF-8 (YAML does not check it) is replaced, not thrown.
+  std::string s;
+  if (value.is_string() && value.get_ref<const std::string&>().size() > 60) {
+    s = json(value.get_ref<const std::string&>().substr(0, 56)).dump(-1, ' ', false, json::error_handler_t::replace);
+  } else {
+    s = value.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
   if (s.size() > 60) s = s.substr(0, 57) + "...";
   return type_name(value) + " " + s;
 }
@@ -275,6 +224,18 @@ double Field::as_nonnegative_number() const {
     fail("a number >= 0");
   }
   return value_->get<double>();
+}
+
+double Field::as_number_in(double lo, double hi) const {
+  auto text = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g", v);
+    return std::string(buf);
+  };
+  if (!value_->is_number()) fail("a number in [" + text(lo) + ", " + text(hi) + "]");
+  const double v = value_->get<double>();
+  if (!std::isfinite(v) || v < lo || v > hi) fail("a number in [" + text(lo) + ", " + text(hi) + "]");
+  return v;
 }
 
 int64_t Field::as_int() const {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kforge/core/jsonl.h"
+#include "kforge/core/op_registry.h"
 
 namespace kforge {
 
@@ -14,6 +15,13 @@ std::vector<TaskSpec> load_task_set(const std::filesystem::path& path) {
   std::vector<TaskSpec> tasks;
   std::map<std::string, std::string> first_seen;
   auto add = [&](TaskSpec task, const std::string& origin) {
+    // The static checks of every variant (limits included) at load, so a bad
+    // task is refused before the server or anything else starts on it.
+    try {
+      validate_task(task);
+    } catch (const InputError& e) {
+      throw InputError(origin + ": " + e.what());
+    }
     auto [it, inserted] = first_seen.emplace(task.id, origin);
     if (!inserted) {
       throw InputError(origin + ": duplicate task id \"" + task.id + "\" (also in " + it->second + ")");

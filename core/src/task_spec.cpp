@@ -2,8 +2,16 @@
 
 #include <set>
 
+#include "kforge/core/input_limits.h"
+
 namespace kforge {
 namespace {
+
+void check_name_length(const Field& where, const std::string& name) {
+  if (name.size() > limits::kMaxNameBytes) {
+    where.fail("a name of at most " + std::to_string(limits::kMaxNameBytes) + " bytes (limits::kMaxNameBytes)");
+  }
+}
 
 const std::vector<std::string>& known_libraries() {
   static const std::vector<std::string> kLibs = {"cublas", "cublasLt", "cudnn"};
@@ -19,7 +27,19 @@ std::vector<TensorSpec> TaskSpec::kernel_inputs() const {
 }
 
 TaskSpec TaskSpec::with_variant(size_t index) const {
-  TaskSpec t = *this;
+  // Field by field, leaving the variant list behind: copying it into every
+  // variant would make a loop over the variants quadratic.
+  TaskSpec t;
+  t.id = id;
+  t.source = source;
+  t.description = description;
+  t.inputs = inputs;
+  t.params = params;
+  t.nodes = nodes;
+  t.outputs = outputs;
+  t.tolerance = tolerance;
+  t.baselines = baselines;
+  t.libraries = libraries;
   for (const auto& [name, shape] : shape_variants.at(index)) {
     for (auto& in : t.inputs) {
       if (in.name == name) in.shape = shape;
@@ -44,6 +64,7 @@ TaskSpec parse_task(const Document& doc) {
   Field id = r.required("id");
   task.id = id.as_string();
   if (task.id.empty()) id.fail("a non-empty task id such as \"synth/0001a3f2\"");
+  check_name_length(id, task.id);
   if (auto f = r.optional("source")) task.source = f->as_enum({"synth", "kernelbench", "user"});
   if (auto f = r.optional("description")) task.description = f->as_string();
 
@@ -61,12 +82,17 @@ TaskSpec parse_task(const Document& doc) {
       declare(f, task.params.back().name);
     }
   }
-  if (task.inputs.size() + task.params.size() > 64) {
-    r.self().fail_message("a task has at most 64 input and param tensors");
+  if (task.inputs.size() + task.params.size() > limits::kMaxTaskTensors) {
+    r.self().fail_message("a task has at most " + std::to_string(limits::kMaxTaskTensors) +
+                          " input and param tensors (limits::kMaxTaskTensors)");
   }
 
   Field nodes = r.required("nodes");
   if (nodes.as_array().empty()) nodes.fail("a non-empty array of nodes");
+  if (nodes.value().size() > limits::kMaxTaskNodes) {
+    nodes.fail_message(std::to_string(nodes.value().size()) + " nodes; a task has at most " +
+                       std::to_string(limits::kMaxTaskNodes) + " (limits::kMaxTaskNodes)");
+  }
   for (const Field& f : nodes.as_array()) {
     ObjectReader n = f.as_object();
     GraphNode node;
@@ -82,9 +108,16 @@ TaskSpec parse_task(const Document& doc) {
     Field out = n.required("out");
     node.out = out.as_string();
     if (node.out.empty()) out.fail("a non-empty tensor name");
+    check_name_length(out, node.out);
     declare(out, node.out);
     if (auto attrs = n.optional("attrs")) {
       attrs->as_object();  // type check only; the op registry validates the keys
+      // Sized as compact JSON; the document's depth limit makes dump() safe.
+      const size_t bytes = attrs->value().dump(-1, ' ', false, json::error_handler_t::replace).size();
+      if (bytes > limits::kMaxAttrsBytes) {
+        attrs->fail_message(std::to_string(bytes) + " bytes of attrs; a node's attrs are at most " +
+                            std::to_string(limits::kMaxAttrsBytes) + " bytes as JSON (limits::kMaxAttrsBytes)");
+      }
       node.attrs = attrs->value();
     }
     n.finish();
@@ -104,6 +137,11 @@ TaskSpec parse_task(const Document& doc) {
   }
 
   if (auto variants = r.optional("shape_variants")) {
+    // Counted before any is read: each costs a type check of the graph.
+    if (variants->value().is_array() && variants->value().size() > limits::kMaxShapeVariants) {
+      variants->fail_message(std::to_string(variants->value().size()) + " shape variants; a task has at most " +
+                             std::to_string(limits::kMaxShapeVariants) + " (limits::kMaxShapeVariants)");
+    }
     for (const Field& v : variants->as_array()) {
       ObjectReader vr = v.as_object();
       std::map<std::string, std::vector<int64_t>> variant;
@@ -115,6 +153,7 @@ TaskSpec parse_task(const Document& doc) {
           shape.fail_message("\"" + it.key() + "\" is not an input of the task (variants change input shapes only)");
         }
         variant[it.key()] = shape.as_shape();
+        if (std::string why = check_shape_limits(variant[it.key()]); !why.empty()) shape.fail_message(why);
       }
       if (variant.empty()) v.fail("an object mapping input names to shapes");
       task.shape_variants.push_back(std::move(variant));

@@ -4,18 +4,42 @@
 
 namespace kforge {
 
+static_assert(limits::kMaxTensorRank == KF_MAX_DIMS, "the rank limit is the ABI's kf_tensor capacity");
+
 const std::vector<std::string>& InitSpec::kinds() {
-  static const std::vector<std::string> kKinds = {"normal",         "uniform",  "zeros",   "ones",
+  static const std::vector<std::string> kKinds = {"normal",          "uniform",        "zeros",    "ones",
                                                   "kaiming_uniform", "xavier_uniform", "positive", "randint",
-                                                  "bernoulli",      "arange"};
+                                                  "bernoulli",       "arange"};
   return kKinds;
 }
 
-int64_t TensorSpec::numel() const {
+int64_t saturating_numel(const std::vector<int64_t>& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) {
+    if (d < 0) return -1;
+    if (__builtin_mul_overflow(n, d, &n)) return std::numeric_limits<int64_t>::max();
+  }
   return n;
 }
+
+std::string check_shape_limits(const std::vector<int64_t>& shape) {
+  if (shape.size() > limits::kMaxTensorRank) {
+    return "rank " + std::to_string(shape.size()) + " is more than the " + std::to_string(limits::kMaxTensorRank) +
+           " dimensions the kernel ABI holds (limits::kMaxTensorRank)";
+  }
+  for (int64_t d : shape) {
+    if (d < 0) return "shape " + shape_to_string(shape) + " has a negative dimension";
+  }
+  const int64_t n = saturating_numel(shape);
+  if (n > limits::kMaxTensorElements) {
+    const std::string count = n == std::numeric_limits<int64_t>::max() ? "more than 2^63" : std::to_string(n);
+    return "shape " + shape_to_string(shape) + " has " + count + " elements; a tensor may have at most " +
+           std::to_string(limits::kMaxTensorElements) + " (limits::kMaxTensorElements)";
+  }
+  return "";
+}
+
+int64_t TensorSpec::numel() const { return saturating_numel(shape); }
 
 size_t TensorSpec::nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
 
@@ -96,15 +120,13 @@ TensorSpec parse_tensor_spec(const Field& field) {
   Field name = r.required("name");
   spec.name = name.as_string();
   if (spec.name.empty()) name.fail("a non-empty name");
+  if (spec.name.size() > limits::kMaxNameBytes) {
+    name.fail("a name of at most " + std::to_string(limits::kMaxNameBytes) + " bytes (limits::kMaxNameBytes)");
+  }
   Field shape = r.required("shape");
   spec.shape = shape.as_shape();
-  if (spec.shape.size() > KF_MAX_DIMS) shape.fail("at most " + std::to_string(KF_MAX_DIMS) + " dimensions");
-  // Guard against shapes that would not fit in memory before anything allocates them.
-  {
-    long double n = 1;
-    for (int64_t d : spec.shape) n *= static_cast<long double>(d);
-    if (n > static_cast<long double>(1) * (1LL << 36)) shape.fail("a shape with at most 2^36 elements");
-  }
+  // Before anything allocates or infers from it.
+  if (std::string why = check_shape_limits(spec.shape); !why.empty()) shape.fail_message(why);
   if (auto f = r.optional("dtype")) {
     std::string d = f->as_enum(dtype_names());
     parse_dtype(d, &spec.dtype);

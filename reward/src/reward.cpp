@@ -4,6 +4,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "kforge/core/input_limits.h"
 #include "kforge/reward/term.h"
 
 namespace kforge::reward {
@@ -28,7 +29,10 @@ GroupNormalization parse_group_normalization(const Field& field) {
   ObjectReader r = field.as_object();
   GroupNormalization g;
   if (auto f = r.optional("mode")) g.mode = f->as_enum({"none", "mean", "mean_std"});
-  if (auto f = r.optional("eps")) g.eps = f->as_positive_number();
+  if (auto f = r.optional("eps")) {
+    g.eps = f->as_number_in(0.0, 1.0);
+    if (!(g.eps > 0)) f->fail("a positive number of at most 1");
+  }
   if (auto f = r.optional("std")) g.std_kind = f->as_enum({"sample", "population"});
   r.finish();
   return g;
@@ -83,7 +87,7 @@ RewardFunction RewardFunction::from_document(const Document& doc) {
     if (auto w = t.optional("weight")) {
       // A negative weight would turn a penalty into a prize (e.g. pay for
       // violations), so weights are >= 0 and each term carries its own sign.
-      c.weight = w->as_nonnegative_number();
+      c.weight = w->as_number_in(0.0, limits::kMaxRewardMagnitude);
     }
     c.name = c.type;
     std::optional<Field> name_field = t.optional("name");

@@ -120,6 +120,29 @@ TEST(ProtocolTest, DeepNestingIsRefusedBeforeDecoding) {
   EXPECT_EQ(msgpack::check(ok), "");
 }
 
+TEST(ProtocolTest, RepeatedKeysInAMapAreABadRequest) {
+  // {"v": 1, "id": 5, "method": "ping", "method": "close"}: MessagePack can
+  // say it; nlohmann would keep the last copy silently.
+  std::string bytes = "\x84";
+  bytes += "\xa1v\x01\xa2id\x05";
+  bytes += "\xa6method\xa4ping";
+  bytes +=
+      "\xa6method\xa5"
+      "close";
+  const Failure f = decode_failure(bytes);
+  EXPECT_EQ(f.code, "bad_request");
+  EXPECT_NE(f.message.find("a map repeats the key \"method\""), std::string::npos) << f.message;
+  // Nested maps too.
+  std::string nested = "\x84\xa1v\x01\xa2id\x05\xa6method\xa4ping\xa6params\x82";
+  nested += std::string(
+                "\xa6"
+                "env_id\x00",
+                8) +
+            "\xa6"
+            "env_id\x01";
+  EXPECT_NE(decode_failure(nested).message.find("repeats the key \"env_id\""), std::string::npos);
+}
+
 TEST(ProtocolTest, NonMapMessages) {
   EXPECT_EQ(decode_failure(msgpack(json::array({1, 2}))).code, "bad_request");
   EXPECT_EQ(decode_failure(msgpack("hello")).code, "bad_request");

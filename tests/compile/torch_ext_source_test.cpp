@@ -183,5 +183,55 @@ TEST(TorchExtSourceTest, BareCudaSourceUsesItsOneTensorFunction) {
             std::string::npos);
 }
 
+// Issue 12: the reader used std::regex, whose matcher recursed once per
+// character; a long run of identifier characters in a parameter list
+// overflowed the stack (SIGSEGV on the H200).
+TEST(TorchExtSourceTest, AVeryLongNameIsACompileErrorThatSaysWhatIsWrong) {
+  const std::string name(200000, 'a');
+  for (const std::string& src :
+       {"torch::Tensor forward(torch::Tensor " + name + ") { return " + name + "; }\n",
+        "torch::Tensor forward(" + name + "\n",
+        "import torch\nfrom torch.utils.cpp_extension import load_inline\nsrc = \"\"\"" + name +
+            "\"\"\"\nm = load_inline(name='x', cpp_sources='', cuda_sources=src, functions=['f'])\n"}) {
+    const TorchExtSource s = prepare_torch_ext_source(src);
+    EXPECT_NE(s.error.find("a name (a run of letters, digits and '_') longer than 4096 characters "
+                           "(limits::kMaxIdentifierChars); shorten it"),
+              std::string::npos)
+        << s.error.substr(0, 300);
+  }
+  // 4096 is still fine.
+  const std::string ok(4096, 'b');
+  EXPECT_EQ(prepare_torch_ext_source("torch::Tensor f(torch::Tensor " + ok + ") { return " + ok + "; }\n").entry, "f");
+}
+
+TEST(TorchExtSourceTest, PathologicalSourcesStayLinear) {
+  // Each used to rescan the rest of the source: quadratic in a megabyte.
+  std::string launches;
+  for (int i = 0; i < 300000; ++i) launches += "<<<";
+  int count = -1;
+  EXPECT_EQ(give_launches_the_stream(launches, "s", &count), launches);
+  EXPECT_EQ(count, 0);
+  std::string candidates;
+  for (int i = 0; i < 50000; ++i) candidates += "torch::Tensor f(torch::Tensor x, ";
+  EXPECT_NE(prepare_torch_ext_source(candidates).error.find("no function returning torch::Tensor"), std::string::npos);
+  // A name repeated in the sources list copies its string each time: bounded.
+  std::string py = "import torch\nfrom torch.utils.cpp_extension import load_inline\nsrc = \"\"\"" +
+                   std::string(100000, ' ') + "\"\"\"\nm = load_inline(name='x', cuda_sources=[";
+  for (int i = 0; i < 200; ++i) py += "src, ";
+  py += "], functions=['f'])\n";
+  EXPECT_NE(prepare_torch_ext_source(py).error.find("the sources add up to more than 16777216 bytes"),
+            std::string::npos);
+}
+
+TEST(TorchExtSourceTest, TooManyFunctionsAreRefused) {
+  std::string py =
+      "import torch\nfrom torch.utils.cpp_extension import load_inline\nsrc = \"\"\"int x;\"\"\"\n"
+      "m = load_inline(name='x', cuda_sources=src, functions=[";
+  for (int i = 0; i < 65; ++i) py += "'f" + std::to_string(i) + "', ";
+  py += "])\n";
+  EXPECT_NE(prepare_torch_ext_source(py).error.find("lists 65 functions; at most 64 (limits::kMaxTorchExtFunctions)"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace kforge::env

@@ -182,5 +182,32 @@ TEST(Wire, SpinningReceiveReportsAClosedPeerAndTimeouts) {
   }
 }
 
+TEST(Wire, DecodeFrameIsTheReceivePathWithoutASocket) {
+  const std::vector<uint8_t> bytes = encode_frame({{"type", "done"}, {"seq", 3}});
+  const json body = decode_frame(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  EXPECT_EQ(body["type"], "done");
+  auto malformed = [](const std::string& frame) {
+    try {
+      decode_frame(frame);
+    } catch (const WireError& e) {
+      EXPECT_EQ(e.kind(), WireError::Kind::kMalformed);
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(malformed("\x01\x00").find("not a frame"), std::string::npos);
+  EXPECT_NE(malformed(std::string("\x05\x00\x00\x00\x81", 5)).find("announces 5 bytes but holds 1"), std::string::npos);
+  EXPECT_NE(malformed(std::string("\xff\xff\xff\xff", 4)).find("announces 4294967295 bytes"), std::string::npos);
+  // A map nested past the message limit, a non-map, a repeated key.
+  std::string deep = "\x81\xa4type" + std::string(200, '\x91') + "\xc0";
+  std::string framed = std::string(1, static_cast<char>(deep.size())) + std::string("\x00\x00\x00", 3) + deep;
+  EXPECT_NE(malformed(framed).find("nested deeper than 128 levels"), std::string::npos);
+  EXPECT_NE(malformed(std::string("\x01\x00\x00\x00\x07", 5)).find("not a MessagePack map"), std::string::npos);
+  const std::string dup = "\x82\xa4type\x01\xa4type\x02";
+  EXPECT_NE(malformed(std::string(1, static_cast<char>(dup.size())) + std::string("\x00\x00\x00", 3) + dup)
+                .find("repeats the key \"type\""),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace kforge::exec

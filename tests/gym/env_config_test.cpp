@@ -1,6 +1,10 @@
 #include "kforge/env/env_config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "gym_test_util.h"
 #include "kforge/env/env_pool.h"
@@ -71,6 +75,56 @@ TEST(EnvConfigTest, BadValuesAreRejectedWithTheirField) {
               parse_env_config(Document::from_yaml_text("reward:\n  paid_on: never\n", "c.yaml"));
             }).find("every_step"),
             std::string::npos);
+}
+
+TEST(EnvConfigTest, EveryDurationIsBoundedWithTheFieldNamed) {
+  // 1e13 ms would overflow deadline arithmetic downstream; refused at load.
+  const std::string eval =
+      error_of([] { parse_env_config(Document::from_yaml_text("eval:\n  eval_timeout_ms: 1e13\n", "c.yaml")); });
+  EXPECT_NE(eval.find("c.yaml:2:20: field /eval/eval_timeout_ms: expected a number in [0, 8.64e+07]"),
+            std::string::npos)
+      << eval;
+  for (const char* field : {"call_timeout_ms", "warmup_ms", "max_time_ms"}) {
+    const std::string msg = error_of(
+        [&] { parse_env_config(Document::from_yaml_text(std::string("eval:\n  ") + field + ": 1e300\n", "c.yaml")); });
+    EXPECT_NE(msg.find(std::string("/eval/") + field), std::string::npos) << msg;
+  }
+  EXPECT_NE(error_of([] {
+              parse_env_config(Document::from_yaml_text("eval:\n  call_timeout_ms: 0\n", "c.yaml"));
+            }).find("/eval/call_timeout_ms: expected a positive number"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_env_config(Document::from_yaml_text("episode:\n  time_budget_s: 1e9\n", "c.yaml"));
+            }).find("/episode/time_budget_s: expected a number in [0, 86400]"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_env_config(Document::from_yaml_text("compile:\n  timeout_s: 1e12\n", "c.yaml"));
+            }).find("/compile/timeout_s"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              parse_env_config(Document::from_yaml_text("eval:\n  target_rse: 5\n", "c.yaml"));
+            }).find("/eval/target_rse: expected a number in [0, 1]"),
+            std::string::npos);
+  // The largest allowed value loads.
+  EXPECT_EQ(
+      parse_env_config(Document::from_yaml_text("eval:\n  eval_timeout_ms: 86400000\n", "c.yaml")).eval.eval_timeout_ms,
+      86400000.0);
+}
+
+TEST(EnvConfigTest, RewardNumbersAreBounded) {
+  const auto path = std::filesystem::temp_directory_path() / ("kforge-reward-" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(path) << "name: r\nterms:\n  - type: log_speedup\n    weight: 1e300\n";
+  const std::string msg = error_of([&] { reward::RewardFunction::load(path.string()); });
+  std::filesystem::remove(path);
+  EXPECT_NE(msg.find("weight"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("expected a number in [0, 1e+06]"), std::string::npos) << msg;
+}
+
+TEST(EnvConfigTest, CpuBackendHasOnlyDeviceZero) {
+  EnvConfig c = testing::fast_config();
+  c.device = 3;
+  const std::string msg = error_of([&] { EnvPool pool(c, 1); });
+  EXPECT_NE(msg.find("field /device: the cpu backend has one device, 0; got 3"), std::string::npos) << msg;
 }
 
 TEST(EnvConfigTest, PathsAreRelativeToTheConfigFile) {

@@ -50,5 +50,18 @@ TEST(EnvCudaTest, CorrectKernelEarnsAPositiveReward) {
   EXPECT_GT(s.reward, 0.0);
 }
 
+TEST(EnvCudaTest, ADeviceTheJudgeDoesNotSeeFailsAtStart) {
+  EnvConfig c = cuda_config();
+  c.device = 99;
+  std::string msg;
+  try {
+    Env env(c);
+  } catch (const InputError& e) {
+    msg = e.what();
+  }
+  EXPECT_TRUE(has(msg, "field /device: CUDA device 99 does not exist; the judge sees ")) << msg;
+  EXPECT_TRUE(has(msg, "set device in the config")) << msg;
+}
+
 }  // namespace
 }  // namespace kforge::env

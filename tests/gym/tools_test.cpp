@@ -75,6 +75,29 @@ TEST(ToolsTest, MalformedCallsExplainThemselves) {
   EXPECT_NE(msg.find("JSON object"), std::string::npos) << msg;
 }
 
+TEST(ToolsTest, HostileCallTextIsAnInputErrorNamingTheLimit) {
+  const Toolset tools({SolutionMode::kCpp}, SolutionMode::kCpp, {});
+  std::string deep(200000, '[');
+  deep += std::string(200000, ']');
+  // The raw text of a call, and the arguments string of one.
+  for (const json& call : {json(deep), json{{"name", "compile"}, {"arguments", deep}}}) {
+    std::string msg;
+    try {
+      tools.decode(call);
+    } catch (const InputError& e) {
+      msg = e.what();
+    }
+    EXPECT_NE(msg.find("nested deeper than 64 levels"), std::string::npos) << msg;
+  }
+  std::string msg;
+  try {
+    tools.decode(json(std::string(1 << 20, 'x')));  // a megabyte that is no JSON and no tool
+  } catch (const InputError& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("the tool call is not valid JSON"), std::string::npos) << msg;
+}
+
 TEST(ToolsTest, AnalysisToolsAreFunctionsOfTheirOwn) {
   AnalysisToolInfo info;
   info.name = "occupancy";

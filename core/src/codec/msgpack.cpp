@@ -1,6 +1,8 @@
 #include "kforge/core/msgpack.h"
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace kforge::msgpack {
@@ -103,13 +105,100 @@ std::string check(std::string_view payload, int max_depth) {
   return "";
 }
 
+namespace {
+
+// Builds the value as nlohmann's own DOM builder does, but refuses a map
+// that repeats a key (nlohmann keeps the last copy silently; JSON and YAML
+// documents refuse them too, so a message means one thing to every reader).
+// Depth was bounded by check(); the stack here is an explicit vector.
+class DomBuilder {
+ public:
+  using number_integer_t = json::number_integer_t;
+  using number_unsigned_t = json::number_unsigned_t;
+  using number_float_t = json::number_float_t;
+  using string_t = json::string_t;
+  using binary_t = json::binary_t;
+
+  explicit DomBuilder(json* root) : root_(root) {}
+
+  bool null() { return add(nullptr) != nullptr; }
+  bool boolean(bool v) { return add(v) != nullptr; }
+  bool number_integer(number_integer_t v) { return add(v) != nullptr; }
+  bool number_unsigned(number_unsigned_t v) { return add(v) != nullptr; }
+  bool number_float(number_float_t v, const string_t& /*text*/) { return add(v) != nullptr; }
+  bool string(string_t& v) { return add(std::move(v)) != nullptr; }
+  bool binary(binary_t& v) {
+    const bool has_subtype = v.has_subtype();
+    const auto subtype = v.subtype();
+    json value = has_subtype ? json::binary(std::move(v), subtype) : json::binary(std::move(v));
+    return add(std::move(value)) != nullptr;
+  }
+  bool start_object(std::size_t /*size*/) { return open(json::object()); }
+  bool start_array(std::size_t /*size*/) { return open(json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(string_t& k) {
+    Frame& top = stack_.back();
+    if (top.value->contains(k)) {
+      error_ = "a map repeats the key \"" + (k.size() > 60 ? k.substr(0, 57) + "..." : k) + "\"";
+      return false;
+    }
+    top.slot = &(*top.value)[k];
+    return true;
+  }
+  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/, const json::exception& e) {
+    error_ = e.what();
+    return false;
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  struct Frame {
+    json* value;
+    json* slot;
+  };
+  json* add(json value) {
+    if (stack_.empty()) {
+      *root_ = std::move(value);
+      return root_;
+    }
+    Frame& top = stack_.back();
+    if (top.value->is_array()) {
+      top.value->push_back(std::move(value));
+      return &top.value->back();
+    }
+    *top.slot = std::move(value);
+    return top.slot;
+  }
+  bool open(json container) {
+    json* placed = add(std::move(container));
+    stack_.push_back({placed, nullptr});
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+
+  json* root_;
+  std::vector<Frame> stack_;
+  std::string error_;
+};
+
+}  // namespace
+
 json decode(std::string_view payload, int max_depth) {
   if (std::string why = check(payload, max_depth); !why.empty()) throw DecodeError(why);
+  json root;
+  DomBuilder builder(&root);
+  bool ok = false;
   try {
-    return json::from_msgpack(payload.begin(), payload.end());
+    ok = json::sax_parse(payload.begin(), payload.end(), &builder, json::input_format_t::msgpack);
   } catch (const json::exception& e) {
     throw DecodeError(e.what());
   }
+  if (!ok) throw DecodeError(builder.error().empty() ? "not one MessagePack value" : builder.error());
+  return root;
 }
 
 std::string encode(const json& value) {

@@ -45,8 +45,8 @@ TensorType infer_reshape(const Types& in, const json& attrs) {
       infer_at = static_cast<int>(i);
     } else if (shape[i] < 1) {
       fail("attr \"shape\" = " + shape_to_string(shape) + " may hold positive sizes and one -1 only");
-    } else {
-      known *= shape[i];
+    } else if (__builtin_mul_overflow(known, shape[i], &known)) {
+      fail("attr \"shape\" = " + shape_to_string(shape) + " has more elements than fit in 64 bits");
     }
   }
   const int64_t numel = in[0].numel();

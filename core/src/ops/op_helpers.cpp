@@ -156,9 +156,10 @@ void require_rank_in(const Types& in, size_t i, const std::vector<size_t>& ranks
 }
 
 int64_t product(const std::vector<int64_t>& v, size_t from, size_t to) {
-  int64_t p = 1;
-  for (size_t i = from; i < std::min(to, v.size()); ++i) p *= v[i];
-  return p;
+  const size_t end = std::min(to, v.size());
+  if (from >= end) return 1;
+  return saturating_numel(
+      std::vector<int64_t>(v.begin() + static_cast<long>(from), v.begin() + static_cast<long>(end)));
 }
 
 DType promote_with_scalar(DType tensor, const json& scalar) {

@@ -5,6 +5,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "kforge/core/input_limits.h"
 #include "ops/op_helpers.h"
 
 namespace kforge {
@@ -34,15 +35,20 @@ std::string list_names(const std::vector<std::string>& names) {
 
 std::string type_description(const AttrSchema& a) {
   if (a.type == "int") return "an integer";
+  if (a.type == "int_list") return "an integer or a list of integers";
   if (a.type == "float" || a.type == "number") return "a number";
   if (a.type == "bool") return "true or false";
-  if (a.type == "int_list") return "an integer or a list of integers";
   if (!a.choices.empty()) return "one of " + list_names(a.choices);
   return "a string";
 }
 
+// Integer attrs are bounded so that shape inference, which multiplies them
+// with dimensions, cannot wrap (limits::kMaxAttrInt).
+bool within_attr_range(int64_t v) { return v >= -limits::kMaxAttrInt && v <= limits::kMaxAttrInt; }
+
 bool is_integral_number(const json& v) {
-  if (v.is_number_integer() || v.is_number_unsigned()) return true;
+  if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX);
+  if (v.is_number_integer()) return true;
   if (v.is_number_float()) {
     const double d = v.get<double>();
     return std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15;
@@ -53,12 +59,13 @@ bool is_integral_number(const json& v) {
 // Returns the attr value in canonical form, or null when it has the wrong type.
 json canonical_attr(const AttrSchema& a, const json& v) {
   if (a.type == "int") {
-    return is_integral_number(v) ? json(v.get<int64_t>()) : json();
+    return is_integral_number(v) && within_attr_range(v.get<int64_t>()) ? json(v.get<int64_t>()) : json();
   }
   if (a.type == "float") {
     return v.is_number() && std::isfinite(v.get<double>()) ? json(v.get<double>()) : json();
   }
   if (a.type == "number") {
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) return json();
     if (v.is_number_integer() || v.is_number_unsigned()) return json(v.get<int64_t>());
     return v.is_number() && std::isfinite(v.get<double>()) ? json(v.get<double>()) : json();
   }
@@ -71,11 +78,11 @@ json canonical_attr(const AttrSchema& a, const json& v) {
     return v;
   }
   if (a.type == "int_list") {
-    if (is_integral_number(v)) return json(v.get<int64_t>());
+    if (is_integral_number(v)) return within_attr_range(v.get<int64_t>()) ? json(v.get<int64_t>()) : json();
     if (!v.is_array()) return json();
     json out = json::array();
     for (const auto& item : v) {
-      if (!is_integral_number(item)) return json();
+      if (!is_integral_number(item) || !within_attr_range(item.get<int64_t>())) return json();
       out.push_back(item.get<int64_t>());
     }
     return out;
@@ -83,15 +90,29 @@ json canonical_attr(const AttrSchema& a, const json& v) {
   throw std::logic_error("attr \"" + a.name + "\" has unknown schema type \"" + a.type + "\"");
 }
 
+// An int or int_list attr that has the right type but a value beyond
+// limits::kMaxAttrInt.
+bool integral_out_of_range(const AttrSchema& a, const json& v) {
+  auto beyond = [](const json& x) { return is_integral_number(x) && !within_attr_range(x.get<int64_t>()); };
+  auto beyond_u64 = [](const json& x) {
+    return x.is_number_unsigned() && x.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX);
+  };
+  if (a.type == "int") return beyond(v) || beyond_u64(v);
+  if (a.type != "int_list") return false;
+  if (!v.is_array()) return beyond(v) || beyond_u64(v);
+  bool any = false;
+  for (const auto& x : v) {
+    if (!is_integral_number(x) && !beyond_u64(x)) return false;  // a type error, reported as such
+    any |= beyond(x) || beyond_u64(x);
+  }
+  return any;
+}
+
 std::string with_colon(const std::string& where) { return where.empty() ? "" : where + ": "; }
 
 }  // namespace
 
-int64_t TensorType::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+int64_t TensorType::numel() const { return saturating_numel(shape); }
 
 const std::string& op_category_name(OpCategory c) {
   for (const auto& info : category_table()) {
@@ -181,6 +202,10 @@ json resolve_attrs(const OpSchema& schema, const json& attrs, const std::string&
     }
     const json& v = attrs.at(a.name);
     json c = canonical_attr(a, v);
+    if (c.is_null() && integral_out_of_range(a, v)) {
+      throw InputError(prefix + "attr \"" + a.name + "\" = " + describe_value(v) +
+                       " is out of range: integer attrs are within [-2^31, 2^31] (limits::kMaxAttrInt)");
+    }
     if (c.is_null()) {
       throw InputError(prefix + "attr \"" + a.name + "\" must be " + type_description(a) + ", got " +
                        describe_value(v));
@@ -218,17 +243,28 @@ TensorType infer_node(const GraphNode& node, const std::vector<TensorType>& inpu
   }
 }
 
-std::map<std::string, TensorType> infer_graph(const TaskSpec& task) {
+namespace {
+
+// infer_graph with errors prefixed by `label` ("task 't'" or "task 't', shape
+// variant 2"). Every tensor, inputs and intermediates alike, is checked
+// against the shape limits as it is typed.
+std::map<std::string, TensorType> infer_graph_labeled(const TaskSpec& task, const std::string& label) {
   std::map<std::string, TensorType> types;
-  const std::string task_prefix = "task '" + task.id + "'";
+  if (task.nodes.size() > limits::kMaxTaskNodes) {
+    throw InputError(label + ": " + std::to_string(task.nodes.size()) + " nodes; a task has at most " +
+                     std::to_string(limits::kMaxTaskNodes) + " (limits::kMaxTaskNodes)");
+  }
   for (const auto& t : task.kernel_inputs()) {
+    if (std::string why = check_shape_limits(t.shape); !why.empty()) {
+      throw InputError(label + ": tensor \"" + t.name + "\": " + why);
+    }
     if (!types.emplace(t.name, TensorType{t.shape, t.dtype, t.name}).second) {
-      throw InputError(task_prefix + ": tensor \"" + t.name + "\" is defined twice");
+      throw InputError(label + ": tensor \"" + t.name + "\" is defined twice");
     }
   }
   for (size_t i = 0; i < task.nodes.size(); ++i) {
     const GraphNode& node = task.nodes[i];
-    const std::string where = task_prefix + ": node " + std::to_string(i) + " (" + node.op + ")";
+    const std::string where = label + ": node " + std::to_string(i) + " (" + node.op + ")";
     std::vector<TensorType> in;
     for (const auto& name : node.in) {
       auto it = types.find(name);
@@ -238,22 +274,49 @@ std::map<std::string, TensorType> infer_graph(const TaskSpec& task) {
       in.push_back(it->second);
     }
     TensorType out = infer_node(node, in, where);
+    if (std::string why = check_shape_limits(out.shape); !why.empty()) {
+      throw InputError(where + ": output \"" + node.out + "\": " + why);
+    }
     if (!types.emplace(node.out, out).second) {
       throw InputError(where + ": output name \"" + node.out + "\" is already defined in this task");
     }
   }
   for (const auto& o : task.outputs) {
-    if (!types.count(o)) throw InputError(task_prefix + ": output \"" + o + "\" is not produced by any node");
+    if (!types.count(o)) throw InputError(label + ": output \"" + o + "\" is not produced by any node");
   }
   return types;
 }
 
-std::vector<TensorType> infer_outputs(const TaskSpec& task) {
-  const auto types = infer_graph(task);
+std::vector<TensorType> outputs_of(const TaskSpec& task, const std::map<std::string, TensorType>& types) {
   std::vector<TensorType> out;
   for (const auto& o : task.outputs) out.push_back(types.at(o));
   return out;
 }
+
+}  // namespace
+
+std::map<std::string, TensorType> infer_graph(const TaskSpec& task) {
+  return infer_graph_labeled(task, "task '" + task.id + "'");
+}
+
+std::vector<std::vector<TensorType>> validate_task(const TaskSpec& task) {
+  const std::string label = "task '" + task.id + "'";
+  if (task.shape_variants.size() > limits::kMaxShapeVariants) {
+    throw InputError(label + ": " + std::to_string(task.shape_variants.size()) +
+                     " shape variants; a task has at most " + std::to_string(limits::kMaxShapeVariants) +
+                     " (limits::kMaxShapeVariants)");
+  }
+  std::vector<std::vector<TensorType>> outputs;
+  outputs.push_back(outputs_of(task, infer_graph_labeled(task, label)));
+  for (size_t v = 0; v < task.shape_variants.size(); ++v) {
+    const TaskSpec variant = task.with_variant(v);
+    outputs.push_back(
+        outputs_of(variant, infer_graph_labeled(variant, label + ", shape variant " + std::to_string(v))));
+  }
+  return outputs;
+}
+
+std::vector<TensorType> infer_outputs(const TaskSpec& task) { return outputs_of(task, infer_graph(task)); }
 
 WorkEstimate estimate_work(const TaskSpec& task) {
   const auto types = infer_graph(task);

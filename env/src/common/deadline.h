@@ -20,10 +20,16 @@ class Deadline {
   using Clock = std::chrono::steady_clock;
 
   static Deadline never() { return Deadline(Clock::time_point::max()); }
+  // Saturating: a limit too far away to represent (configs bound their
+  // durations, but a deadline must never wrap into the past) is never().
   static Deadline after_ms(double ms) {
     if (!std::isfinite(ms)) return never();
-    auto d = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(std::max(ms, 0.0)));
-    return Deadline(Clock::now() + d);
+    const auto now = Clock::now();
+    const double ticks =
+        std::max(ms, 0.0) / 1000.0 * static_cast<double>(Clock::period::den) / static_cast<double>(Clock::period::num);
+    const double room = static_cast<double>((Clock::time_point::max() - now).count());
+    if (ticks >= room) return never();
+    return Deadline(now + Clock::duration(static_cast<Clock::rep>(ticks)));
   }
   // The earlier of two deadlines: a call's limit inside a request's limit.
   static Deadline earliest(const Deadline& a, const Deadline& b) { return a.at_ < b.at_ ? a : b; }

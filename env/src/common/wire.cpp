@@ -158,17 +158,41 @@ Frame recv_frame(int fd, Deadline deadline, int spin_us) {
   std::vector<uint8_t> payload(n);
   read_exact(fd, payload.data(), n, deadline, &frame.fds);
   frame.payload_bytes = n;
+  frame.body = decode_frame_payload(std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size()));
+  return frame;
+}
+
+json decode_frame_payload(std::string_view payload) {
   // Bounded: a runner's frame is the candidate's text, and nlohmann's decoder
   // recurses once per nesting level (msgpack.h).
+  json body;
   try {
-    frame.body = msgpack::decode(std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size()));
+    body = msgpack::decode(payload);
   } catch (const msgpack::DecodeError& e) {
     throw WireError(WireError::Kind::kMalformed, std::string("receive: payload is not MessagePack: ") + e.what());
   }
-  if (!frame.body.is_object()) {
+  if (!body.is_object()) {
     throw WireError(WireError::Kind::kMalformed, "receive: payload is not a MessagePack map");
   }
-  return frame;
+  return body;
+}
+
+json decode_frame(std::string_view bytes) {
+  if (bytes.size() < 4) {
+    throw WireError(WireError::Kind::kMalformed, "receive: " + std::to_string(bytes.size()) +
+                                                     " bytes are not a frame (a frame starts with a 4-byte length)");
+  }
+  const auto* b = reinterpret_cast<const uint8_t*>(bytes.data());
+  const uint32_t n = static_cast<uint32_t>(b[0]) | (static_cast<uint32_t>(b[1]) << 8) |
+                     (static_cast<uint32_t>(b[2]) << 16) | (static_cast<uint32_t>(b[3]) << 24);
+  if (n > kMaxFrameBytes) {
+    throw WireError(WireError::Kind::kMalformed, "receive: frame announces " + std::to_string(n) + " bytes");
+  }
+  if (bytes.size() - 4 != n) {
+    throw WireError(WireError::Kind::kMalformed, "receive: frame announces " + std::to_string(n) + " bytes but holds " +
+                                                     std::to_string(bytes.size() - 4));
+  }
+  return decode_frame_payload(bytes.substr(4));
 }
 
 void make_socket_pair(UniqueFd* a, UniqueFd* b) {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/deadline.h"
@@ -44,6 +45,15 @@ struct Frame {
 // Encodes a frame into bytes (header + payload); also used by code that must
 // write a frame with a single write(2), such as a signal handler's prepared message.
 std::vector<uint8_t> encode_frame(const json& body);
+
+// The pure part of recv_frame, without sockets (so that it can be fuzzed):
+// decode_frame reads a whole frame (the 4-byte little-endian length, then
+// exactly that many payload bytes), decode_frame_payload the payload alone.
+// Both accept only one well-formed MessagePack map within the limits
+// (kMaxFrameBytes, limits::kMaxMessageDepth); anything else is WireError
+// kMalformed saying what is wrong.
+json decode_frame(std::string_view bytes);
+json decode_frame_payload(std::string_view payload);
 
 // Sends one frame. Never raises SIGPIPE; a closed peer is WireError kClosed.
 void send_frame(int fd, const json& body, Deadline deadline, const std::vector<int>& fds = {});

@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <regex>
+#include <map>
 #include <set>
+#include <string>
+#include <vector>
+
+#include "kforge/core/input_limits.h"
 
 namespace kforge::env {
 namespace {
@@ -15,11 +19,15 @@ const char* kStreamExpr = "::kforge::torch_ext::current_stream()";
 // Skips a comment or a string/character literal starting at `i`; returns the
 // index after it, or `i` when there is none there.
 size_t skip_cpp_literal(const std::string& s, size_t i) {
-  if (s.compare(i, 2, "//") == 0) {
+  // Characters compared directly: this runs once per character of the source.
+  const char c = s[i];
+  if (c != '/' && c != '"' && c != '\'') return i;
+  const char next = i + 1 < s.size() ? s[i + 1] : '\0';
+  if (c == '/' && next == '/') {
     const size_t end = s.find('\n', i);
     return end == std::string::npos ? s.size() : end;
   }
-  if (s.compare(i, 2, "/*") == 0) {
+  if (c == '/' && next == '*') {
     const size_t end = s.find("*/", i + 2);
     return end == std::string::npos ? s.size() : end + 2;
   }
@@ -38,6 +46,11 @@ size_t skip_cpp_literal(const std::string& s, size_t i) {
     return std::min(j + 1, s.size());
   }
   return i;
+}
+
+// "<<<" or ">>>" at `i`.
+bool is_triple(const std::string& s, size_t i, char c) {
+  return i + 2 < s.size() && s[i] == c && s[i + 1] == c && s[i + 2] == c;
 }
 
 std::string trim(const std::string& s) {
@@ -72,28 +85,34 @@ std::string give_launches_the_stream(const std::string& cuda, const std::string&
       i = skipped;
       continue;
     }
-    if (cuda.compare(i, 3, "<<<") != 0) {
+    if (!is_triple(cuda, i, '<')) {
       out += cuda[i++];
       continue;
     }
     // The launch configuration: top-level commas split it; nested (), [],
-    // {} and template <> inside the arguments do not.
+    // {} and template <> inside the arguments do not. A `;` at the top level
+    // or more than limits::kMaxLaunchConfigChars characters mean this `<<<`
+    // starts no launch, and the text it scanned is copied as it is (a `<<<`
+    // inside it is not read as a launch either), so every character is
+    // scanned once however many unclosed `<<<` the source holds.
     size_t j = i + 3, arg_start = j;
+    const size_t scan_end = std::min(cuda.size(), i + 3 + limits::kMaxLaunchConfigChars);
     int depth = 0;
     std::vector<std::pair<size_t, size_t>> args;
     bool closed = false;
-    while (j < cuda.size()) {
+    while (j < scan_end) {
       const size_t lit = skip_cpp_literal(cuda, j);
       if (lit != j) {
         j = lit;
         continue;
       }
-      if (depth == 0 && cuda.compare(j, 3, ">>>") == 0) {
+      if (depth == 0 && is_triple(cuda, j, '>')) {
         args.emplace_back(arg_start, j);
         closed = true;
         break;
       }
       const char c = cuda[j];
+      if (c == ';' && depth == 0) break;
       if (c == '(' || c == '[' || c == '{') ++depth;
       if (c == ')' || c == ']' || c == '}') --depth;
       if (c == ',' && depth == 0) {
@@ -102,9 +121,10 @@ std::string give_launches_the_stream(const std::string& cuda, const std::string&
       }
       ++j;
     }
-    if (!closed) {  // not a launch we understand: copy it as it is
-      out.append(cuda, i, 3);
-      i += 3;
+    if (!closed) {  // not a launch we understand: copy what was scanned as it is
+      j = std::min(std::max(j, i + 3), cuda.size());
+      out.append(cuda, i, j - i);
+      i = j;
       continue;
     }
     std::string config = cuda.substr(i, j - i);  // "<<<a, b[, c[, d]]"
@@ -259,9 +279,27 @@ struct Piece {
 };
 
 struct Resolver {
+  Resolver(const std::vector<Token>& all, size_t before) : tokens(all), limit(before) {}
+
   const std::vector<Token>& tokens;
   size_t limit;  // assignments after the load_inline call do not count
   std::string error;
+  // Where each name occurs before `limit`, built once: looking every name up
+  // by scanning back through the tokens would be quadratic in the source.
+  std::map<std::string, std::vector<size_t>> occurrences;
+  bool indexed = false;
+  std::map<std::string, std::vector<Piece>> resolved;  // each name is looked up once
+  size_t bytes = 0;                                    // of all strings collected, which names can repeat
+
+  // Names repeated in a list copy their string each time: bounded, so that a
+  // short file cannot expand to gigabytes.
+  bool charge(size_t n) {
+    bytes += n;
+    if (bytes <= limits::kMaxDocumentBytes) return true;
+    error = "the sources add up to more than " + std::to_string(limits::kMaxDocumentBytes) +
+            " bytes (limits::kMaxDocumentBytes)";
+    return false;
+  }
 
   // Strings of a value that spans tokens [b, e): literals (adjacent ones
   // concatenated), names bound to literals, and lists of those.
@@ -270,14 +308,20 @@ struct Resolver {
     for (size_t i = b; i < e; ++i) {
       const Token& t = tokens[i];
       if (t.kind == Token::kString) {
+        if (!charge(t.text.size())) return {};
         if (i > b && tokens[i - 1].kind == Token::kString && !out.empty()) {
           out.back().text += t.text;
         } else {
           out.push_back({t.text, t.line});
         }
       } else if (t.kind == Token::kName) {
-        std::vector<Piece> bound = variable(t.text, what);
+        auto memo = resolved.find(t.text);
+        if (memo == resolved.end()) memo = resolved.emplace(t.text, variable(t.text, what)).first;
         if (!error.empty()) return {};
+        const std::vector<Piece>& bound = memo->second;
+        for (const Piece& p : bound) {
+          if (!charge(p.text.size())) return {};
+        }
         out.insert(out.end(), bound.begin(), bound.end());
       } else if (t.text != "[" && t.text != "]" && t.text != "(" && t.text != ")" && t.text != ",") {
         error = what + " must be a string, a name bound to a string, or a list of those (found \"" + t.text +
@@ -290,8 +334,17 @@ struct Resolver {
 
   // The last `name = <strings>` before the call.
   std::vector<Piece> variable(const std::string& name, const std::string& what) {
-    for (size_t i = std::min(limit, tokens.size()); i-- > 0;) {
-      if (tokens[i].kind != Token::kName || tokens[i].text != name) continue;
+    if (!indexed) {
+      for (size_t i = 0; i < std::min(limit, tokens.size()); ++i) {
+        if (tokens[i].kind == Token::kName) occurrences[tokens[i].text].push_back(i);
+      }
+      indexed = true;
+    }
+    static const std::vector<size_t> kNone;
+    auto found = occurrences.find(name);
+    const std::vector<size_t>& where = found == occurrences.end() ? kNone : found->second;
+    for (size_t n = where.size(); n-- > 0;) {
+      const size_t i = where[n];
       if (i + 2 >= tokens.size() || tokens[i + 1].text != "=" || tokens[i + 2].text == "=") continue;
       if (i > 0 && (tokens[i - 1].text == "." || tokens[i - 1].text == "(" || tokens[i - 1].text == ",")) continue;
       size_t e = i + 2;
@@ -361,7 +414,7 @@ TorchExtSource from_python(const std::string& source) {
     return nullptr;
   };
 
-  Resolver resolver{tokens, call, ""};
+  Resolver resolver(tokens, call);
   const Range* cuda = find("cuda_sources");
   if (cuda == nullptr) {
     r.error =
@@ -390,6 +443,12 @@ TorchExtSource from_python(const std::string& source) {
     r.error = "torch_ext: load_inline(...) needs functions=[\"<entry>\"]: the function ModelNew.forward calls";
     return r;
   }
+  if (functions.size() > limits::kMaxTorchExtFunctions) {
+    r.error = "torch_ext: functions=[...] lists " + std::to_string(functions.size()) + " functions; at most " +
+              std::to_string(limits::kMaxTorchExtFunctions) +
+              " (limits::kMaxTorchExtFunctions), and kf_forward calls one: list only the function forward calls";
+    return r;
+  }
   if (functions.size() == 1) {
     r.entry = functions[0];
   } else {
@@ -411,14 +470,67 @@ TorchExtSource from_python(const std::string& source) {
   return r;
 }
 
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+size_t skip_spaces(const std::string& s, size_t i) {
+  while (i < s.size() && is_space(s[i])) ++i;
+  return i;
+}
+
+// Names of the functions defined as `torch::Tensor name(...) {` (or
+// at::Tensor; a template's closing '>' may follow the type). One linear pass:
+// no std::regex, whose matcher recurses per character and overflows the
+// stack on long input. For each candidate the parameter list runs to the
+// first ';' or '{' (neither occurs in a parameter list) and must end with
+// ')'; the position of that first ';' or '{' is remembered, so nested
+// candidates do not rescan.
+std::set<std::string> tensor_function_names(const std::string& source) {
+  std::set<std::string> names;
+  size_t stop = 0;  // position of the next ';' or '{' at or after `stop_from`
+  size_t stop_from = std::string::npos;
+  for (size_t i = 0; i < source.size(); ++i) {
+    size_t type_end = 0;
+    if (source[i] != 't' && source[i] != 'a') continue;
+    if (source.compare(i, 13, "torch::Tensor") == 0) {
+      type_end = i + 13;
+    } else if (source.compare(i, 10, "at::Tensor") == 0) {
+      type_end = i + 10;
+    } else {
+      continue;
+    }
+    if (i > 0 && is_name_char(source[i - 1])) continue;  // e.g. mytorch::Tensor
+    // Blanks, an optional '>' (a template argument's end), then at least one blank.
+    size_t j = skip_spaces(source, type_end);
+    if (j < source.size() && source[j] == '>') {
+      const size_t after = j + 1;
+      j = skip_spaces(source, after);
+      if (j == after) continue;
+    } else if (j == type_end) {
+      continue;
+    }
+    const size_t name_begin = j;
+    if (j >= source.size() || !(std::isalpha(static_cast<unsigned char>(source[j])) || source[j] == '_')) continue;
+    while (j < source.size() && is_name_char(source[j])) ++j;
+    const size_t name_end = j;
+    j = skip_spaces(source, j);
+    if (j >= source.size() || source[j] != '(') continue;
+    if (stop_from == std::string::npos || j < stop_from || j >= stop) {
+      stop = source.find_first_of(";{", j);
+      stop_from = j;
+    }
+    if (stop == std::string::npos || source[stop] != '{') continue;
+    size_t k = stop;
+    while (k > j && is_space(source[k - 1])) --k;
+    if (k > j && source[k - 1] == ')') names.insert(source.substr(name_begin, name_end - name_begin));
+  }
+  return names;
+}
+
 TorchExtSource from_cuda(const std::string& source) {
   TorchExtSource r;
   r.file_name = "candidate.cu";
   r.text = source;
-  static const std::regex kEntry(R"((?:torch|at)::Tensor\s*>?\s+([A-Za-z_]\w*)\s*\([^;{]*\)\s*\{)");
-  std::set<std::string> names;
-  for (std::sregex_iterator it(source.begin(), source.end(), kEntry), end; it != end; ++it)
-    names.insert((*it)[1].str());
+  const std::set<std::string> names = tensor_function_names(source);
   if (names.size() != 1) {
     std::string listed;
     for (const auto& n : names) listed += (listed.empty() ? "" : ", ") + n;
@@ -433,14 +545,58 @@ TorchExtSource from_cuda(const std::string& source) {
   return r;
 }
 
+// A line that starts (after blanks) with `import x` or `from x`, in a source
+// that calls load_inline.
 bool looks_like_python(const std::string& source) {
-  static const std::regex kPython(R"((^|\n)\s*(import|from)\s+\w)");
-  return source.find("load_inline") != std::string::npos && std::regex_search(source, kPython);
+  if (source.find("load_inline") == std::string::npos) return false;
+  size_t i = 0;
+  while (i < source.size()) {
+    i = skip_spaces(source, i);
+    for (const char* keyword : {"import", "from"}) {
+      const size_t n = std::char_traits<char>::length(keyword);
+      if (source.compare(i, n, keyword) != 0) continue;
+      size_t j = i + n;
+      if (j >= source.size() || !is_space(source[j])) continue;
+      j = skip_spaces(source, j);
+      if (j < source.size() && is_name_char(source[j])) return true;
+    }
+    const size_t eol = source.find('\n', i);
+    if (eol == std::string::npos) break;
+    i = eol + 1;
+  }
+  return false;
+}
+
+// The longest run of identifier characters, with the line it starts on.
+std::string check_identifier_runs(const std::string& source) {
+  size_t run = 0;
+  int line = 1;
+  int run_line = 1;
+  for (char c : source) {
+    if (is_name_char(c)) {
+      if (run == 0) run_line = line;
+      if (++run > limits::kMaxIdentifierChars) {
+        return "torch_ext: line " + std::to_string(run_line) + ": a name (a run of letters, digits and '_') longer " +
+               "than " + std::to_string(limits::kMaxIdentifierChars) +
+               " characters (limits::kMaxIdentifierChars); shorten it";
+      }
+    } else {
+      run = 0;
+      if (c == '\n') ++line;
+    }
+  }
+  return "";
 }
 
 }  // namespace
 
 TorchExtSource prepare_torch_ext_source(const std::string& source) {
+  if (std::string why = check_identifier_runs(source); !why.empty()) {
+    TorchExtSource r;
+    r.file_name = "candidate";
+    r.error = why;
+    return r;
+  }
   TorchExtSource r = looks_like_python(source) ? from_python(source) : from_cuda(source);
   if (!r.error.empty()) return r;
   r.text = give_launches_the_stream(r.text, kStreamExpr, &r.rewritten_launches);

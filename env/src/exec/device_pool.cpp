@@ -82,6 +82,7 @@ class Pool final : public DevicePool {
   int reference_checks() const override { return reference_checks_.load(); }
   BackendKind backend() const override { return config_.backend; }
   std::string device_name() override;
+  StartReport start_report() override;
   int restarts() const override;
   int judge_pid() const override { return lanes_.empty() ? 0 : lanes_.front()->judge->judge_pid(); }
   json health() override;
@@ -504,6 +505,28 @@ std::string Pool::device_name() {
     }
   }
   return "";
+}
+
+Executor::StartReport Pool::start_report() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  started_cv_.wait(lock, [this] { return lanes_started_ >= lanes_.size(); });
+  StartReport r;
+  if (!setup_error_.empty()) {
+    r.error = setup_error_;
+    return r;
+  }
+  // The first device in service that started names the pool (as
+  // device_name()); the count is the same for every judge of the machine.
+  for (const auto& dev : devices_) {
+    for (size_t l : dev.lanes) {
+      const JudgeLane& judge = *lanes_[l]->judge;
+      if (r.device_count < 0) r.device_count = judge.device_count();
+      if (r.device_name.empty() && dev.in_service) r.device_name = judge.device_name();
+      if (r.error.empty()) r.error = judge.start_error();
+    }
+  }
+  if (!r.device_name.empty()) r.error.clear();
+  return r;
 }
 
 int Pool::restarts() const {

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "kforge/core/error.h"
+#include "kforge/core/input_limits.h"
 #include "kforge/env/eval.h"
 
 namespace kforge::env {
@@ -59,16 +60,25 @@ json to_json(const EvalOptions& o) {
 }
 
 EvalOptions parse_eval_options(const Field& field, EvalOptions base) {
+  // Every duration is bounded (limits::kMaxConfigDurationS) so that no
+  // deadline computed from it can overflow; the error names the field.
+  constexpr double kMaxMs = limits::kMaxConfigDurationS * 1000.0;
+  auto duration_ms = [kMaxMs](const Field& f, bool positive) {
+    const double v = f.as_number_in(0.0, kMaxMs);
+    if (positive && !(v > 0)) f.fail("a positive number of milliseconds, at most " + std::to_string(kMaxMs));
+    return v;
+  };
   ObjectReader r = field.as_object();
   EvalOptions o = base;
   if (auto f = r.optional("seeds")) o.seeds = static_cast<int>(f->as_int_in(1, 1000));
   if (auto f = r.optional("float64_reference")) o.float64_reference = f->as_bool();
   if (auto f = r.optional("check_determinism")) o.check_determinism = f->as_bool();
-  if (auto f = r.optional("warmup_ms")) o.warmup_ms = f->as_nonnegative_number();
-  if (auto f = r.optional("max_time_ms")) o.max_time_ms = f->as_nonnegative_number();
+  if (auto f = r.optional("warmup_ms")) o.warmup_ms = duration_ms(*f, false);
+  if (auto f = r.optional("max_time_ms")) o.max_time_ms = duration_ms(*f, false);
   if (auto f = r.optional("min_samples")) o.min_samples = static_cast<int>(f->as_int_in(1, 1000000));
   if (auto f = r.optional("max_samples")) o.max_samples = static_cast<int>(f->as_int_in(1, 1000000));
-  if (auto f = r.optional("target_rse")) o.target_rse = f->as_nonnegative_number();
+  // A relative standard error above 1 (100 %) would stop at min_samples.
+  if (auto f = r.optional("target_rse")) o.target_rse = f->as_number_in(0.0, 1.0);
   if (auto f = r.optional("timing_input_sets")) o.timing_input_sets = static_cast<int>(f->as_int_in(1, 64));
   if (auto f = r.optional("cuda_graph")) o.cuda_graph = f->as_bool();
   if (auto f = r.optional("hardware_metrics")) o.hardware_metrics = f->as_bool();
@@ -77,8 +87,8 @@ EvalOptions parse_eval_options(const Field& field, EvalOptions base) {
     o.energy_window_ms = f->as_nonnegative_number();
     if (o.energy_window_ms > 10000) f->fail("at most 10000 (ms per side; ~100 is enough for NVML's counter)");
   }
-  if (auto f = r.optional("call_timeout_ms")) o.call_timeout_ms = f->as_positive_number();
-  if (auto f = r.optional("eval_timeout_ms")) o.eval_timeout_ms = f->as_positive_number();
+  if (auto f = r.optional("call_timeout_ms")) o.call_timeout_ms = duration_ms(*f, true);
+  if (auto f = r.optional("eval_timeout_ms")) o.eval_timeout_ms = duration_ms(*f, true);
   if (auto f = r.optional("memory_limit_bytes")) {
     o.memory_limit_bytes = static_cast<uint64_t>(f->as_int_in(1 << 20, std::numeric_limits<int64_t>::max()));
   }

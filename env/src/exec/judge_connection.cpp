@@ -62,6 +62,9 @@ void JudgeConnection::start(const JudgeLaunch& launch) {
   }
   if (hello.body.value("type", "") != "hello")
     fail("judge sent '" + hello.body.value("type", "") + "' instead of hello");
+  if (const auto count = hello.body.find("device_count"); count != hello.body.end() && count->is_number_integer()) {
+    device_count_ = count->get<int>();
+  }
   if (!hello.body.value("ok", false)) {
     fatal_ = true;
     std::string error = hello.body.value("error", "unknown error");

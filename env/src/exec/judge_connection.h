@@ -56,6 +56,9 @@ class JudgeConnection {
   const std::string& device_name() const { return device_name_; }
   // What the judge's measurements depend on (JudgeDevice::versions()).
   const nlohmann::json& versions() const { return versions_; }
+  // Devices of the backend the judge reported in its last hello, also when it
+  // could not use the one asked for; -1 before any hello.
+  int device_count() const { return device_count_; }
   // The device itself is unusable (e.g. CUDA backend not built): restarting helps nothing.
   bool fatal() const { return fatal_; }
 
@@ -67,6 +70,7 @@ class JudgeConnection {
   std::mutex control_mutex_;  // guards interrupt() against reset of control_
   std::string device_name_;
   nlohmann::json versions_ = nlohmann::json::object();
+  int device_count_ = -1;
   bool fatal_ = false;
 };
 

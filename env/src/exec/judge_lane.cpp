@@ -69,6 +69,16 @@ json JudgeLane::versions() const {
   return versions_;
 }
 
+int JudgeLane::device_count() const {
+  std::lock_guard<std::mutex> lock(hello_mutex_);
+  return device_count_;
+}
+
+std::string JudgeLane::start_error() const {
+  std::lock_guard<std::mutex> lock(hello_mutex_);
+  return start_error_;
+}
+
 bool JudgeLane::ensure_judge(std::string* error, LaneFault* fault) {
   if (judge_.running()) return true;
   if (judge_.fatal()) {
@@ -89,6 +99,9 @@ bool JudgeLane::ensure_judge(std::string* error, LaneFault* fault) {
     judge_pid_ = 0;
     *error = e.what();
     *fault = judge_.fatal() ? LaneFault::kUnusable : LaneFault::kCannotStart;
+    std::lock_guard<std::mutex> lock(hello_mutex_);
+    start_error_ = e.what();
+    if (judge_.device_count() >= 0) device_count_ = judge_.device_count();
     return false;
   }
   judge_pid_ = judge_.pid();
@@ -97,6 +110,8 @@ bool JudgeLane::ensure_judge(std::string* error, LaneFault* fault) {
     std::lock_guard<std::mutex> lock(hello_mutex_);
     device_name_ = judge_.device_name();
     versions_ = judge_.versions();
+    device_count_ = judge_.device_count();
+    start_error_.clear();
   }
   return true;
 }

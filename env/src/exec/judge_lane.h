@@ -55,6 +55,11 @@ class JudgeLane {
   // From the last hello ("" / {} before a judge has started).
   std::string device_name() const;
   json versions() const;
+  // From the last hello (-1 before any): devices of the backend the judge
+  // sees, also when it could not use the one asked for.
+  int device_count() const;
+  // Why the last start failed ("" after a start that worked).
+  std::string start_error() const;
   int cpu() const { return launch_.cpu; }
 
  private:
@@ -78,6 +83,8 @@ class JudgeLane {
   mutable std::mutex hello_mutex_;
   std::string device_name_;
   json versions_ = json::object();
+  int device_count_ = -1;
+  std::string start_error_;
 };
 
 }  // namespace kforge::exec

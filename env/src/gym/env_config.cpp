@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "kforge/core/input_limits.h"
 #include "kforge/env/device_pool.h"
 #include "kforge/reward/reward.h"
 
@@ -53,7 +54,8 @@ SolutionMode mode_from_name(const std::string& name) {
 
 void read_episode(ObjectReader r, EnvConfig& c) {
   if (auto f = r.optional("max_turns")) c.max_turns = static_cast<int>(f->as_int_in(1, 1000));
-  if (auto f = r.optional("time_budget_s")) c.time_budget_s = f->as_nonnegative_number();
+  // Bounded like every duration (limits::kMaxConfigDurationS); 0: no limit.
+  if (auto f = r.optional("time_budget_s")) c.time_budget_s = f->as_number_in(0.0, limits::kMaxConfigDurationS);
   r.finish();
 }
 
@@ -87,7 +89,10 @@ void read_compile(const Document& doc, ObjectReader r, EnvConfig& c) {
     c.arch = f->as_string();
     if (c.arch.rfind("sm_", 0) != 0) f->fail("a CUDA architecture such as \"sm_90a\"");
   }
-  if (auto f = r.optional("timeout_s")) c.compile_timeout_s = f->as_positive_number();
+  if (auto f = r.optional("timeout_s")) {
+    c.compile_timeout_s = f->as_number_in(0.0, limits::kMaxConfigDurationS);
+    if (!(c.compile_timeout_s > 0)) f->fail("a positive number of seconds");
+  }
   if (auto f = r.optional("memory_limit_mib")) {
     c.compile_memory_limit_bytes = static_cast<uint64_t>(f->as_int_in(256, int64_t{1} << 20)) << 20;
   }

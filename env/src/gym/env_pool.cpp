@@ -83,6 +83,10 @@ struct EnvPool::Impl {
 
 EnvPool::Impl::Impl(EnvConfig c, int num_envs, EnvServices s) : config(std::move(c)), services(std::move(s)) {
   if (num_envs < 1) throw InputError("an EnvPool needs at least one env, got " + std::to_string(num_envs));
+  if (config.backend == BackendKind::kCpu && config.device != 0) {
+    throw InputError(config.source + ": field /device: the cpu backend has one device, 0; got " +
+                     std::to_string(config.device));
+  }
   // Config mistakes first, before any process or thread is started.
   reward = std::make_unique<reward::RewardFunction>(reward::RewardFunction::load(config.reward.function));
   const std::vector<std::string> components = reward->component_names();
@@ -135,6 +139,28 @@ EnvPool::Impl::Impl(EnvConfig c, int num_envs, EnvServices s) : config(std::move
   if (services.executor->backend() != config.backend) {
     throw InputError(config.source + ": the config's backend is " + backend_name(config.backend) +
                      " but the executor given runs " + backend_name(services.executor->backend()));
+  }
+  // A CUDA device index is checked against the devices the judge sees (its
+  // hello), so that a wrong one fails here rather than in every step: the
+  // config's `device` and every one of placement.devices (`all` is what the
+  // process sees, so always right).
+  if (config.backend == BackendKind::kCuda) {
+    const Executor::StartReport started = services.executor->start_report();
+    const int seen = started.device_count;
+    auto refuse = [&](const std::string& field, int index) {
+      throw InputError(config.source + ": field " + field + ": CUDA device " + std::to_string(index) +
+                       " does not exist; the judge sees " + std::to_string(seen) + " device(s)" +
+                       (seen > 0 ? " (0.." + std::to_string(seen - 1) + ")" : "") + "; set " +
+                       (field == "/device" ? "device" : "placement.devices") + " in the config");
+    };
+    if (seen >= 0 && config.device >= seen) refuse("/device", config.device);
+    if (seen >= 0 && !config.placement.all_devices) {
+      for (size_t i = 0; i < config.placement.devices.size(); ++i) {
+        if (config.placement.devices[i] >= seen) {
+          refuse("/placement/devices/" + std::to_string(i), config.placement.devices[i]);
+        }
+      }
+    }
   }
 
   // abi_include_dir stays empty: the compile service stages the header, and

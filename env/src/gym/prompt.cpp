@@ -105,7 +105,10 @@ json abi_table(const TaskSpec& task) {
     row["kind"] = "param";
     t["inputs"].push_back(row);
   }
-  const std::vector<TensorType> outs = infer_outputs(task);
+  // Every variant is typed and checked against the task limits here, so a
+  // task that reaches a prompt (reset, `task prompt`, `task check`) passed them.
+  const std::vector<std::vector<TensorType>> typed = validate_task(task);
+  const std::vector<TensorType>& outs = typed[0];
   for (size_t k = 0; k < outs.size(); ++k) {
     t["outputs"].push_back(tensor_row(k, task.outputs.at(k), outs[k].shape, outs[k].dtype));
   }
@@ -113,7 +116,7 @@ json abi_table(const TaskSpec& task) {
     json inputs = json::object();
     for (const auto& [name, shape] : task.shape_variants[v]) inputs[name] = shape;
     json shapes = json::array();
-    for (const auto& o : infer_outputs(task.with_variant(v))) shapes.push_back(o.shape);
+    for (const auto& o : typed[v + 1]) shapes.push_back(o.shape);
     t["shape_variants"].push_back({{"inputs", inputs}, {"outputs", shapes}});
   }
   return t;

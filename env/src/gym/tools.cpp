@@ -118,10 +118,15 @@ Action Toolset::decode(const json& call) const {
   json value = call;
   // A trainer may hand over the model's raw text for the call.
   if (value.is_string()) {
+    // Bounded like every document (depth, size, duplicate keys): the text
+    // is the policy's.
     try {
-      value = json::parse(value.get<std::string>());
-    } catch (const json::parse_error&) {
-      throw InputError("the tool call is not valid JSON; call one of the tools (" + join(names()) +
+      value = Document::from_json_text(value.get_ref<const std::string&>(), "tool call").root;
+    } catch (const InputError& e) {
+      std::string why = e.what();
+      if (why.rfind("tool call", 0) == 0) why = why.substr(9);
+      if (!why.empty() && why[0] == ':') why = why.substr(why[1] == ' ' ? 2 : 1);
+      throw InputError("the tool call is not valid JSON (" + why + "); call one of the tools (" + join(names()) +
                        ") with JSON arguments");
     }
   }

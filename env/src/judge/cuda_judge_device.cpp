@@ -267,6 +267,12 @@ class CudaJudgeDevice final : public JudgeDevice {
 
 }  // namespace
 
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) return 0;
+  return count;
+}
+
 std::unique_ptr<JudgeDevice> make_cuda_judge_device(int index) { return std::make_unique<CudaJudgeDevice>(index); }
 
 std::string cuda_gate_key(int index) {

@@ -24,4 +24,7 @@ std::unique_ptr<JudgeDevice> make_cuda_judge_device(int index);
 // "cuda-<index>" when the runtime cannot say.
 std::string cuda_gate_key(int index);
 
+// CUDA devices this process can see; 0 when none (or no driver).
+int cuda_device_count();
+
 }  // namespace kforge::judge

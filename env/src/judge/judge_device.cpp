@@ -38,6 +38,18 @@ std::string gpu_gate_key(const std::string& backend, int index) {
 #endif
 }
 
+int judge_device_count(const std::string& backend) {
+  if (backend == "cpu") return 1;
+  if (backend == "cuda") {
+#if KFORGE_HAVE_CUDA
+    return cuda_device_count();
+#else
+    return 0;
+#endif
+  }
+  return -1;
+}
+
 std::unique_ptr<JudgeDevice> make_judge_device(const std::string& backend, int index) {
   if (backend == "cpu") return make_cpu_judge_device();
   if (backend == "cuda") {

@@ -116,5 +116,9 @@ std::unique_ptr<JudgeDevice> make_judge_device(const std::string& backend, int i
 // PCI bus id; found without creating a context, so that it can be taken before
 // the judge's own context is created). "" for backends without a gate.
 std::string gpu_gate_key(const std::string& backend, int index);
+// Devices of `backend` this judge could use (the CPU backend has one), sent
+// in the hello so that the environment can refuse a device index that does
+// not exist with a clear message at start. -1 for an unknown backend.
+int judge_device_count(const std::string& backend);
 
 }  // namespace kforge::judge

@@ -107,7 +107,11 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
   } catch (const std::exception& e) {
     device_error = e.what();
   }
-  json hello = {{"type", "hello"}, {"ok", device != nullptr}, {"backend", config.backend}, {"pid", ::getpid()}};
+  json hello = {{"type", "hello"},
+                {"ok", device != nullptr},
+                {"backend", config.backend},
+                {"pid", ::getpid()},
+                {"device_count", judge_device_count(config.backend)}};
   if (device) {
     hello["device"] = device->name();
     hello["versions"] = device->versions();

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "kforge/core/document.h"
+#include "kforge/core/input_limits.h"
 #include "kforge/core/tensor_spec.h"
 
 namespace kforge::env {
@@ -29,8 +30,8 @@ using NodePtr = std::shared_ptr<const Node>;
 using Op = Node::Op;
 
 // Expressions come from untrusted plans: bound the work a parse can cause.
-constexpr size_t kMaxExprChars = 1000;
-constexpr int kMaxDepth = 64;
+constexpr size_t kMaxExprChars = limits::kMaxExprChars;
+constexpr int kMaxDepth = limits::kMaxExprDepth;
 
 int precedence(Op op) {
   switch (op) {

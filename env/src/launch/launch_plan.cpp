@@ -5,12 +5,13 @@
 #include <cstring>
 #include <limits>
 
+#include "kforge/core/input_limits.h"
+
 namespace kforge::env {
 namespace {
 
-// More would only make sense as a CUDA graph; a plan is meant to be short.
-constexpr size_t kMaxKernels = 16;
-constexpr size_t kMaxArgs = 128;
+constexpr size_t kMaxKernels = limits::kMaxPlanKernels;
+constexpr size_t kMaxArgs = limits::kMaxPlanArgs;
 constexpr const char* kAxes[3] = {"x", "y", "z"};
 
 struct ArgTypeInfo {

@@ -17,6 +17,8 @@
 #include <zmq.hpp>
 
 #include "kforge/core/action.h"
+#include "kforge/core/input_limits.h"
+#include "kforge/core/op_registry.h"
 #include "kforge/core/rpc.h"
 #include "kforge/core/solution.h"
 
@@ -40,9 +42,14 @@ constexpr std::chrono::milliseconds kHousekeeping{500};
 // Requests handled per wake-up before completions get their turn, so a flood
 // from one client cannot hold finished steps back.
 constexpr int kRequestsPerTurn = 256;
-// How often the checker thread looks up from a reference check to see
-// whether the server is stopping.
-constexpr std::chrono::milliseconds kCheckerPoll{100};
+// Threads that run resets. A reset parses and type-checks the task (every
+// shape variant), suggests a task id for an unknown one and builds the
+// prompt: work that grows with the request, so it never runs on the socket
+// thread (tests/server: a flood of heavy resets does not slow honest steps).
+constexpr int kResetThreads = 4;
+// How often a reset thread looks up from a reference check to see whether
+// the server is stopping.
+constexpr std::chrono::milliseconds kCheckPoll{100};
 // Task-set checks at start-up: a progress line at most this often, and at
 // most this many invalid tasks named in the error.
 constexpr std::chrono::seconds kCheckProgressEvery{2};
@@ -66,8 +73,8 @@ struct Slot {
   std::string owner;  // routing id of the client that made it
   bool has_episode = false;
   bool finished = false;   // the last step terminated or truncated the episode
-  bool busy = false;       // a step is in flight, or a reset waits for its reference check
-  bool resetting = false;  // busy with a reset (Server::Impl::PendingReset)
+  bool busy = false;       // a step or a reset is in flight
+  bool resetting = false;  // ... and it is a reset
   uint64_t request_id = 0;
   Envelope reply_to;
   // The step in flight outlived its reason to be answered or kept: free the
@@ -128,17 +135,6 @@ Solution wire_solution(const json& value, SolutionMode default_mode, const std::
 }  // namespace
 
 struct Server::Impl {
-  // A reset whose task's reference check had not finished when it came in.
-  struct PendingReset {
-    int env_id = -1;
-    uint64_t request_id = 0;
-    Envelope reply_to;
-    TaskSpec task;
-    bool inline_task = false;
-    uint64_t seed = 0;
-    ResetOptions options;  // options.reference_check is the check awaited
-  };
-
   ServerConfig config;
   std::shared_ptr<Executor> executor;
   std::unique_ptr<EnvPool> pool;
@@ -160,21 +156,37 @@ struct Server::Impl {
   Clock::time_point last_housekeeping;
   Clock::time_point started = Clock::now();
 
-  // Handoff between the completion thread and the socket thread.
+  // A reset handed to the reset threads: what the socket thread read from
+  // the request (cheap), and where the reply goes.
+  struct ResetJob {
+    int env_id = -1;
+    uint64_t request_id = 0;
+    Envelope reply_to;
+    std::optional<json> task;  // inline task, or
+    std::string task_id;       // an id of the task set
+    uint64_t seed = 0;
+    ResetOptions options;
+  };
+  struct ResetDone {
+    int env_id = -1;
+    bool ok = false;         // an episode started
+    bool cancelled = false;  // the server stopped first: no reply from here
+    std::string payload;
+  };
+
+  // Handoff between the completion thread, the reset threads and the socket
+  // thread.
   std::mutex mu;
   std::condition_variable cv;
   size_t outstanding = 0;  // steps sent to the pool and not yet taken by recv()
   bool completion_stop = false;
   std::deque<EnvStep> finished_steps;
   std::thread completion;
-
-  // Handoff of resets between the socket thread and the checker thread,
-  // which waits for their reference checks (under `mu`).
-  std::condition_variable checker_cv;
-  std::deque<std::unique_ptr<PendingReset>> unchecked_resets;
-  std::deque<std::unique_ptr<PendingReset>> checked_resets;
-  std::atomic<bool> checker_stop{false};
-  std::thread checker;
+  std::condition_variable reset_cv;
+  std::deque<ResetJob> reset_queue;
+  std::deque<ResetDone> finished_resets;
+  bool reset_stop = false;
+  std::vector<std::thread> reset_threads;
 
   std::atomic<bool> stop_requested{false};
   std::atomic<bool> ran{false};
@@ -185,8 +197,10 @@ struct Server::Impl {
 
   void run();
   void completion_loop();
-  void checker_loop();
+  void reset_loop();
   void check_task_set();
+  // On a reset thread: the reply to one reset.
+  ResetDone run_reset(const ResetJob& job);
   // One turn of the socket loop: wait up to `timeout` for requests or
   // finished steps, handle them, and do the housekeeping that is due.
   void serve_once(std::chrono::milliseconds timeout);
@@ -196,7 +210,6 @@ struct Server::Impl {
   void dispatch(Peer& peer, const Envelope& from, const protocol::Request& req);
   void send_reply(const Envelope& to, const std::string& payload);
   void deliver_completions();
-  void deliver_resets();
   void release(int env_id);
   void forget_peer(const std::string& routing_id, const std::string& why);
   void housekeeping();
@@ -206,10 +219,8 @@ struct Server::Impl {
   Slot& owned_slot(const Peer& peer, const std::string& routing_id, const json& params);
   json do_hello(const Peer& peer, const json& params);
   json do_make(Peer& peer, const std::string& routing_id, const json& params);
-  // Replies later (nothing returned) when the task's reference check is
-  // still running.
-  std::optional<json> do_reset(Peer& peer, const Envelope& from, uint64_t id, const json& params);
-  json finish_reset(int env_id, const TaskSpec& task, bool inline_task, uint64_t seed, const ResetOptions& options);
+  // Replies later, when a reset thread has started the episode.
+  void do_reset(Peer& peer, const Envelope& from, uint64_t id, const json& params);
   // Replies later, when the step finishes.
   void do_step(Peer& peer, const Envelope& from, uint64_t id, const json& params);
   json do_close(Peer& peer, const std::string& routing_id, const json& params);
@@ -220,6 +231,18 @@ Server::Impl::Impl(ServerConfig c, EnvServices services) : config(std::move(c)),
   if (config.num_envs < 1) throw InputError("serve: --envs must be at least 1, got " + std::to_string(config.num_envs));
   if (config.max_inflight_per_client < 1) {
     throw InputError("serve: the in-flight limit per client must be at least 1");
+  }
+  // Durations are bounded like every config duration (deadline arithmetic).
+  for (const auto& [name, value] : {std::pair<const char*, double>{"idle_timeout_s", config.idle_timeout_s},
+                                    std::pair<const char*, double>{"drain_timeout_s", config.drain_timeout_s}}) {
+    if (!(value >= 0 && value <= limits::kMaxConfigDurationS)) {
+      throw InputError(std::string("serve: ") + name + " must be in [0, " +
+                       std::to_string(static_cast<int64_t>(limits::kMaxConfigDurationS)) + "] seconds, got " +
+                       std::to_string(value));
+    }
+  }
+  if (config.max_message_bytes < 1 || config.max_message_bytes > (size_t{4} << 30)) {
+    throw InputError("serve: max_message_bytes must be in [1, 4 GiB], got " + std::to_string(config.max_message_bytes));
   }
   for (const auto& t : config.tasks) {
     if (!task_index.emplace(t.id, &t).second) throw InputError("serve: duplicate task id \"" + t.id + "\"");
@@ -255,7 +278,13 @@ Server::Impl::Impl(ServerConfig c, EnvServices services) : config(std::move(c)),
   executor = services.executor;
   pool = std::make_unique<EnvPool>(config.env, config.num_envs, services);
   device_name = executor->device_name();
-  if (device_name.empty()) log("warning: the judge did not start; steps will report system errors");
+  if (device_name.empty()) {
+    // Every step would be a system error: better not to report ready.
+    const Executor::StartReport judge_start = executor->start_report();
+    throw SystemError("serve: the judge did not start (" +
+                      (judge_start.error.empty() ? std::string("no reason given") : judge_start.error) +
+                      "); nothing would be served");
+  }
   slots.resize(static_cast<size_t>(config.num_envs));
   if (config.check_tasks) check_task_set();
 
@@ -358,6 +387,95 @@ void Server::Impl::completion_loop() {
   }
 }
 
+void Server::Impl::reset_loop() {
+  zmq::socket_t push(ctx, zmq::socket_type::push);
+  push.set(zmq::sockopt::linger, 0);
+  push.connect(wake_endpoint);
+  for (;;) {
+    ResetJob job;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      reset_cv.wait(lock, [this] { return reset_stop || !reset_queue.empty(); });
+      if (reset_stop) return;
+      job = std::move(reset_queue.front());
+      reset_queue.pop_front();
+    }
+    ResetDone done = run_reset(job);
+    if (done.cancelled) return;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      finished_resets.push_back(std::move(done));
+    }
+    (void)push.send(zmq::message_t(), zmq::send_flags::dontwait);
+  }
+}
+
+Server::Impl::ResetDone Server::Impl::run_reset(const ResetJob& job) {
+  ResetDone done;
+  done.env_id = job.env_id;
+  try {
+    TaskSpec parsed;
+    const TaskSpec* task = nullptr;
+    if (job.task) {
+      try {
+        parsed = parse_task(Document::from_value(*job.task, "task"));
+        // Within the task limits before the judge runs its reference (a
+        // 2^40-element variant must never get that far).
+        validate_task(parsed);
+      } catch (const InputError& e) {
+        throw protocol::from_input_error(e, ErrorCode::kInvalidTask, "task", "/params/task");
+      }
+      task = &parsed;
+    } else {
+      auto it = task_index.find(job.task_id);
+      if (it == task_index.end()) {
+        std::vector<std::string> ids;
+        for (const auto& kv : task_index) ids.push_back(kv.first);
+        const std::string hint = ids.size() <= 100000 ? closest_match(job.task_id, ids) : "";
+        throw ProtocolError(ErrorCode::kUnknownTask,
+                            "task_id \"" + job.task_id.substr(0, limits::kMaxNameBytes) +
+                                "\" is not in the server's task set (" + std::to_string(ids.size()) + " tasks" +
+                                (config.tasks_source.empty() ? ", none loaded: start with --tasks" : "") + ")" +
+                                (hint.empty() ? "" : "; did you mean \"" + hint + "\"?"),
+                            "/params/task_id");
+      }
+      task = it->second;
+    }
+    // The judge checks each distinct task once (Executor::check_task); the
+    // wait looks up now and then so that a stopping server is not held.
+    ResetOptions options = job.options;
+    options.reference_check = executor->check_task(*task, config.env.eval);
+    while (options.reference_check.wait_for(kCheckPoll) != std::future_status::ready) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (reset_stop) {
+        done.cancelled = true;  // run() answers the slot shutting_down
+        return done;
+      }
+    }
+    ResetResult r;
+    try {
+      r = pool->reset(job.env_id, *task, job.seed, options);
+    } catch (const InputError& e) {
+      // The params and the slot were checked on the socket thread: what is
+      // left is the task failing its checks (shapes, dtypes, op attributes,
+      // limits) or its reference check (a node giving NaN/Inf or a constant
+      // output).
+      throw protocol::from_input_error(e, ErrorCode::kInvalidTask, "task",
+                                       job.task ? "/params/task" : "/params/task_id");
+    }
+    done.payload =
+        protocol::encode_result(job.request_id, {{"observation", to_json(r.observation)}, {"info", std::move(r.info)}});
+    done.ok = true;
+  } catch (const ProtocolError& e) {
+    done.payload = protocol::encode_error(job.request_id, e);
+  } catch (const std::exception& e) {
+    log(std::string("internal error in reset: ") + e.what());
+    done.payload =
+        protocol::encode_error(job.request_id, ErrorCode::kInternal, std::string("server error: ") + e.what());
+  }
+  return done;
+}
+
 size_t Server::Impl::busy_count() const {
   return static_cast<size_t>(std::count_if(slots.begin(), slots.end(), [](const Slot& s) { return s.busy; }));
 }
@@ -368,7 +486,9 @@ size_t Server::Impl::held_count() const {
 
 void Server::Impl::run() {
   completion = std::thread([this] { completion_loop(); });
-  checker = std::thread([this] { checker_loop(); });
+  for (int i = 0; i < std::min(kResetThreads, config.num_envs); ++i) {
+    reset_threads.emplace_back([this] { reset_loop(); });
+  }
   last_housekeeping = Clock::now();
   Clock::time_point drain_deadline;
   for (;;) {
@@ -396,26 +516,23 @@ void Server::Impl::run() {
   {
     std::lock_guard<std::mutex> lock(mu);
     completion_stop = true;
+    reset_stop = true;
   }
   cv.notify_all();
+  reset_cv.notify_all();
   completion.join();
-  checker_stop = true;
-  checker_cv.notify_all();
-  checker.join();
+  for (auto& t : reset_threads) t.join();
   deliver_completions();
-  deliver_resets();
   size_t cancelled = 0;
   for (Slot& s : slots) {
     if (!s.busy || s.orphan) continue;
-    send_reply(s.reply_to,
-               protocol::encode_error(s.request_id, ErrorCode::kShuttingDown,
-                                      s.resetting ? "the server stopped before this reset's task was checked; the "
-                                                    "reset was cancelled"
-                                                  : "the server stopped before this step finished; the step was "
-                                                    "cancelled"));
+    const char* what = s.resetting ? "reset" : "step";
+    send_reply(s.reply_to, protocol::encode_error(s.request_id, ErrorCode::kShuttingDown,
+                                                  std::string("the server stopped before this ") + what +
+                                                      " finished; the " + what + " was cancelled"));
     ++cancelled;
   }
-  if (cancelled > 0) log("cancelled " + std::to_string(cancelled) + " request(s) still in flight");
+  if (cancelled > 0) log("cancelled " + std::to_string(cancelled) + " step(s) still in flight");
   router.close();  // linger flushes the last replies
   wake.close();
   log("stopped");
@@ -434,7 +551,6 @@ void Server::Impl::serve_once(std::chrono::milliseconds timeout) {
     while (wake.recv(m, zmq::recv_flags::dontwait)) {
     }
     deliver_completions();
-    deliver_resets();
   }
   if (items[0].revents & ZMQ_POLLIN) {
     for (int i = 0; i < kRequestsPerTurn && (router.get(zmq::sockopt::events) & ZMQ_POLLIN); ++i) receive_one();
@@ -504,6 +620,10 @@ void Server::Impl::dispatch(Peer& peer, const Envelope& from, const protocol::Re
     do_step(peer, from, req.id, req.params);  // replies when the step finishes
     return;
   }
+  if (m == "reset") {
+    do_reset(peer, from, req.id, req.params);  // replies when the reset thread is done
+    return;
+  }
   json result;
   if (m == "hello") {
     result = do_hello(peer, req.params);
@@ -516,10 +636,6 @@ void Server::Impl::dispatch(Peer& peer, const Envelope& from, const protocol::Re
     result = {{"envs", peer.envs}, {"uptime_s", std::chrono::duration<double>(Clock::now() - started).count()}};
   } else if (m == "make") {
     result = do_make(peer, from.routing_id, req.params);
-  } else if (m == "reset") {
-    std::optional<json> done = do_reset(peer, from, req.id, req.params);
-    if (!done) return;  // answered when the task's reference check is done
-    result = std::move(*done);
   } else if (m == "close") {
     result = do_close(peer, from.routing_id, req.params);
   } else if (m == "tasks") {
@@ -530,7 +646,15 @@ void Server::Impl::dispatch(Peer& peer, const Envelope& from, const protocol::Re
 
 Slot& Server::Impl::owned_slot(const Peer& peer, const std::string& routing_id, const json& params) {
   const int64_t env_id = reading_params([&] {
-    Document doc = Document::from_value(params, "params");
+    // Only env_id is read (and bounded) here: the rest of the params is the
+    // method's to read, a reset's task as a task of its own.
+    json only = json::object();
+    if (!params.is_object()) {
+      only = params;  // refused below as "expected an object"
+    } else if (auto it = params.find("env_id"); it != params.end()) {
+      only["env_id"] = *it;
+    }
+    Document doc = Document::from_value(std::move(only), "params");
     return doc.root_object().required("env_id").as_int();
   });
   if (env_id < 0 || env_id >= config.num_envs || !slots[static_cast<size_t>(env_id)].held ||
@@ -582,7 +706,7 @@ json Server::Impl::do_make(Peer& peer, const std::string& routing_id, const json
   return {{"env_id", env_id}};
 }
 
-std::optional<json> Server::Impl::do_reset(Peer& peer, const Envelope& from, uint64_t id, const json& params) {
+void Server::Impl::do_reset(Peer& peer, const Envelope& from, uint64_t id, const json& params) {
   Slot& slot = owned_slot(peer, from.routing_id, params);
   const int env_id = static_cast<int>(&slot - slots.data());
   struct Args {
@@ -592,14 +716,28 @@ std::optional<json> Server::Impl::do_reset(Peer& peer, const Envelope& from, uin
     uint64_t seed = 0;
     ResetOptions options;
   };
+  // The task is not part of the params' document: it is read as a document
+  // of its own on a reset thread, so that a task beyond the document limits
+  // (a deep id or attrs) is an invalid_task like any other bad task.
+  const json* task_value = nullptr;
+  json rest = json::object();
+  if (params.is_object()) {
+    for (auto it = params.begin(); it != params.end(); ++it) {
+      if (it.key() == "task") {
+        task_value = &it.value();
+      } else {
+        rest[it.key()] = it.value();
+      }
+    }
+  }
   Args a = reading_params([&] {
     Args out;
-    Document doc = Document::from_value(params, "params");
+    Document doc = Document::from_value(params.is_object() ? rest : params, "params");
     ObjectReader r = doc.root_object();
     r.allow("env_id");
-    if (auto f = r.optional("task")) {
-      f->as_object();
-      out.task = f->value();
+    if (task_value != nullptr) {
+      if (!task_value->is_object()) throw InputError("params: field /task: expected an object (a task)");
+      out.task = *task_value;
     }
     if (auto f = r.optional("task_id")) {
       out.task_id = f->as_string();
@@ -620,7 +758,7 @@ std::optional<json> Server::Impl::do_reset(Peer& peer, const Envelope& from, uin
         Field sol = er.required("solution");
         sol.as_object();
         e.solution = wire_solution(sol.value(), config.env.default_mode, "/params" + sol.pointer());
-        e.speedup_eager = er.required("speedup_eager").as_nonnegative_number();
+        e.speedup_eager = er.required("speedup_eager").as_number_in(0.0, limits::kMaxRewardMagnitude);
         if (auto n = er.optional("note")) e.note = n->as_string();
         er.finish();
         out.options.exemplars.push_back(std::move(e));
@@ -636,144 +774,35 @@ std::optional<json> Server::Impl::do_reset(Peer& peer, const Envelope& from, uin
     throw ProtocolError(ErrorCode::kBadRequest, "reset needs \"task\" (a task object) or \"task_id\"", "/params");
   }
   if (slot.busy) {
-    throw ProtocolError(ErrorCode::kEnvBusy,
-                        "env " + std::to_string(env_id) + " has a " + (slot.resetting ? "reset" : "step") +
-                            " in flight; wait for its reply before reset",
-                        "/params/env_id");
+    throw ProtocolError(
+        ErrorCode::kEnvBusy,
+        "env " + std::to_string(env_id) + " has a step or reset in flight; wait for its reply before reset",
+        "/params/env_id");
   }
-  TaskSpec parsed;
-  const TaskSpec* task = nullptr;
-  if (a.task) {
-    try {
-      parsed = parse_task(Document::from_value(*a.task, "task"));
-    } catch (const InputError& e) {
-      throw protocol::from_input_error(e, ErrorCode::kInvalidTask, "task", "/params/task");
-    }
-    task = &parsed;
-  } else {
-    auto it = task_index.find(a.task_id);
-    if (it == task_index.end()) {
-      std::vector<std::string> ids;
-      for (const auto& kv : task_index) ids.push_back(kv.first);
-      const std::string hint = ids.size() <= 100000 ? closest_match(a.task_id, ids) : "";
-      throw ProtocolError(ErrorCode::kUnknownTask,
-                          "task_id \"" + a.task_id + "\" is not in the server's task set (" +
-                              std::to_string(ids.size()) + " tasks" +
-                              (config.tasks_source.empty() ? ", none loaded: start with --tasks" : "") + ")" +
-                              (hint.empty() ? "" : "; did you mean \"" + hint + "\"?"),
-                          "/params/task_id");
-    }
-    task = it->second;
+  if (peer.inflight >= config.max_inflight_per_client) {
+    throw ProtocolError(ErrorCode::kTooManyRequests, "this client has " + std::to_string(peer.inflight) +
+                                                         " steps and resets in flight, the server's limit per "
+                                                         "client; wait for replies first");
   }
-  // The judge checks each distinct task once (Executor::check_task); the
-  // socket thread never waits for it.
-  a.options.reference_check = executor->check_task(*task, config.env.eval);
-  if (a.options.reference_check.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-    auto pending = std::make_unique<PendingReset>();
-    pending->env_id = env_id;
-    pending->request_id = id;
-    pending->reply_to = from;
-    pending->task = *task;
-    pending->inline_task = a.task.has_value();
-    pending->seed = a.seed;
-    pending->options = std::move(a.options);
-    slot.busy = true;
-    slot.resetting = true;
-    slot.request_id = id;
-    slot.reply_to = from;
-    ++peer.inflight;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      unchecked_resets.push_back(std::move(pending));
-    }
-    checker_cv.notify_one();
-    return std::nullopt;
-  }
-  return finish_reset(env_id, *task, a.task.has_value(), a.seed, a.options);
-}
-
-json Server::Impl::finish_reset(int env_id, const TaskSpec& task, bool inline_task, uint64_t seed,
-                                const ResetOptions& options) {
-  ResetResult r;
-  try {
-    r = pool->reset(env_id, task, seed, options);
-  } catch (const InputError& e) {
-    // The params and the slot were checked before: what is left is the task
-    // failing to type-check (shapes, dtypes, op attributes) or its reference
-    // check (a node giving NaN/Inf or a constant output).
-    throw protocol::from_input_error(e, ErrorCode::kInvalidTask, "task",
-                                     inline_task ? "/params/task" : "/params/task_id");
-  }
-  Slot& slot = slots[static_cast<size_t>(env_id)];
-  slot.has_episode = true;
-  slot.finished = false;
-  return {{"observation", to_json(r.observation)}, {"info", std::move(r.info)}};
-}
-
-void Server::Impl::checker_loop() {
-  for (;;) {
-    std::unique_ptr<PendingReset> job;
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      checker_cv.wait(lock, [this] { return checker_stop.load() || !unchecked_resets.empty(); });
-      if (checker_stop.load()) return;
-      job = std::move(unchecked_resets.front());
-      unchecked_resets.pop_front();
-    }
-    // Checks run in submission order on the one device queue, so waiting for
-    // them in that order costs nothing.
-    while (job->options.reference_check.wait_for(kCheckerPoll) != std::future_status::ready) {
-      if (checker_stop.load()) return;  // its slot is answered shutting_down by run()
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      checked_resets.push_back(std::move(job));
-    }
-    wake_up();
-  }
-}
-
-void Server::Impl::deliver_resets() {
-  std::deque<std::unique_ptr<PendingReset>> batch;
+  ResetJob job;
+  job.env_id = env_id;
+  job.request_id = id;
+  job.reply_to = from;
+  job.task = std::move(a.task);
+  job.task_id = std::move(a.task_id);
+  job.seed = a.seed;
+  job.options = std::move(a.options);
+  // Until the reply, the env is busy: steps and resets get env_busy.
+  slot.busy = true;
+  slot.resetting = true;
+  slot.request_id = id;
+  slot.reply_to = from;
+  ++peer.inflight;
   {
     std::lock_guard<std::mutex> lock(mu);
-    batch.swap(checked_resets);
+    reset_queue.push_back(std::move(job));
   }
-  for (auto& job : batch) {
-    Slot& slot = slots[static_cast<size_t>(job->env_id)];
-    if (!slot.busy || !slot.resetting) {
-      log("internal: a checked reset for env " + std::to_string(job->env_id) + " that has none in flight; dropped");
-      continue;
-    }
-    slot.busy = false;
-    slot.resetting = false;
-    const bool release_after = slot.orphan || slot.closing;
-    if (!slot.orphan) {
-      auto peer = peers.find(slot.owner);
-      if (peer != peers.end()) {
-        --peer->second.inflight;
-        peer->second.last_seen = Clock::now();
-      }
-      std::string payload;
-      try {
-        if (slot.closing) {
-          throw ProtocolError(ErrorCode::kUnknownEnv,
-                              "env " + std::to_string(job->env_id) + " was closed before its reset finished",
-                              "/params/env_id");
-        }
-        payload = protocol::encode_result(
-            job->request_id, finish_reset(job->env_id, job->task, job->inline_task, job->seed, job->options));
-      } catch (const ProtocolError& e) {
-        payload = protocol::encode_error(job->request_id, e);
-      } catch (const std::exception& e) {
-        log(std::string("internal error in a reset: ") + e.what());
-        payload =
-            protocol::encode_error(job->request_id, ErrorCode::kInternal, std::string("server error: ") + e.what());
-      }
-      send_reply(job->reply_to, payload);
-    }
-    if (release_after) release(job->env_id);
-  }
+  reset_cv.notify_one();
 }
 
 void Server::Impl::do_step(Peer& peer, const Envelope& from, uint64_t id, const json& params) {
@@ -821,8 +850,8 @@ void Server::Impl::do_step(Peer& peer, const Envelope& from, uint64_t id, const 
   }
   if (peer.inflight >= config.max_inflight_per_client) {
     throw ProtocolError(ErrorCode::kTooManyRequests, "this client has " + std::to_string(peer.inflight) +
-                                                         " steps in flight, the server's limit per client; wait "
-                                                         "for replies first");
+                                                         " steps and resets in flight, the server's limit per "
+                                                         "client; wait for replies first");
   }
   if (a.action) {
     json v = *a.action;
@@ -919,12 +948,38 @@ void Server::Impl::send_reply(const Envelope& to, const std::string& payload) {
 
 void Server::Impl::deliver_completions() {
   std::deque<EnvStep> batch;
+  std::deque<ResetDone> resets;
   {
     std::lock_guard<std::mutex> lock(mu);
     batch.swap(finished_steps);
+    resets.swap(finished_resets);
+  }
+  for (ResetDone& done : resets) {
+    Slot& slot = slots[static_cast<size_t>(done.env_id)];
+    if (!slot.busy || !slot.resetting) {
+      log("internal: a reset result for env " + std::to_string(done.env_id) + " that has no reset in flight; dropped");
+      continue;
+    }
+    slot.busy = false;
+    slot.resetting = false;
+    if (done.ok) {
+      slot.has_episode = true;
+      slot.finished = false;
+    }
+    const bool release_after = slot.orphan || slot.closing;
+    if (!slot.orphan) {
+      auto peer = peers.find(slot.owner);
+      if (peer != peers.end()) {
+        --peer->second.inflight;
+        peer->second.last_seen = Clock::now();
+      }
+      send_reply(slot.reply_to, done.payload);
+    }
+    if (release_after) release(done.env_id);
   }
   for (EnvStep& step : batch) {
-    if (step.env_id < 0 || step.env_id >= config.num_envs || !slots[static_cast<size_t>(step.env_id)].busy) {
+    if (step.env_id < 0 || step.env_id >= config.num_envs || !slots[static_cast<size_t>(step.env_id)].busy ||
+        slots[static_cast<size_t>(step.env_id)].resetting) {
       log("internal: a result for env " + std::to_string(step.env_id) + " that has no step in flight; dropped");
       continue;
     }

@@ -9,28 +9,38 @@
 #include <vector>
 
 #include "kforge/core/document.h"
+#include "kforge/core/input_limits.h"
 
 namespace kforge::reward::internal {
 
+// Every number of a reward config is within +-limits::kMaxRewardMagnitude,
+// so weighted sums of terms stay finite.
+inline double bounded_number(const Field& f) {
+  return f.as_number_in(-limits::kMaxRewardMagnitude, limits::kMaxRewardMagnitude);
+}
+
 inline double number_or(ObjectReader& r, const std::string& key, double fallback) {
   auto f = r.optional(key);
-  return f ? f->as_number() : fallback;
+  return f ? bounded_number(*f) : fallback;
 }
 
 inline double nonnegative_or(ObjectReader& r, const std::string& key, double fallback) {
   auto f = r.optional(key);
-  return f ? f->as_nonnegative_number() : fallback;
+  return f ? f->as_number_in(0.0, limits::kMaxRewardMagnitude) : fallback;
 }
 
 inline double positive_or(ObjectReader& r, const std::string& key, double fallback) {
   auto f = r.optional(key);
-  return f ? f->as_positive_number() : fallback;
+  if (!f) return fallback;
+  const double v = f->as_number_in(0.0, limits::kMaxRewardMagnitude);
+  if (!(v > 0)) f->fail("a positive number");
+  return v;
 }
 
 // Penalties are <= 0: a positive "penalty" is a sign error that would pay the
 // policy for failing or cheating, so it is rejected rather than obeyed.
 inline double penalty_value(const Field& f) {
-  const double v = f.as_number();
+  const double v = bounded_number(f);
   if (v > 0.0) f.fail("a number <= 0 (a penalty)");
   return v;
 }
@@ -50,7 +60,7 @@ inline std::string enum_or(ObjectReader& r, const std::string& key, const std::v
 inline std::pair<double, double> clip_bounds(ObjectReader& r, double lo_default, double hi_default) {
   const double lo = number_or(r, "lo", lo_default);
   auto hi_field = r.optional("hi");
-  const double hi = hi_field ? hi_field->as_number() : hi_default;
+  const double hi = hi_field ? bounded_number(*hi_field) : hi_default;
   if (!(lo < hi)) {
     const std::string message = "hi (" + std::to_string(hi) + ") must be greater than lo (" + std::to_string(lo) + ")";
     if (hi_field) hi_field->fail_message(message);

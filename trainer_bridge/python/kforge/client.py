@@ -15,6 +15,11 @@ from .protocol import Reply, decode_reply, encode_request
 _log = logging.getLogger("kforge")
 
 DEFAULT_TIMEOUT_S = 600.0
+# How long the first request (hello) may wait for a server. ZeroMQ connects in
+# the background and queues requests until a peer appears, so a wrong
+# endpoint would otherwise look like a slow step and wait DEFAULT_TIMEOUT_S.
+# A live server answers hello in milliseconds, even while it runs steps.
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
 
 
 class Client:
@@ -49,7 +54,14 @@ class Client:
         self.routing_id = b"kforge-py-" + uuid.uuid4().hex.encode()
         self._socket.setsockopt(zmq.ROUTING_ID, self.routing_id)
         self._socket.setsockopt(zmq.LINGER, 0)
-        self._socket.connect(endpoint)
+        try:
+            self._socket.connect(endpoint)
+        except zmq.ZMQError as e:
+            self._socket.close(linger=0)
+            raise KForgeError(
+                "bad_endpoint",
+                f"cannot connect to {endpoint!r}: {e} (expected an endpoint such as tcp://127.0.0.1:5555)",
+            ) from e
         self._next_id = 1
         self._pending: Dict[int, str] = {}  # request id -> method
         self._ready: Dict[int, Reply] = {}  # replies not yet taken, in arrival order
@@ -132,6 +144,25 @@ class Client:
         except KForgeTimeout:
             self.abandon(request_id)
             raise
+
+    def hello(
+        self, client_name: str, connect_timeout_s: Optional[float] = DEFAULT_CONNECT_TIMEOUT_S
+    ) -> Dict[str, Any]:
+        """The server's ``hello``, waiting at most ``connect_timeout_s``
+        (None: the client's default timeout) for a server to answer.
+
+        Raises KForgeTimeout naming the endpoint when none does: the endpoint
+        is wrong, or no ``kforge serve`` runs there.
+        """
+        timeout = self.timeout_s if connect_timeout_s is None else connect_timeout_s
+        try:
+            return self.call("hello", {"client": client_name}, timeout)
+        except KForgeTimeout as e:
+            raise KForgeTimeout(
+                f"no kforge server answered at {self.endpoint} within {timeout:g} s (connect_timeout_s); "
+                "check the endpoint and that `kforge serve` is running there",
+                request_id=e.request_id,
+            ) from None
 
     def abandon(self, request_id: int) -> None:
         """Forgets a pending request; its reply, if it ever comes, is dropped."""

@@ -7,7 +7,7 @@ import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from .client import DEFAULT_TIMEOUT_S, Client
+from .client import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_TIMEOUT_S, Client
 from .errors import KForgeError
 
 Observation = Dict[str, Any]
@@ -99,6 +99,9 @@ class RemoteEnv:
         timeout_s: how long to wait for any reply (a step runs compiles and
             evaluations); None waits forever. Nothing is retried on timeout.
         client: share a Client instead of opening a connection.
+        connect_timeout_s: how long the first request (``hello``) waits for a
+            server (default 10 s): a wrong endpoint fails with KForgeTimeout
+            naming it, instead of waiting ``timeout_s``. None: ``timeout_s``.
     """
 
     metadata: Dict[str, Any] = {"render_modes": []}
@@ -108,6 +111,7 @@ class RemoteEnv:
         endpoint: Optional[str] = None,
         timeout_s: Optional[float] = DEFAULT_TIMEOUT_S,
         client: Optional[Client] = None,
+        connect_timeout_s: Optional[float] = DEFAULT_CONNECT_TIMEOUT_S,
     ) -> None:
         if client is None and endpoint is None:
             raise ValueError("RemoteEnv needs an endpoint or a client")
@@ -117,7 +121,7 @@ class RemoteEnv:
         self.env_id: Optional[int] = None
         self._prompt: Optional[Observation] = None
         try:
-            self.server_info: Dict[str, Any] = self.client.call("hello", {"client": "kforge.RemoteEnv"}, timeout_s)
+            self.server_info: Dict[str, Any] = self.client.hello("kforge.RemoteEnv", connect_timeout_s)
             self.tools: List[Dict[str, Any]] = self.server_info.get("tools", [])
             self.env_id = int(self.client.call("make", {}, timeout_s)["env_id"])
         except BaseException:

@@ -6,7 +6,7 @@ import time
 from collections import deque
 from typing import Any, Deque, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from .client import DEFAULT_TIMEOUT_S, Client
+from .client import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_TIMEOUT_S, Client
 from .env import Info, Observation, action_params, reset_params
 from .errors import KForgeError, KForgeTimeout
 from .protocol import ENV_BUSY, Reply
@@ -40,6 +40,8 @@ class RemoteEnvPool:
             has fewer free.
         timeout_s: default wait for replies; None waits forever.
         client: share a Client instead of opening a connection.
+        connect_timeout_s: how long the first request (``hello``) waits for a
+            server (default 10 s); see RemoteEnv.
     """
 
     def __init__(
@@ -48,6 +50,7 @@ class RemoteEnvPool:
         num_envs: int,
         timeout_s: Optional[float] = DEFAULT_TIMEOUT_S,
         client: Optional[Client] = None,
+        connect_timeout_s: Optional[float] = DEFAULT_CONNECT_TIMEOUT_S,
     ) -> None:
         if num_envs < 1:
             raise ValueError("num_envs must be at least 1")
@@ -60,9 +63,7 @@ class RemoteEnvPool:
         self._inflight: Dict[int, int] = {}  # request id -> env index
         self._ready: Deque[StepResult] = deque()
         try:
-            self.server_info: Dict[str, Any] = self.client.call(
-                "hello", {"client": "kforge.RemoteEnvPool"}, timeout_s
-            )
+            self.server_info: Dict[str, Any] = self.client.hello("kforge.RemoteEnvPool", connect_timeout_s)
             self.tools: List[Dict[str, Any]] = self.server_info.get("tools", [])
             requests = [self.client.send("make", {}) for _ in range(num_envs)]
             errors: List[KForgeError] = []

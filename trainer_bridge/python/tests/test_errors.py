@@ -7,7 +7,7 @@ import pytest
 import zmq
 from conftest import HANG, small_task, source, tool_call
 
-from kforge import Client, KForgeError, KForgeTimeout, RemoteEnv
+from kforge import Client, KForgeError, KForgeTimeout, RemoteEnv, RemoteEnvPool
 
 
 def test_unknown_env_is_an_error_naming_the_field(server):
@@ -110,3 +110,46 @@ def test_the_pool_is_bounded(fresh_server):
     # Closing the first env freed the slot.
     with RemoteEnv(fresh_server.endpoint, timeout_s=60) as env:
         assert env.env_id == 0
+
+
+def _unused_loopback_endpoint() -> str:
+    import socket as pysocket
+
+    s = pysocket.socket(pysocket.AF_INET, pysocket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    return f"tcp://127.0.0.1:{port}"
+
+
+def test_a_wrong_endpoint_fails_within_the_connect_timeout():
+    endpoint = _unused_loopback_endpoint()
+    with pytest.raises(KForgeTimeout) as e:
+        RemoteEnv(endpoint, connect_timeout_s=0.3)
+    assert endpoint in str(e.value)
+    assert "connect_timeout_s" in str(e.value)
+    with pytest.raises(KForgeTimeout) as e:
+        RemoteEnvPool(endpoint, 2, connect_timeout_s=0.3)
+    assert endpoint in str(e.value)
+
+
+def test_a_malformed_endpoint_is_a_clear_error():
+    with pytest.raises(KForgeError) as e:
+        RemoteEnv("not-an-endpoint")
+    assert e.value.code == "bad_endpoint"
+    assert "tcp://127.0.0.1:5555" in str(e.value)
+
+
+def test_deep_tool_call_arguments_are_an_observation_and_the_server_serves_on(server):
+    deep = "[" * 200000 + "]" * 200000
+    with RemoteEnv(server.endpoint, timeout_s=60) as env:
+        env.reset(task=small_task())
+        obs, reward, terminated, truncated, info = env.step({"name": "compile", "arguments": deep})
+        assert obs["data"]["error"]["kind"] == "invalid_action"
+        assert info["counted_turn"]
+        assert "nested deeper than 64 levels" in obs["text"]
+        # A JSON text with a key twice is refused the same way.
+        obs, *_ = env.step({"name": "compile", "arguments": '{"source": "a", "source": "b"}'})
+        assert "duplicate key" in obs["text"]
+    with RemoteEnv(server.endpoint, timeout_s=60) as env:
+        assert env.client.call("ping")["envs"] == [env.env_id]

@@ -4,19 +4,24 @@
 // All structured input (tasks, solutions, configs, actions, wire messages)
 // goes through ObjectReader, which rejects unknown keys and names the field by
 // its JSON pointer (plus file line:column for YAML) in every error.
+//
+// Every document is bounded while it is read (kforge/core/input_limits.h):
+// its size before it is read, its nesting and its number of values (YAML
+// aliases counted as the copies they make) as it is parsed. A key repeated in
+// one object is an error in JSON as in YAML.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "kforge/core/error.h"
+#include "kforge/core/input_limits.h"
 
 namespace kforge {
 
@@ -32,12 +37,14 @@ struct Document {
   // pointer only.
   std::map<std::string, std::pair<int, int>> locations;
 
-  // Parses by extension: .json, or .yaml/.yml. Throws InputError on I/O or
-  // syntax errors, with line and column.
+  // Parses by extension: .json, or .yaml/.yml (any other extension is
+  // refused before the file is opened). Throws InputError on I/O or syntax
+  // errors, with line and column, and for documents beyond the limits.
   static Document from_file(const std::filesystem::path& path);
   static Document from_json_text(const std::string& text, std::string source);
   static Document from_yaml_text(const std::string& text, std::string source);
-  // Wraps an already-parsed value (e.g. from msgpack) for typed reading.
+  // Wraps an already-parsed value (e.g. from msgpack) for typed reading; the
+  // same depth and value limits apply.
   static Document from_value(json value, std::string source);
 
   // "file:line:col" for YAML values, "file" otherwise.
@@ -60,9 +67,11 @@ class Field {
   double as_number() const;
   double as_positive_number() const;  // > 0
   double as_nonnegative_number() const;
+  // A finite number in [lo, hi]; the error names both bounds.
+  double as_number_in(double lo, double hi) const;
   int64_t as_int() const;
   int64_t as_int_in(int64_t lo, int64_t hi) const;  // inclusive bounds
-  std::vector<int64_t> as_shape() const;  // array of positive integers, may be empty
+  std::vector<int64_t> as_shape() const;            // array of positive integers, may be empty
   std::vector<std::string> as_string_list() const;
   // One of `allowed`; the error lists them and suggests the closest.
   std::string as_enum(const std::vector<std::string>& allowed) const;
@@ -114,7 +123,9 @@ std::string closest_match(const std::string& word, const std::vector<std::string
 // Short rendering of a value for error messages (long strings cut).
 std::string describe_value(const json& value);
 
-// Reads a whole file; InputError naming the path if it cannot.
-std::string read_text_file(const std::filesystem::path& path);
+// Reads a whole file of at most `max_bytes`; InputError naming the path if it
+// cannot, or if it is larger (checked before reading a regular file; a device
+// or pipe is read only up to the limit).
+std::string read_text_file(const std::filesystem::path& path, size_t max_bytes = limits::kMaxDocumentBytes);
 
 }  // namespace kforge

@@ -14,13 +14,15 @@
 #include <string>
 #include <string_view>
 
+#include "kforge/core/input_limits.h"
+
 namespace kforge::msgpack {
 
 using json = nlohmann::json;
 
 // Deep enough for every message KernelForge sends (a task nests ~6 levels, a
 // trajectory ~10); far below what would threaten a thread's stack.
-inline constexpr int kMaxDepth = 128;
+inline constexpr int kMaxDepth = limits::kMaxMessageDepth;
 
 // Thrown for payloads that are not one well-formed, bounded MessagePack value.
 class DecodeError : public std::runtime_error {

@@ -106,8 +106,20 @@ TensorType infer_node(const GraphNode& node, const std::vector<TensorType>& inpu
 // shapes/dtypes agree. Returns the type of every named value (inputs, params,
 // node outputs). Errors name the node ("node 2 (matmul): ..."), the task id
 // and what was expected.
+// Every tensor (inputs, params, intermediates, outputs) is also checked
+// against the shape limits of kforge/core/input_limits.h (rank, element
+// count, overflow), and the graph against the node cap.
 std::map<std::string, TensorType> infer_graph(const TaskSpec& task);
 std::vector<TensorType> infer_outputs(const TaskSpec& task);
+
+// Everything about a task that can be checked without running it: the
+// variant cap, then infer_graph for the task's own shapes and for every shape
+// variant, so that every tensor of every variant is typed and within the
+// limits. Errors name the variant ("task 't', shape variant 3: node 1
+// (repeat): output \"y\": shape [...] has ... elements; ..."). Returns the
+// output types: [0] for the task's own shapes, [1 + v] for variant v.
+// Called at `task check`, reset and --tasks load.
+std::vector<std::vector<TensorType>> validate_task(const TaskSpec& task);
 
 // Minimum bytes that must move through memory for one call (each kernel input
 // read once, each output written once) and total FLOPs: the roofline floor.

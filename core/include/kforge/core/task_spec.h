@@ -49,7 +49,8 @@ struct TaskSpec {
 
   // Inputs then params, in task order: the candidate's kernel inputs.
   std::vector<TensorSpec> kernel_inputs() const;
-  // The task with one shape variant applied (index into shape_variants).
+  // The task with one shape variant applied (index into shape_variants). The
+  // result has no shape variants of its own.
   TaskSpec with_variant(size_t index) const;
   const TensorSpec* find_tensor(const std::string& name) const;
 };

@@ -8,6 +8,7 @@
 
 #include "kforge/core/document.h"
 #include "kforge/core/dtype.h"
+#include "kforge/core/input_limits.h"
 
 namespace kforge {
 
@@ -50,5 +51,15 @@ InitSpec parse_init_spec(const Field& field);
 TensorSpec parse_tensor_spec(const Field& field);
 
 std::string shape_to_string(const std::vector<int64_t>& shape);  // "[4096, 1024]"
+
+// Product of the dimensions; INT64_MAX when it does not fit in 64 bits, -1
+// for a negative dimension. Never wraps, so a shape that cannot exist is never
+// mistaken for a small one.
+int64_t saturating_numel(const std::vector<int64_t>& shape);
+
+// "" when `shape` is within the limits every tensor of a task must meet
+// (rank, no negative dimension, element count; kforge/core/input_limits.h),
+// else what is wrong, naming the limit. The caller says which tensor.
+std::string check_shape_limits(const std::vector<int64_t>& shape);
 
 }  // namespace kforge

@@ -101,6 +101,16 @@ class Executor {
   virtual BackendKind backend() const = 0;
   // Description of the device, e.g. "NVIDIA H200" (after the judge started).
   virtual std::string device_name() = 0;
+  // What the judge said when it first started: the device's name (empty if
+  // it could not start), how many devices of the backend it sees (-1 when it
+  // never answered) and why it could not start. Waits for that first start,
+  // like device_name().
+  struct StartReport {
+    std::string device_name;
+    int device_count = -1;
+    std::string error;
+  };
+  virtual StartReport start_report() { return {device_name(), -1, ""}; }
   // Number of judge/runner restarts so far, for monitoring and leak tests.
   virtual int restarts() const = 0;
   // The judge's process id (0 while none runs), for monitoring and

@@ -16,11 +16,11 @@
 // returns at once, a completion thread blocks in EnvPool::recv and wakes the
 // socket loop through an inproc socket for every finished step, so a reply
 // leaves as soon as its step is done, in completion order (replies to one
-// client may come out of order; they carry the request id). Nor does it wait
-// on a reset's reference check (Executor::check_task): a reset whose task has
-// not been checked yet (an inline task, or any task with check_tasks off) is
-// answered by a checker thread's wake-up once the judge has checked it; the
-// env counts as busy meanwhile.
+// client may come out of order; they carry the request id). Nor does it do a
+// reset's work, which grows with the request (parsing and validating the
+// task, suggesting a task id, waiting for the reference check of
+// Executor::check_task, building the prompt): reset threads do it and wake
+// the socket loop with the reply; the env counts as busy meanwhile.
 //
 // Clients are told apart by their ZeroMQ routing id. An env belongs to the
 // client that made it; other clients get unknown_env for it. A client whose
