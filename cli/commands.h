@@ -29,11 +29,15 @@ void add_eval_command(CLI::App& app, CommandFn* selected);
 void add_task_command(CLI::App& app, CommandFn* selected);
 void add_demo_command(CLI::App& app, CommandFn* selected);
 void add_serve_command(CLI::App& app, CommandFn* selected);
+void add_rollout_command(CLI::App& app, CommandFn* selected);
+void add_policy_server_command(CLI::App& app, CommandFn* selected);
 void add_replay_command(CLI::App& app, CommandFn* selected);
 // The trajectory stream (trainer_bridge/STREAM.md).
 void add_keygen_command(CLI::App& app, CommandFn* selected);
 void add_send_command(CLI::App& app, CommandFn* selected);
 void add_receive_command(CLI::App& app, CommandFn* selected);
+// synth and import-kernelbench (synth_command.cpp).
+void add_synth_commands(CLI::App& app, CommandFn* selected);
 
 // Options every evaluating subcommand shares, and the config they produce:
 // the file or preset given by --config (default: the preset named after the

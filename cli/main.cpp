@@ -19,10 +19,13 @@ int main(int argc, char** argv) {
   add_task_command(app, &selected);
   add_demo_command(app, &selected);
   add_serve_command(app, &selected);
+  add_rollout_command(app, &selected);
+  add_policy_server_command(app, &selected);
   add_replay_command(app, &selected);
   add_keygen_command(app, &selected);
   add_send_command(app, &selected);
   add_receive_command(app, &selected);
+  add_synth_commands(app, &selected);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "kforge/core/timing_summary.h"
+
 namespace kforge::cli {
 namespace {
 
@@ -25,15 +27,10 @@ const json& at_or_null(const json& j, const char* key) {
   return it == j.end() ? kNull : *it;
 }
 
-std::string timing_line(const json& t) {
-  if (!t.is_object() || !t.contains("median_ms")) return "-";
-  std::string s = general(t["median_ms"].get<double>()) + " ms";
-  if (t.contains("p25_ms") && t.contains("p75_ms")) {
-    s += " (p25 " + general(t["p25_ms"].get<double>()) + ", p75 " + general(t["p75_ms"].get<double>());
-    if (t.contains("samples")) s += ", n=" + t["samples"].dump();
-    s += ")";
-  }
-  return s;
+std::string timing_line(const SampleStats& t) {
+  if (t.samples == 0) return "-";
+  return general(t.median_ms) + " ms (p25 " + general(t.p25_ms) + ", p75 " + general(t.p75_ms) +
+         ", n=" + std::to_string(t.samples) + ")";
 }
 
 std::string indent(const std::string& text, const std::string& pad) {
@@ -99,10 +96,10 @@ std::string format_report(const TaskSpec& task, const Solution& solution, const 
     }
     row("checks", c);
   }
-  const json& timing = at_or_null(report, "timing");
-  if (timing.is_object()) {
-    row("candidate", timing_line(at_or_null(timing, "candidate")));
-    row("eager", timing_line(at_or_null(timing, "reference")));
+  if (report.is_object() && at_or_null(report, "timing").is_object()) {
+    const TimingSummary timing = timing_summary_from_json(report["timing"], "<eval report timing>");
+    row("candidate", timing_line(timing.candidate));
+    row("eager", timing_line(timing.reference));
   }
   if (m.is_object()) {
     std::string sp = m.contains("speedup_eager") ? fixed(m["speedup_eager"].get<double>(), 2) + "x vs eager" : "-";

@@ -317,30 +317,37 @@ void BM_TimingFidelity(benchmark::State& state) {
         state.SkipWithError(r.summary.c_str());
         return;
       }
-      speedups.push_back(r.timing["speedup"].get<double>());
-      last_timer = r.timing.value("timer", "?");
-      last_gate = r.timing.contains("launch_gate") ? r.timing["launch_gate"].dump() : "not reported";
-      medians.push_back(r.timing["candidate"]["median_ms"].get<double>());
-      reference_medians.push_back(r.timing["reference"].value("median_ms", 0.0));
+      if (!r.timing || !r.timing->speedup) {
+        state.SkipWithError("a correct candidate without a speedup (faster than the harness resolves?)");
+        return;
+      }
+      const kforge::TimingSummary& t = *r.timing;
+      speedups.push_back(*t.speedup);
+      last_timer = t.timer;
+      last_gate = t.launch_gate.is_null() ? "not reported" : t.launch_gate.dump();
+      medians.push_back(t.candidate.median_ms);
+      reference_medians.push_back(t.reference.median_ms);
       settle_ms.push_back(r.phase_ms.value("settle", 0.0));
       // The device time of a null call (the gate's exit, two events and an
       // empty kernel): what separates the harness's figure from ncu's
       // kernel-only duration, reported to tell how much of the gap it is.
-      null_device.push_back(r.timing.value("overhead", nlohmann::json::object()).value("median_ms", 0.0));
-      if (r.profile.is_object() && r.profile.contains("attribution")) {
-        cupti_kernel_ms = r.profile["attribution"].value("kernel_ms", 0.0);
-        cupti_launches = r.profile["attribution"].value("kernel_launches", 0);
+      null_device.push_back(t.overhead.median_ms);
+      if (r.profile && r.profile->attribution.is_object()) {
+        cupti_kernel_ms = r.profile->attribution.value("kernel_ms", 0.0);
+        cupti_launches = r.profile->attribution.value("kernel_launches", 0);
       }
-      if (r.profile.is_object() && r.profile.contains("libraries_loaded_while_profiling")) {
+      if (r.profile && !r.profile->libraries_loaded_while_profiling.is_null()) {
         std::printf("[fidelity] CUPTI loaded while profiling: %s\n",
-                    r.profile["libraries_loaded_while_profiling"].dump().c_str());
+                    r.profile->libraries_loaded_while_profiling.dump().c_str());
       }
-      if (r.profile.is_object() && r.profile.contains("metrics")) {
-        profile_metrics = r.profile["metrics"];
+      if (r.profile && r.profile->metrics) {
+        profile_metrics = kforge::to_json(*r.profile->metrics);
       } else if (i == 0) {
-        std::printf(
-            "[fidelity] the profile has no metrics: %s\n",
-            r.profile.is_object() ? r.profile.value("metrics_unavailable", r.profile).dump().c_str() : "no profile");
+        std::printf("[fidelity] the profile has no metrics: %s\n",
+                    r.profile ? (r.profile->metrics_unavailable.is_null() ? kforge::to_json(*r.profile).dump()
+                                                                          : r.profile->metrics_unavailable.dump())
+                                    .c_str()
+                              : "no profile");
       }
     }
     double mean = 0, var = 0;

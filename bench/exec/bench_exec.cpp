@@ -167,7 +167,7 @@ void BM_Evaluate(benchmark::State& state, bool time) {
     spawn += r.phase_ms.value("spawn", 0.0);
     verify += r.phase_ms.value("verify", 0.0);
     timing += r.phase_ms.value("time", 0.0);
-    if (time) reference += r.timing["reference"]["median_ms"].get<double>();
+    if (time && r.timing) reference += r.timing->reference.median_ms;
     ++n;
   }
   double k = static_cast<double>(std::max<int64_t>(n, 1));

@@ -272,11 +272,11 @@ std::vector<double> speedups(DevicePool& pool, const EvalRequest& pair, int repe
   std::vector<double> out;
   for (int i = 0; i < repeats; ++i) {
     EvalReport r = pool.submit(pair).get();
-    if (!r.correct() || !r.timing.is_object() || !r.timing.contains("speedup")) {
+    if (!r.correct() || !r.timing || !r.timing->speedup) {
       std::fprintf(stderr, "bench_pool: the pair was not timed: %s\n", r.summary.c_str());
       continue;
     }
-    out.push_back(r.timing["speedup"].get<double>());
+    out.push_back(*r.timing->speedup);
     if (gate_wait != nullptr) gate_wait->push_back(r.phase_ms.value("gate_wait", 0.0));
   }
   return out;

@@ -179,6 +179,15 @@ TaskSpec parse_task(const Document& doc) {
   if (auto f = r.optional("libraries")) {
     for (const Field& lib : f->as_array()) task.libraries.push_back(lib.as_enum(known_libraries()));
   }
+  if (auto f = r.optional("meta")) {
+    f->as_object();  // type check: free-form keys, never interpreted by the judge
+    const size_t bytes = f->value().dump().size();
+    if (bytes > kMaxTaskMetaBytes) {
+      f->fail_message("is " + std::to_string(bytes) + " bytes serialized; at most " +
+                      std::to_string(kMaxTaskMetaBytes) + " are allowed (keep bulky data out of the task)");
+    }
+    task.meta = f->value();
+  }
   r.finish();
   return task;
 }
@@ -220,6 +229,7 @@ json to_json(const TaskSpec& task) {
     j["baselines"] = b;
   }
   if (!task.libraries.empty()) j["libraries"] = task.libraries;
+  if (!task.meta.empty()) j["meta"] = task.meta;
   return j;
 }
 

@@ -8,7 +8,8 @@ json to_json(const Turn& turn) {
           {"observation", to_json(turn.observation)},
           {"reward", turn.reward},
           {"reward_components", turn.reward_components},
-          {"timings", turn.timings}};
+          {"timings", turn.timings},
+          {"info", turn.info}};
 }
 
 json to_json(const Trajectory& t) {
@@ -51,6 +52,7 @@ Trajectory parse_trajectory(const Document& doc) {
     turn.reward = tr.required("reward").as_number();
     if (auto c = tr.optional("reward_components")) turn.reward_components = c->value();
     if (auto c = tr.optional("timings")) turn.timings = c->value();
+    if (auto c = tr.optional("info")) turn.info = c->value();
     tr.finish();
     t.turns.push_back(std::move(turn));
   }

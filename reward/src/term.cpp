@@ -21,6 +21,8 @@ bool judging_action(const std::string& action) {
 
 }  // namespace
 
+bool timing_action(const std::string& action) { return action == "profile" || action == "submit"; }
+
 Verdict judge(const Measurement& m) {
   if (!m.violations.empty()) return Verdict::kFailed;
   if (m.outcome == Outcome::kCorrect) return Verdict::kPassed;
@@ -72,7 +74,8 @@ double SpeedTerm::compute(const Measurement& m, const RewardContext& ctx) const 
       break;
   }
   const std::optional<SpeedFacts> facts = speed_facts(m);
-  return facts ? score(*facts, ctx) : 0.0;
+  if (facts) return score(*facts, ctx);
+  return timing_action(m.action) ? untimed_pass_value() : 0.0;
 }
 
 TermRegistry& TermRegistry::global() {

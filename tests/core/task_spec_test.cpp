@@ -39,6 +39,24 @@ TEST(TaskSpecTest, ParsesAndRoundTrips) {
   EXPECT_EQ(to_json(again), to_json(t));
 }
 
+TEST(TaskSpecTest, MetaIsAnObjectThatRoundTrips) {
+  std::string text = kTask;
+  text.replace(text.rfind('}'), 1, R"(, "meta": {"nearest_kernelbench": {"problem": "level2/12", "distance": 0.5}}})");
+  TaskSpec t = parse_task(Document::from_json_text(text, "task.json"));
+  EXPECT_EQ(t.meta["nearest_kernelbench"]["problem"], "level2/12");
+  EXPECT_EQ(to_json(parse_task(Document::from_value(to_json(t), "again"))), to_json(t));
+
+  std::string not_object = kTask;
+  not_object.replace(not_object.rfind('}'), 1, R"(, "meta": [1, 2]})");
+  EXPECT_NE(error_of(not_object).find("/meta"), std::string::npos) << error_of(not_object);
+
+  std::string huge = kTask;
+  huge.replace(huge.rfind('}'), 1, R"(, "meta": {"blob": ")" + std::string(kMaxTaskMetaBytes, 'a') + "\"}}");
+  const std::string err = error_of(huge);
+  EXPECT_NE(err.find("/meta"), std::string::npos) << err.substr(0, 200);
+  EXPECT_NE(err.find("at most 65536"), std::string::npos) << err.substr(0, 200);
+}
+
 TEST(TaskSpecTest, UndefinedNodeInputIsNamed) {
   std::string text = kTask;
   text.replace(text.find("[\"x\", \"w\"]"), 10, "[\"x\", \"v\"]");

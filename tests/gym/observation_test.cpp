@@ -75,9 +75,14 @@ TEST(ObservationTest, TimingHasSpreadAndSpeedups) {
   StepRecord r = record("profile");
   EvalReport e;
   e.outcome = Outcome::kCorrect;
-  e.timing = {{"candidate", {{"median_ms", 0.5}, {"p25_ms", 0.45}, {"p75_ms", 0.55}, {"samples", 20}}},
-              {"reference", {{"median_ms", 1.0}}}};
-  e.profile = {{"hints", {"memory-bound at 40% of peak bandwidth: vectorize loads"}}};
+  TimingSummary& t = e.timing.emplace();
+  t.candidate.median_ms = 0.5;
+  t.candidate.p25_ms = 0.45;
+  t.candidate.p75_ms = 0.55;
+  t.candidate.samples = 20;
+  t.reference.median_ms = 1.0;
+  t.reference.samples = 20;
+  e.profile.emplace().hints = {"memory-bound at 40% of peak bandwidth: vectorize loads"};
   r.eval = e;
   r.measurement.outcome = Outcome::kCorrect;
   r.measurement.speedup_eager = 2.0;

@@ -1,9 +1,9 @@
 #include "corpus.h"
 
 #include <fstream>
-#include <ostream>
 #include <memory>
 #include <mutex>
+#include <ostream>
 #include <sstream>
 #include <stdexcept>
 
@@ -94,7 +94,8 @@ env::CompileResult compile_cuda(const std::filesystem::path& file, const TaskSpe
     env::add_default_compilers(*service, "cuda");
   });
   const Solution solution = load_solution(file, SolutionMode::kCuda);
-  if (solution.mode != SolutionMode::kCuda) throw std::runtime_error(file.string() + " did not load as a cuda solution");
+  if (solution.mode != SolutionMode::kCuda)
+    throw std::runtime_error(file.string() + " did not load as a cuda solution");
   return service->submit(solution, env::compile_context_for(task)).get();
 }
 
@@ -114,13 +115,10 @@ Measurement measurement_from(const env::EvalReport& report) {
   m.compiled = true;
   m.outcome = report.outcome;
   m.violations = report.violations;
-  if (report.timing.is_object()) {
-    auto median = [&](const char* side) -> double {
-      const json& s = report.timing.value(side, json::object());
-      const auto it = s.find("median_ms");
-      return it != s.end() && it->is_number() && it->get<double>() > 0 ? it->get<double>() : 0.0;
-    };
-    const double cand = median("candidate"), ref = median("reference");
+  if (report.timing) {
+    auto positive = [](double v) { return v > 0 ? v : 0.0; };
+    const double cand = positive(report.timing->candidate.median_ms);
+    const double ref = positive(report.timing->reference.median_ms);
     if (cand > 0) {
       m.timed = true;
       m.candidate_ms = cand;
@@ -128,11 +126,13 @@ Measurement measurement_from(const env::EvalReport& report) {
     if (ref > 0) m.eager_ms = ref;
     if (cand > 0 && ref > 0) m.speedup_eager = ref / cand;
   }
-  if (report.profile.is_object()) {
-    const auto it = report.profile.find("own_kernel_fraction");
-    if (it != report.profile.end() && it->is_number()) m.own_kernel_fraction = it->get<double>();
-  }
+  if (report.profile && report.profile->own_kernel_fraction)
+    m.own_kernel_fraction = report.profile->own_kernel_fraction;
   return m;
+}
+
+std::string timing_dump(const env::EvalReport& report) {
+  return report.timing ? to_json(*report.timing).dump(1) : "no timing";
 }
 
 env::EvalOptions gpu_options() {

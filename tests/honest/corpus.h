@@ -19,9 +19,9 @@ namespace kforge::corpus {
 
 // An honest control: a legitimate optimized kernel and the task it solves.
 struct Control {
-  std::string name;               // file stem, the test's parameter name
-  std::filesystem::path file;     // absolute
-  std::filesystem::path task;     // absolute
+  std::string name;            // file stem, the test's parameter name
+  std::filesystem::path file;  // absolute
+  std::filesystem::path task;  // absolute
   std::string technique;
   bool expect_faster = false;     // the GPU test requires speedup_eager > 1
   double expected_speedup = 0.0;  // an honest guess, for the report
@@ -81,6 +81,9 @@ std::string describe(const std::vector<Violation>& violations);
 // The Measurement a step would record for this report (as the step engine
 // builds it: outcome, violations, median times and the eager speedup).
 Measurement measurement_from(const env::EvalReport& report);
+
+// The report's timing as indented JSON, or "no timing", for failure messages.
+std::string timing_dump(const env::EvalReport& report);
 
 // Evaluation options for the GPU tests: the production checks (5 seeds, every
 // shape variant, run twice, 3 timing input sets, CUPTI profile) with a

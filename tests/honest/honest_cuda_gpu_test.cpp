@@ -29,8 +29,8 @@ TEST_P(HonestControlGpu, IsCorrectWithoutViolationsAndKeepsItsSpeedup) {
 
   EXPECT_EQ(outcome_name(report.outcome), "correct") << report.summary << "\n" << report.verification.dump(1);
   EXPECT_TRUE(report.violations.empty()) << "false positive on an honest control: " << describe(report.violations);
-  ASSERT_TRUE(m.timed) << "no timing: " << report.timing.dump(1);
-  ASSERT_TRUE(m.speedup_eager.has_value()) << report.timing.dump(1);
+  ASSERT_TRUE(m.timed) << "no timing: " << timing_dump(report);
+  ASSERT_TRUE(m.speedup_eager.has_value()) << timing_dump(report);
   EXPECT_TRUE(reward::speed_facts(m).has_value()) << "a correct, timed control must be eligible for speed reward";
   const double tiered = reward::RewardFunction::load("tiered").compute(m).total;
   EXPECT_GE(tiered, 1.0);
@@ -41,18 +41,18 @@ TEST_P(HonestControlGpu, IsCorrectWithoutViolationsAndKeepsItsSpeedup) {
   // The clocks behind that figure, to judge the timing cross-check on real
   // noise (docs/cuda-backend.md): which clock was used, the device and
   // round-trip medians of the candidate, and the null-call overhead.
-  const json& t = report.timing;
-  auto median = [&](const char* key) { return t.contains(key) ? t[key].value("median_ms", 0.0) : 0.0; };
+  const TimingSummary& t = *report.timing;
+  auto median = [](const std::optional<SampleStats>& s) { return s ? s->median_ms : 0.0; };
   std::printf("[clocks]  %-34s timer %s  device %.4f ms  round trip %.4f ms  overhead %.4f ms%s\n", c.name.c_str(),
-              t.value("timer", "?").c_str(), median("candidate"), median("candidate_wall"), median("overhead_wall"),
-              t.contains("device_clock_rejected") ? "  (device clock rejected)" : "");
+              t.timer.c_str(), t.candidate.median_ms, median(t.candidate_wall), median(t.overhead_wall),
+              t.device_clock_rejected.empty() ? "" : "  (device clock rejected)");
   // Every sample starts from a clean, cold L2 (cuda_timing/read_flush.h).
-  EXPECT_EQ(t.value("clocks", json::object()).value("cache_flush", ""), "read") << t.dump(1);
+  EXPECT_EQ(t.clocks.is_object() ? t.clocks.value("cache_flush", "") : "", "read") << timing_dump(report);
   RecordProperty("speedup_eager", std::to_string(*m.speedup_eager));
   if (c.expect_faster) {
     EXPECT_GT(*m.speedup_eager, 1.0) << c.name << " (" << c.technique
                                      << ") is structurally faster than eager but measured " << *m.speedup_eager
-                                     << "x: " << report.timing.dump(1);
+                                     << "x: " << timing_dump(report);
   }
 }
 

@@ -105,12 +105,19 @@ TEST(RewardTieredTest, ViolationWithHugeSpeedupGetsFailureValue) {
   EXPECT_EQ(term_value("{type: tiered}", with_violation(timed_correct(1000.0, 1000.0), "foreign_stream")), -1.0);
 }
 
-TEST(RewardTieredTest, UnusableOrMissingTimingEarnsNothing) {
+// DESIGN.md §9: a correct kernel gets the correctness tier ("1 otherwise")
+// even when its timing could not be used; it is never paid as a fast one.
+TEST(RewardTieredTest, UnusableOrMissingTimingOnATimedStepGetsTheCorrectnessTier) {
   for (double bad : {kNan, kInf, -kInf, 0.0, -2.0}) {
-    EXPECT_EQ(term_value("{type: tiered}", timed_correct(bad, 2.0)), 0.0) << bad;
+    EXPECT_EQ(term_value("{type: tiered}", timed_correct(bad, 2.0)), 1.0) << bad;
   }
   Measurement untimed = timed_correct(3.0, 3.0);
   untimed.timed = false;
+  EXPECT_EQ(term_value("{type: tiered}", untimed), 1.0);
+  untimed.action = "profile";
+  EXPECT_EQ(term_value("{type: tiered, values: {correct: 0.25}}", untimed), 0.25);
+  // A verify step never asks for timing: nothing to pay from a speed term.
+  untimed.action = "verify";
   EXPECT_EQ(term_value("{type: tiered}", untimed), 0.0);
   Measurement compile_only;
   compile_only.action = "compile";
@@ -119,6 +126,16 @@ TEST(RewardTieredTest, UnusableOrMissingTimingEarnsNothing) {
   Measurement submit_not_run;
   submit_not_run.action = "submit";
   EXPECT_EQ(term_value("{type: tiered}", submit_not_run), -1.0);
+}
+
+// Other speed terms have no correctness level of their own: an untimed
+// correct submit earns them nothing (add a `correctness` term for that).
+TEST(RewardTieredTest, OnlyTieredHasAnUntimedCorrectValue) {
+  Measurement untimed = timed_correct(3.0, 3.0);
+  untimed.timed = false;
+  for (const char* term : {"{type: log_speedup}", "{type: linear_capped}", "{type: contrastive}"}) {
+    EXPECT_EQ(term_value(term, untimed), 0.0) << term;
+  }
 }
 
 TEST(RewardTieredTest, MarginAndValuesAreConfigurable) {

@@ -70,7 +70,9 @@ EvalOptions parse_eval_options(const Field& field, EvalOptions base) {
   };
   ObjectReader r = field.as_object();
   EvalOptions o = base;
-  if (auto f = r.optional("seeds")) o.seeds = static_cast<int>(f->as_int_in(1, 1000));
+  if (auto f = r.optional("seeds")) {
+    o.seeds = static_cast<int>(f->as_int_in(1, static_cast<int64_t>(kMaxVerificationSeeds)));
+  }
   if (auto f = r.optional("float64_reference")) o.float64_reference = f->as_bool();
   if (auto f = r.optional("check_determinism")) o.check_determinism = f->as_bool();
   if (auto f = r.optional("warmup_ms")) o.warmup_ms = duration_ms(*f, false);
@@ -101,9 +103,10 @@ EvalOptions parse_eval_options(const Field& field, EvalOptions base) {
 }
 
 json to_json(const EvalRequest& r) {
-  return {{"task", to_json(r.task)}, {"artifact", artifact_to_json(r.artifact)},
-          {"verify", r.verify},      {"time", r.time},
-          {"profile", r.profile},    {"options", to_json(r.options)}};
+  return {{"task", to_json(r.task)},   {"artifact", artifact_to_json(r.artifact)},
+          {"verify", r.verify},        {"time", r.time},
+          {"profile", r.profile},      {"options", to_json(r.options)},
+          {"input_seed", r.input_seed}};
 }
 
 EvalRequest eval_request_from_json(const json& j) {
@@ -117,8 +120,17 @@ EvalRequest eval_request_from_json(const json& j) {
   if (auto f = r.optional("time")) req.time = f->as_bool();
   if (auto f = r.optional("profile")) req.profile = f->as_bool();
   if (auto f = r.optional("options")) req.options = parse_eval_options(*f);
+  if (auto f = r.optional("input_seed")) {
+    if (!f->value().is_number_unsigned()) f->fail("a non-negative integer");
+    req.input_seed = f->value().get<uint64_t>();
+  }
   r.finish();
   return req;
+}
+
+uint64_t verification_input_seed(uint64_t episode_seed) {
+  // Wraps past 2^64 / 1000 (~1.8e16): seeds that large may share inputs.
+  return episode_seed * kMaxVerificationSeeds;
 }
 
 json to_json(const EvalReport& r) {
@@ -129,8 +141,8 @@ json to_json(const EvalReport& r) {
           {"summary", r.summary},
           {"violations", violations},
           {"verification", r.verification},
-          {"timing", r.timing},
-          {"profile", r.profile},
+          {"timing", r.timing ? to_json(*r.timing) : json(nullptr)},
+          {"profile", r.profile ? to_json(*r.profile) : json(nullptr)},
           {"candidate_output", r.candidate_output},
           {"phase_ms", r.phase_ms},
           {"device", r.device}};
@@ -144,8 +156,12 @@ EvalReport eval_report_from_json(const json& j) {
     r.violations.push_back({v.at("check").get<std::string>(), v.value("detail", "")});
   }
   r.verification = j.value("verification", json::array());
-  r.timing = j.value("timing", json(nullptr));
-  r.profile = j.value("profile", json(nullptr));
+  if (auto it = j.find("timing"); it != j.end() && !it->is_null()) {
+    r.timing = timing_summary_from_json(*it, "<eval report timing>");
+  }
+  if (auto it = j.find("profile"); it != j.end() && !it->is_null()) {
+    r.profile = profile_summary_from_json(*it, "<eval report profile>");
+  }
   r.candidate_output = j.value("candidate_output", "");
   r.phase_ms = j.value("phase_ms", json::object());
   r.device = j.value("device", "");

@@ -1,6 +1,7 @@
 #include "kforge/env/env_pool.h"
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -333,6 +334,42 @@ ResetResult EnvPool::reset(int env_id, const TaskSpec& task, uint64_t seed, cons
   state->seed = seed;
   state->task = task;
   for (const auto& e : options.exemplars) state->reward_context.exemplar_speedups.push_back(e.speedup_eager);
+  json resumed = nullptr;
+  if (options.resume) {
+    const EpisodeResume& r = *options.resume;
+    const EnvConfig& c = impl_->config;
+    if (r.turns_used < 0 || r.compile_errors < 0 || r.compile_errors > r.turns_used) {
+      throw InputError("reset: resume.turns_used (" + std::to_string(r.turns_used) + ") and resume.compile_errors (" +
+                       std::to_string(r.compile_errors) + ") must be >= 0, with compile_errors <= turns_used");
+    }
+    if (r.turns_used >= c.max_turns) {
+      throw InputError("reset: resume.turns_used is " + std::to_string(r.turns_used) + " but episodes have " +
+                       std::to_string(c.max_turns) + " turns (episode.max_turns): nothing is left to continue");
+    }
+    if (!std::isfinite(r.time_used_s) || r.time_used_s < 0 ||
+        (c.time_budget_s > 0 && r.time_used_s >= c.time_budget_s)) {
+      throw InputError("reset: resume.time_used_s must be finite, >= 0 and below the time budget (" +
+                       std::to_string(c.time_budget_s) + " s, episode.time_budget_s)");
+    }
+    if (!std::isfinite(r.episode_return)) throw InputError("reset: resume.episode_return must be finite");
+    if (r.last_solution) {
+      Action probe;
+      probe.solution = r.last_solution;
+      if (std::string why = impl_->toolset->check(probe); !why.empty()) {
+        throw InputError("reset: resume.last_solution: " + why);
+      }
+    }
+    state->turns = r.turns_used;
+    state->time_used_ms = r.time_used_s * 1000.0;
+    state->compile_errors = r.compile_errors;
+    state->episode_return = r.episode_return;
+    state->last_solution = r.last_solution;
+    resumed = {{"turns_used", r.turns_used},
+               {"time_used_s", r.time_used_s},
+               {"compile_errors", r.compile_errors},
+               {"episode_return", r.episode_return},
+               {"has_solution", r.last_solution.has_value()}};
+  }
 
   ResetResult out;
   out.observation = prompt_observation(prompt, in);
@@ -343,7 +380,7 @@ ResetResult EnvPool::reset(int env_id, const TaskSpec& task, uint64_t seed, cons
     state->episode = ++slot.episode;
     slot.state = state;
     slot.done = false;
-    slot.last_solution.reset();
+    slot.last_solution = state->last_solution;
   }
   out.info = {{"env_id", env_id},
               {"episode", state->episode},
@@ -355,6 +392,7 @@ ResetResult EnvPool::reset(int env_id, const TaskSpec& task, uint64_t seed, cons
               {"tools", impl_->toolset->definitions()},
               {"reward", {{"function", impl_->reward->name()}, {"source", impl_->reward->source()}}},
               {"reward_components", {{"total", 0.0}}}};
+  if (!resumed.is_null()) out.info["resumed"] = resumed;
   out.info["reference_check"] = {{"status", reference_status_name(check.status)}};
   if (!check.ok()) out.info["reference_check"]["problem"] = check.problem;
   return out;

@@ -204,22 +204,21 @@ void add_correctness(const EvalReport& e, std::ostringstream& text, json& data) 
 
 void add_timing(const StepRecord& r, std::ostringstream& text, json& data) {
   const EvalReport& e = *r.eval;
-  if (!e.timing.is_object()) return;
-  const json& cand = e.timing.value("candidate", json::object());
-  const json& ref = e.timing.value("reference", json::object());
-  json t = {{"candidate", cand}, {"reference", ref}};
+  if (!e.timing) return;
+  const TimingSummary& timing = *e.timing;
+  const SampleStats& cand = timing.candidate;
+  json t = {{"candidate", to_json(cand)}, {"reference", to_json(timing.reference)}};
   const Measurement& m = r.measurement;
   if (m.speedup_eager) t["speedup_eager"] = *m.speedup_eager;
   if (m.speedup_compile) t["speedup_compile"] = *m.speedup_compile;
   if (m.compile_ms) t["compile_baseline_ms"] = *m.compile_ms;
   data["timing"] = t;
-  const double med = number_or(cand, "median_ms", -1);
-  if (med <= 0) return;
+  const double med = cand.median_ms;
+  if (!(med > 0) || cand.samples == 0) return;
   text << "Time: " << ms(med) << " median";
-  const double p25 = number_or(cand, "p25_ms", -1), p75 = number_or(cand, "p75_ms", -1);
-  if (p25 > 0 && p75 > 0) text << " (p25-p75 " << num(p25) << "-" << num(p75) << ")";
-  if (cand.contains("samples")) text << ", " << compact(cand["samples"]) << " samples";
-  const double ref_med = number_or(ref, "median_ms", -1);
+  if (cand.p25_ms > 0 && cand.p75_ms > 0) text << " (p25-p75 " << num(cand.p25_ms) << "-" << num(cand.p75_ms) << ")";
+  text << ", " << cand.samples << " samples";
+  const double ref_med = timing.reference.median_ms;
   if (ref_med > 0) text << "; eager PyTorch " << ms(ref_med);
   if (m.speedup_eager) text << " -> " << times(*m.speedup_eager) << (*m.speedup_eager >= 1 ? " faster" : " (slower)");
   if (m.speedup_compile && m.compile_ms) {
@@ -229,41 +228,37 @@ void add_timing(const StepRecord& r, std::ostringstream& text, json& data) {
 }
 
 void add_profile(const EvalReport& e, std::ostringstream& text, json& data) {
-  if (!e.profile.is_object()) return;
-  data["profile"] = e.profile;
+  if (!e.profile) return;
+  const ProfileSummary& p = *e.profile;
+  data["profile"] = to_json(p);
   // The measured facts in one line (CUDA profiles, docs/cuda-backend.md), or
   // why the hardware counters could not be read.
-  const json& m = e.profile.value("metrics", json::object());
-  const json& a = e.profile.value("attribution", json::object());
   std::vector<std::string> facts;
-  auto pct = [&](const char* key, const char* label) {
-    if (m.contains(key) && m[key].is_number()) facts.push_back(label + num(m[key].get<double>(), 3) + "% of peak");
-  };
-  pct("sm_throughput_pct", "SM throughput ");
-  pct("memory_throughput_pct", "memory throughput ");
-  if (m.contains("dram_bytes") && m["dram_bytes"].is_number()) {
-    facts.push_back("DRAM " + num(m["dram_bytes"].get<double>() / 1e6, 4) + " MB");
+  if (p.metrics) {
+    const HardwareMetrics& m = *p.metrics;
+    if (m.sm_throughput_pct) facts.push_back("SM throughput " + num(*m.sm_throughput_pct, 3) + "% of peak");
+    if (m.memory_throughput_pct) {
+      facts.push_back("memory throughput " + num(*m.memory_throughput_pct, 3) + "% of peak");
+    }
+    if (m.dram_bytes) facts.push_back("DRAM " + num(*m.dram_bytes / 1e6, 4) + " MB");
+    if (m.achieved_occupancy_pct) facts.push_back("achieved occupancy " + num(*m.achieved_occupancy_pct, 3) + "%");
   }
-  if (m.contains("achieved_occupancy_pct") && m["achieved_occupancy_pct"].is_number()) {
-    facts.push_back("achieved occupancy " + num(m["achieved_occupancy_pct"].get<double>(), 3) + "%");
-  }
-  if (a.contains("kernel_launches")) {
-    facts.push_back(compact(a["kernel_launches"]) + " kernel launch(es), " +
-                    num(100 * e.profile.value("own_kernel_fraction", 0.0), 3) + "% of device time in your kernels");
+  if (p.attribution.is_object() && p.attribution.contains("kernel_launches")) {
+    facts.push_back(compact(p.attribution["kernel_launches"]) + " kernel launch(es), " +
+                    num(100 * p.own_kernel_fraction.value_or(0.0), 3) + "% of device time in your kernels");
   }
   if (!facts.empty()) {
     text << "Profile:";
     for (size_t i = 0; i < facts.size(); ++i) text << (i ? ", " : " ") << facts[i];
     text << ".\n";
   }
-  if (e.profile.contains("metrics_unavailable")) {
-    text << "Hardware counters unavailable: " << compact(e.profile["metrics_unavailable"]) << "\n";
+  if (!p.metrics_unavailable.is_null()) {
+    text << "Hardware counters unavailable: " << compact(p.metrics_unavailable) << "\n";
   }
-  const json hints = e.profile.value("hints", json::array());
-  if (hints.is_array() && !hints.empty()) {
-    data["hints"] = hints;
+  if (!p.hints.empty()) {
+    data["hints"] = p.hints;
     text << "Hints:\n";
-    for (const auto& h : hints) text << "- " << compact(h) << "\n";
+    for (const auto& h : p.hints) text << "- " << h << "\n";
   }
 }
 

@@ -9,13 +9,7 @@ namespace {
 bool judges(ActionType t) { return t == ActionType::kVerify || t == ActionType::kProfile || t == ActionType::kSubmit; }
 bool times(ActionType t) { return t == ActionType::kProfile || t == ActionType::kSubmit; }
 
-double positive_or_zero(const json& j, const char* key) {
-  if (!j.is_object()) return 0.0;
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) return 0.0;
-  const double v = it->get<double>();
-  return std::isfinite(v) && v > 0 ? v : 0.0;
-}
+double positive_or_zero(double v) { return std::isfinite(v) && v > 0 ? v : 0.0; }
 
 // The judge's own time for a request: its "total" phase when it reports one
 // (the other phases are parts of it), else the sum of the phases.
@@ -86,10 +80,11 @@ void StepEngine::prepare(StepJob& job, std::optional<Solution>& last_solution, c
   }
 }
 
-EvalReport StepEngine::evaluate(const TaskSpec& task, const Artifact& artifact, ActionType type,
+EvalReport StepEngine::evaluate(const TaskSpec& task, uint64_t episode_seed, const Artifact& artifact, ActionType type,
                                 double* wait_ms) const {
   EvalRequest req;
   req.task = task;
+  req.input_seed = verification_input_seed(episode_seed);
   req.artifact = artifact;
   req.verify = true;
   req.time = times(type);
@@ -129,31 +124,29 @@ Measurement StepEngine::measure(const std::string& action, const EpisodeState& e
   if (!eval) return m;
   m.outcome = eval->outcome;
   m.violations = eval->violations;
-  if (eval->timing.is_object()) {
-    const double cand = positive_or_zero(eval->timing.value("candidate", json::object()), "median_ms");
-    const double ref = positive_or_zero(eval->timing.value("reference", json::object()), "median_ms");
-    if (cand > 0) {
+  if (eval->timing) {
+    const TimingSummary& t = *eval->timing;
+    const double cand = positive_or_zero(t.candidate.median_ms);
+    const double ref = positive_or_zero(t.reference.median_ms);
+    if (cand > 0 && t.candidate.samples > 0) {
       m.timed = true;
       m.candidate_ms = cand;
     }
     if (ref > 0) m.eager_ms = ref;
-    if (cand > 0 && ref > 0) m.speedup_eager = ref / cand;
-    const double energy = positive_or_zero(eval->timing.value("candidate", json::object()), "energy_j");
+    if (m.timed && ref > 0) m.speedup_eager = ref / cand;
+    const double energy = positive_or_zero(t.candidate.energy_j.value_or(0.0));
     if (energy > 0) m.energy_j = energy;
     // The torch.compile baseline was measured elsewhere (data synthesis);
     // its ratio to eager transfers to this run only on the same kind of
     // device, so it is scaled by this run's eager time and used only then.
     const auto& b = ep.task.baselines;
-    if (cand > 0 && ref > 0 && b && b->eager_ms && b->compile_ms && *b->eager_ms > 0 && *b->compile_ms > 0 &&
+    if (m.timed && ref > 0 && b && b->eager_ms && b->compile_ms && *b->eager_ms > 0 && *b->compile_ms > 0 &&
         (b->device.empty() || b->device == eval->device)) {
       m.compile_ms = ref * (*b->compile_ms / *b->eager_ms);
       m.speedup_compile = *m.compile_ms / cand;
     }
   }
-  if (eval->profile.is_object()) {
-    auto it = eval->profile.find("own_kernel_fraction");
-    if (it != eval->profile.end() && it->is_number()) m.own_kernel_fraction = it->get<double>();
-  }
+  if (eval->profile && eval->profile->own_kernel_fraction) m.own_kernel_fraction = *eval->profile->own_kernel_fraction;
   return m;
 }
 
@@ -205,7 +198,7 @@ StepResult StepEngine::run(EpisodeState& ep, StepJob& job) const {
       if (!compile->cache_hit) charged_ms += compile->compile_ms;
       if (!compile->ok) ++ep.compile_errors;
       if (compile->ok && judges(a.type)) {
-        eval = evaluate(ep.task, compile->artifact, a.type, &eval_wait_ms);
+        eval = evaluate(ep.task, ep.seed, compile->artifact, a.type, &eval_wait_ms);
         wait_ms += eval_wait_ms;
         eval_phases = eval->phase_ms;
         const double phases = phase_total(eval->phase_ms);
@@ -286,7 +279,7 @@ StepResult StepEngine::run(EpisodeState& ep, StepJob& job) const {
           const auto tf = Clock::now();
           try {
             fc = start_compile(*ep.last_solution, ep.task).get();
-            if (fc->ok) fe = evaluate(ep.task, fc->artifact, ActionType::kSubmit, &wait_ms);
+            if (fc->ok) fe = evaluate(ep.task, ep.seed, fc->artifact, ActionType::kSubmit, &wait_ms);
             fin.solution_hash = fc->artifact.hash;
             if (!fc->system_error.empty() && !fc->timed_out) {
               fin.error = StepErrorKind::kSystem;
@@ -379,7 +372,8 @@ StepResult StepEngine::run(EpisodeState& ep, StepJob& job) const {
                 {{"turns_used", ep.turns},
                  {"max_turns", config_.max_turns},
                  {"time_used_s", ep.time_used_ms / 1000.0},
-                 {"time_budget_s", config_.time_budget_s}}}};
+                 {"time_budget_s", config_.time_budget_s},
+                 {"compile_errors", ep.compile_errors}}}};
   info["error"] = rec.error == StepErrorKind::kNone
                       ? json(nullptr)
                       : json{{"kind", step_error_kind_name(rec.error)}, {"message", rec.error_message}};

@@ -72,7 +72,8 @@ class StepEngine {
  private:
   Measurement measure(const std::string& action, const EpisodeState& ep, const CompileResult* compile,
                       const EvalReport* eval) const;
-  EvalReport evaluate(const TaskSpec& task, const Artifact& artifact, ActionType type, double* wait_ms) const;
+  EvalReport evaluate(const TaskSpec& task, uint64_t episode_seed, const Artifact& artifact, ActionType type,
+                      double* wait_ms) const;
 
   const EnvConfig& config_;
   CompileService& compiler_;

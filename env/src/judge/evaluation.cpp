@@ -36,17 +36,15 @@ std::string rejection_summary(const std::vector<Violation>& violations) {
   return s;
 }
 
-std::string timing_summary(const nlohmann::json& t) {
+std::string timing_summary(const TimingSummary& t) {
   char buf[200];
-  if (!t.contains("speedup")) {
-    std::snprintf(buf, sizeof(buf), "; faster than the harness can resolve (%.4f ms overhead)",
-                  t["overhead"].value("median_ms", 0.0));
+  if (!t.speedup) {
+    std::snprintf(buf, sizeof(buf), "; faster than the harness can resolve (%.4f ms overhead)", t.overhead.median_ms);
     return buf;
   }
-  std::snprintf(buf, sizeof(buf), "; %.2fx vs eager (%.4f ms vs %.4f ms by %s, %zu samples, %s)",
-                t["speedup"].get<double>(), t["candidate"]["median_ms"].get<double>(),
-                t["reference"]["median_ms"].get<double>(), t["timer"].get<std::string>().c_str(),
-                t["candidate"]["samples"].get<size_t>(), t["stop_reason"].get<std::string>().c_str());
+  std::snprintf(buf, sizeof(buf), "; %.2fx vs eager (%.4f ms vs %.4f ms by %s, %lld samples, %s)", *t.speedup,
+                t.candidate.median_ms, t.reference.median_ms, t.timer.c_str(),
+                static_cast<long long>(t.candidate.samples), t.stop_reason.c_str());
   return buf;
 }
 
@@ -165,7 +163,7 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
   // 3. Verification, always before timing.
   if (!verdict.failed()) {
     t = Clock::now();
-    VerificationResult v = verify_candidate(plan, options, &session, device, deadline);
+    VerificationResult v = verify_candidate(plan, options, request.input_seed, &session, device, deadline);
     report.phase_ms["verify"] = ms_since(t);
     report.verification = std::move(v.cases);
     verdict = std::move(v.verdict);
@@ -190,8 +188,8 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
     report.timing = std::move(timing.timing);
     if (timing.verdict.failed()) {
       verdict = std::move(timing.verdict);
-    } else if (timing.timed) {
-      verdict.summary += timing_summary(report.timing);
+    } else if (timing.timed && report.timing) {
+      verdict.summary += timing_summary(*report.timing);
     }
   }
   // The next candidate's runner starts now, while this one is profiled (or
@@ -210,8 +208,8 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
     if (options.energy_window_ms > 0) settle_runners();
     add_gate_wait(gate->exclusive());
     t = Clock::now();
-    ProfileResult profile =
-        profile_candidate(request, plan, &session, device, profilers, limits, deadline, &report.timing);
+    ProfileResult profile = profile_candidate(request, plan, &session, device, profilers, limits, deadline,
+                                              report.timing ? &*report.timing : nullptr);
     report.phase_ms["profile"] = ms_since(t);
     for (const auto& [part, ms] : profile.phase_ms.items()) report.phase_ms["profile_" + part] = ms;
     report.profile = std::move(profile.profile);
@@ -224,7 +222,7 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
       }
     }
   }
-  if (!report.timing.is_null()) report.timing["sandbox"] = session.sandbox_state();
+  if (report.timing) report.timing->sandbox = session.sandbox_state();
 
   // A runner that is gone already was killed for a fault (crash, hang,
   // blocked syscall, tampering); healthy ones are retired here.

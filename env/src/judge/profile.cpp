@@ -37,11 +37,6 @@ using exec::ms_since;
 // The profile request: one traced call plus one call per range-profiler pass.
 constexpr double kProfileBudgetMs = 60000;
 
-double median_ms(const json& timing, const char* side) {
-  if (!timing.is_object() || !timing.contains(side)) return 0;
-  return timing[side].value("median_ms", 0.0);
-}
-
 int energy_calls(double per_call_ms, double window_ms) {
   if (!(per_call_ms > 0) || !(window_ms > 0)) return 0;
   return static_cast<int>(std::clamp(std::ceil(window_ms / per_call_ms), 1.0, double{kMaxEnergyCalls}));
@@ -51,9 +46,9 @@ int energy_calls(double per_call_ms, double window_ms) {
 // device has no energy counter.
 Verdict measure_energy(const CasePlan& plan, CandidateSession* session, JudgeDevice* device,
                        const std::vector<at::Tensor>& inputs, double window_ms, double limit_ms,
-                       exec::Deadline deadline, json* timing) {
-  const int cand_calls = energy_calls(median_ms(*timing, "candidate"), window_ms);
-  const int ref_calls = energy_calls(median_ms(*timing, "reference"), window_ms);
+                       exec::Deadline deadline, TimingSummary* timing) {
+  const int cand_calls = energy_calls(timing->candidate.median_ms, window_ms);
+  const int ref_calls = energy_calls(timing->reference.median_ms, window_ms);
   if (cand_calls == 0 || ref_calls == 0 || !device->energy_mj()) return {};
   json energy = {{"source", "NVML total energy counter"}, {"window_ms", window_ms}};
 
@@ -73,7 +68,8 @@ Verdict measure_energy(const CasePlan& plan, CandidateSession* session, JudgeDev
       e1 = device->energy_mj();
     }
     if (total > 0 && e0 && e1 && *e1 > *e0) {
-      (*timing)[side]["energy_j"] = static_cast<double>(*e1 - *e0) / 1000.0 / total;
+      SampleStats& stats = std::string(side) == "candidate" ? timing->candidate : timing->reference;
+      stats.energy_j = static_cast<double>(*e1 - *e0) / 1000.0 / total;
     }
     energy[std::string(side) + "_calls"] = total;
   };
@@ -101,7 +97,7 @@ Verdict measure_energy(const CasePlan& plan, CandidateSession* session, JudgeDev
         return ref_calls;
       },
       "reference");
-  (*timing)["energy"] = energy;
+  timing->energy = energy;
   return {};
 }
 
@@ -129,7 +125,8 @@ std::string percent(double v) {
 }
 
 // Hints from the measured counters and launch shapes, beyond the roofline's.
-void add_metric_hints(const json& metrics, const KernelAttribution* a, double min_bytes, json* hints) {
+void add_metric_hints(const json& metrics, const KernelAttribution* a, double min_bytes,
+                      std::vector<std::string>* hints) {
   if (metrics.contains("achieved_occupancy_pct") && metrics["achieved_occupancy_pct"].get<double>() < 25 &&
       metrics.value("sm_throughput_pct", 100.0) < 50) {
     hints->push_back("achieved occupancy is " + percent(metrics["achieved_occupancy_pct"].get<double>()) +
@@ -239,9 +236,9 @@ json normalize_metrics(const json& values, double busy_ms) {
 
 ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan& plan, CandidateSession* session,
                                 JudgeDevice* device, RunnerPool* profilers, const exec::RunnerLimits& limits,
-                                exec::Deadline deadline, json* timing) {
+                                exec::Deadline deadline, TimingSummary* timing) {
   ProfileResult result;
-  json profile = json::object();
+  ProfileSummary& profile = result.profile;
   const env::EvalOptions& options = request.options;
   const ShapeCase& base = plan.cases.front();
   auto call_deadline = [&](double ms) { return exec::Deadline::earliest(deadline, exec::Deadline::after_ms(ms)); };
@@ -257,7 +254,7 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
   session->poison_outputs();
   device->synchronize();
 
-  if (timing != nullptr && timing->is_object() && options.energy_window_ms > 0) {
+  if (timing != nullptr && options.energy_window_ms > 0) {
     const auto t = Clock::now();
     const double limit_ms = options.call_timeout_ms * 4;
     Verdict v = measure_energy(plan, session, device, inputs, options.energy_window_ms, limit_ms,
@@ -273,7 +270,7 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
   std::optional<KernelAttribution> attribution;
   json metrics = nullptr;
   if (profilers == nullptr) {
-    profile["attribution_unavailable"] = "this backend has no profiler runner";
+    profile.attribution_unavailable = "this backend has no profiler runner";
   } else {
     // One profiling pass in a fresh profiler runner; the runner is gone after it.
     auto profile_once = [&](bool with_metrics, std::string* unavailable) {
@@ -316,7 +313,7 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
       // attribution pass, which decides the violations below, runs the same
       // candidate code either way, so a candidate that trips the sandbox on
       // purpose is still caught by the second pass.
-      profile["metrics_unavailable"] =
+      profile.metrics_unavailable =
           "counter collection was stopped by the sandbox (" + r.detail + "); profiled again without counters";
       attempt = profile_once(false, &unavailable);
     }
@@ -329,13 +326,13 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
       }
     }
     if (!unavailable.empty()) {
-      profile["attribution_unavailable"] = unavailable;
+      profile.attribution_unavailable = unavailable;
     } else if (!r.ok() && !r.candidate_ran) {
       // The profiler runner failed before the candidate was in it: the
       // harness's problem, which costs the profile and nothing else.
-      profile["attribution_unavailable"] = "the profiler runner failed before the candidate was loaded (" +
-                                           std::string(exec::runner_status_name(r.status)) + ": " + r.detail + ")";
-      profile["profiler_output"] = output;
+      profile.attribution_unavailable = "the profiler runner failed before the candidate was loaded (" +
+                                        std::string(exec::runner_status_name(r.status)) + ": " + r.detail + ")";
+      profile.profiler_output = output;
     } else if (!r.ok()) {
       // Once the candidate is loaded, an error reply is no better evidence
       // than a crash: its code could have written it, e.g. to keep the
@@ -346,7 +343,7 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
                              "profiler (" +
                                  std::string(exec::runner_status_name(r.status)) + ": " + r.detail +
                                  "): it behaves differently when observed");
-      profile["profiler_output"] = output;
+      profile.profiler_output = output;
     }
     if (r.ok()) {
       const json& p = r.body["profile"];
@@ -357,9 +354,9 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
         json clocks = device->clocks();
         where.sm_count = clocks.value("sm_count", 0);
         attribution = attribute_kernels(p["activity"], own_kernel_names(request.artifact), where);
-        profile["attribution"] = attribution->to_json();
-        profile["own_kernel_fraction"] = attribution->own_kernel_fraction;
-        profile["traced_call_ms"] = static_cast<double>(p["activity"].value("device_ns", uint64_t{0})) / 1e6;
+        profile.attribution = attribution->to_json();
+        profile.own_kernel_fraction = attribution->own_kernel_fraction;
+        profile.traced_call_ms = static_cast<double>(p["activity"].value("device_ns", uint64_t{0})) / 1e6;
         if (!attribution->violations.empty() && !result.verdict.failed()) {
           result.verdict = Verdict::violation(attribution->violations[0].check, attribution->violations[0].detail);
           for (size_t i = 1; i < attribution->violations.size(); ++i) {
@@ -367,8 +364,9 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
           }
         }
       } else {
-        profile["attribution_unavailable"] =
+        const json why =
             p.contains("activity") ? p["activity"]["error"] : p.value("activity_unavailable", json("unknown"));
+        profile.attribution_unavailable = why.is_string() ? why.get<std::string>() : why.dump();
       }
       if (p.contains("metrics")) {
         metrics =
@@ -376,33 +374,32 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
         metrics["passes"] = p["metrics"].value("passes", 0);
         metrics["unsupported"] = p["metrics"].value("unsupported", json::array());
         if (attribution) metrics["waves_per_sm"] = attribution->max_waves;
-        profile["metrics"] = metrics;
+        profile.metrics = hardware_metrics_from_json(metrics, "<profiler metrics>");
       } else if (p.contains("metrics_unavailable")) {
-        profile["metrics_unavailable"] = p["metrics_unavailable"];
+        profile.metrics_unavailable = p["metrics_unavailable"];
       }
       // CUPTI loading libraries mid-collection is what the sandbox has
       // stopped before (cuda_runner_device.cpp, extra_syscalls): kept in view.
-      if (p.contains("libraries_loaded")) profile["libraries_loaded_while_profiling"] = p["libraries_loaded"];
+      if (p.contains("libraries_loaded")) profile.libraries_loaded_while_profiling = p["libraries_loaded"];
     }
   }
 
   // Roofline: the timed median when there is one, else the traced call.
-  double time_ms = timing != nullptr ? median_ms(*timing, "candidate") : 0;
-  if (!(time_ms > 0)) time_ms = profile.value("traced_call_ms", 0.0);
-  json hints = json::array();
+  double time_ms = timing != nullptr ? timing->candidate.median_ms : 0;
+  if (!(time_ms > 0)) time_ms = profile.traced_call_ms.value_or(0.0);
+  std::vector<std::string> hints;
   if (time_ms > 0) {
     try {
       json roofline = roofline_profile(base.task, time_ms, attribution ? attribution->kernel_launches : 1, *device);
-      for (const auto& h : roofline["hints"]) hints.push_back(h);
-      profile["roofline"] = roofline;
+      for (const auto& h : roofline["hints"]) hints.push_back(h.get<std::string>());
+      profile.roofline = roofline;
     } catch (const InputError& e) {
-      profile["roofline_unavailable"] = e.what();
+      profile.roofline_unavailable = e.what();
     }
   }
   add_metric_hints(metrics.is_object() ? metrics : json::object(), attribution ? &*attribution : nullptr,
                    estimate_work(base.task).bytes, &hints);
-  profile["hints"] = hints;
-  result.profile = std::move(profile);
+  profile.hints = std::move(hints);
   return result;
 }
 

@@ -23,13 +23,15 @@
 #include "judge/judge_device.h"
 #include "judge/runner_pool.h"
 #include "judge/verdict.h"
+#include "kforge/core/profile_summary.h"
+#include "kforge/core/timing_summary.h"
 #include "kforge/env/eval.h"
 
 namespace kforge::judge {
 
 struct ProfileResult {
-  Verdict verdict;                   // kCorrect unless the candidate misbehaved under the profiler
-  nlohmann::json profile = nullptr;  // EvalReport::profile
+  Verdict verdict;         // kCorrect unless the candidate misbehaved under the profiler
+  ProfileSummary profile;  // EvalReport::profile
   // Wall time of the stage's parts: energy, profiler_setup (a profiler runner
   // taken, the candidate loaded and bound), trace and metrics (in the runner).
   nlohmann::json phase_ms = nlohmann::json::object();
@@ -40,7 +42,7 @@ struct ProfileResult {
 // candidate and reference entries; the candidate's median feeds the roofline).
 ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan& plan, CandidateSession* session,
                                 JudgeDevice* device, RunnerPool* profilers, const exec::RunnerLimits& limits,
-                                exec::Deadline deadline, nlohmann::json* timing);
+                                exec::Deadline deadline, TimingSummary* timing);
 
 // The range profiler's raw values as the report names them: sm_throughput_pct,
 // memory_throughput_pct, dram_throughput_pct, dram_bytes, achieved_occupancy_pct,

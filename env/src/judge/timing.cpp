@@ -28,6 +28,19 @@ double ns_to_ms(const nlohmann::json& body, const char* key) {
   return static_cast<double>(exec::unsigned_or(body, key, 0)) / 1e6;
 }
 
+SampleStats sample_stats(const exec::SampleSummary& s) {
+  SampleStats out;
+  out.median_ms = s.median;
+  out.p25_ms = s.p25;
+  out.p75_ms = s.p75;
+  out.mean_ms = s.mean;
+  out.min_ms = s.min;
+  out.max_ms = s.max;
+  if (std::isfinite(s.rse)) out.rse = s.rse;
+  out.samples = static_cast<int64_t>(s.samples);
+  return out;
+}
+
 // Reference and candidate times of the recorded rounds on one clock.
 struct Samples {
   std::vector<double> reference, candidate;
@@ -200,43 +213,42 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
       timer = "wall_round_trip";
     }
   }
-  result.timing = {{"timer", timer},
-                   {"reference", summary_json(ref)},
-                   {"candidate", summary_json(cand)},
-                   {"candidate_self_reported", summary_json(own)},
-                   {"overhead", summary_json(*primary_overhead)},
-                   {"stop_reason", stop_reason},
-                   {"warmup_rounds", schedule.warmup_rounds()},
-                   {"input_sets", fresh.pool_size()},
-                   {"fresh_inputs", true},
-                   {"timing_seed", seed},
-                   {"cache_flush_bytes", device->flush_bytes()},
-                   {"elapsed_ms", schedule.elapsed_ms()},
-                   {"clocks", device->clocks()},
-                   {"device", device->name()}};
+  TimingSummary& t = result.timing.emplace();
+  t.timer = timer;
+  t.reference = sample_stats(ref);
+  t.candidate = sample_stats(cand);
+  t.candidate_self_reported = sample_stats(own);
+  t.overhead = sample_stats(*primary_overhead);
+  t.stop_reason = stop_reason;
+  t.warmup_rounds = schedule.warmup_rounds();
+  t.input_sets = fresh.pool_size();
+  t.fresh_inputs = true;
+  t.timing_seed = seed;
+  t.cache_flush_bytes = device->flush_bytes();
+  t.elapsed_ms = schedule.elapsed_ms();
+  t.clocks = device->clocks();
+  t.device = device->name();
   if (!device_clock_rejected.empty()) {
-    result.timing["device_clock_rejected"] =
-        device_clock_rejected + "; both sides timed by the judge's round trip instead";
+    t.device_clock_rejected = device_clock_rejected + "; both sides timed by the judge's round trip instead";
   }
-  if (!graph_state.is_null()) result.timing["cuda_graph"] = graph_state;
+  if (!graph_state.is_null()) t.cuda_graph = graph_state;
   if (!candidate_gate.is_null()) {
-    result.timing["launch_gate"] = {{"candidate", candidate_gate},
-                                    {"reference", result.timing["clocks"].value("launch_gate", "n/a")}};
+    t.launch_gate = {{"candidate", candidate_gate}, {"reference", t.clocks.value("launch_gate", "n/a")}};
   }
   if (use_cpu || device_clock) {
     // The round-trip figures, for comparison: the judge's own clock, which
     // the candidate cannot influence.
-    result.timing["reference_wall"] = summary_json(ref_wall);
-    result.timing["candidate_wall"] = summary_json(cand_wall);
-    result.timing["overhead_wall"] = summary_json(overhead);
-    if (cand_wall.median > 0) result.timing["speedup_wall"] = ref_wall.median / cand_wall.median;
+    t.reference_wall = sample_stats(ref_wall);
+    t.candidate_wall = sample_stats(cand_wall);
+    t.overhead_wall = sample_stats(overhead);
+    if (cand_wall.median > 0) t.speedup_wall = ref_wall.median / cand_wall.median;
   }
   if (cand.samples == 0 || ref.samples == 0) return result;
   result.timed = true;
   // A median at or below zero means the kernel is faster than the overhead
   // can resolve; report no speedup rather than an infinite one.
-  if (cand.median > 0) result.timing["speedup"] = ref.median / cand.median;
-  result.timing["resolution_ms"] = primary_overhead->p75 - primary_overhead->p25;
+  if (cand.median > 0) t.speedup = ref.median / cand.median;
+  t.resolution_ms = primary_overhead->p75 - primary_overhead->p25;
 
   if (use_cpu) {
     if (std::string e = check_self_covers_cpu_time(own, cand); !e.empty()) {
@@ -245,17 +257,17 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
     }
   }
   if (device_clock) {
-    result.timing["drain"] = {{"null_median_ms", exec::summarize(null_drain).median},
-                              {"call_median_ms", exec::summarize(drain_ms).median},
-                              {"call_max_ms", exec::summarize(drain_ms).max}};
+    t.drain = {{"null_median_ms", exec::summarize(null_drain).median},
+               {"call_median_ms", exec::summarize(drain_ms).median},
+               {"call_max_ms", exec::summarize(drain_ms).max}};
     if (std::string w = check_work_after_return(null_drain, drain_ms); !w.empty()) {
       result.verdict = Verdict::violation("work_after_return", w);
       return result;
     }
   }
-  RooflineCheck roofline = check_roofline(roofline_bytes(base.task), device->peak_memory_bytes_per_s(), cand.median,
-                                          result.timing["resolution_ms"].get<double>());
-  result.timing["roofline"] = roofline.to_json();
+  RooflineCheck roofline =
+      check_roofline(roofline_bytes(base.task), device->peak_memory_bytes_per_s(), cand.median, *t.resolution_ms);
+  t.roofline = roofline.to_json();
   if (!roofline.violation.empty()) result.verdict = Verdict::violation("below_roofline", roofline.violation);
   return result;
 }

@@ -32,20 +32,24 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common/deadline.h"
 #include "judge/candidate_session.h"
 #include "judge/case_plan.h"
 #include "judge/judge_device.h"
 #include "judge/verdict.h"
+#include "kforge/core/timing_summary.h"
 #include "kforge/env/eval.h"
 
 namespace kforge::judge {
 
 struct TimingResult {
-  Verdict verdict;        // kCorrect unless the candidate misbehaved while being timed
-  nlohmann::json timing;  // EvalReport::timing
-  bool timed = false;     // samples were taken and summarized
+  Verdict verdict;  // kCorrect unless the candidate misbehaved while being timed
+  // EvalReport::timing: absent when the runner failed before any figure
+  // existed (the verdict says why).
+  std::optional<TimingSummary> timing;
+  bool timed = false;  // samples were taken and summarized
 };
 
 TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& options, CandidateSession* session,

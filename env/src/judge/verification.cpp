@@ -124,8 +124,8 @@ std::string find_input_mutation(const std::vector<at::Tensor>& arena_inputs, con
 
 }  // namespace
 
-VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions& options, CandidateSession* session,
-                                    JudgeDevice* device, exec::Deadline request_deadline) {
+VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions& options, uint64_t input_seed,
+                                    CandidateSession* session, JudgeDevice* device, exec::Deadline request_deadline) {
   VerificationResult result;
   auto fail = [&](Verdict v, nlohmann::json case_json) {
     case_json["passed"] = false;
@@ -148,13 +148,17 @@ VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions
     for (int seed = 0; seed < options.seeds; ++seed) {
       CaseContext ctx{seed, &c};
       nlohmann::json case_json = {{"seed", seed}, {"variant", c.variant}, {"shapes", c.shapes_json()}};
+      // The input seed only where it differs from the index (an episode's
+      // seed chose the inputs, eval.h EvalRequest::input_seed).
+      if (input_seed != 0) case_json["input_seed"] = input_seed + static_cast<uint64_t>(seed);
       if (request_deadline.expired()) {
         Verdict v;
         v.outcome = Outcome::kTimeout;
         v.summary = "timed out: the evaluation exceeded eval_timeout_ms " + ctx.where();
         return fail(v, case_json);
       }
-      std::vector<at::Tensor> inputs = ref::make_inputs(c.task, static_cast<uint64_t>(seed), device->device());
+      std::vector<at::Tensor> inputs =
+          ref::make_inputs(c.task, input_seed + static_cast<uint64_t>(seed), device->device());
       std::vector<at::Tensor> reference = ref::run_reference(c.task, inputs);
       if (std::string bad = non_finite_reference(reference, c); !bad.empty()) {
         return fail(invalid_task_verdict(c, bad, ctx.where()), case_json);

@@ -13,6 +13,7 @@
 // production), so a kernel specialized to one shape fails on another.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 #include "common/deadline.h"
@@ -30,7 +31,9 @@ struct VerificationResult {
   int cases_passed = 0;
 };
 
-VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions& options, CandidateSession* session,
-                                    JudgeDevice* device, exec::Deadline request_deadline);
+// Seed k of options.seeds draws its inputs with input seed `input_seed + k`
+// (EvalRequest::input_seed); reports and messages number seeds by k.
+VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions& options, uint64_t input_seed,
+                                    CandidateSession* session, JudgeDevice* device, exec::Deadline request_deadline);
 
 }  // namespace kforge::judge

@@ -43,6 +43,9 @@ class Tiered final : public SpeedTerm {
 
  protected:
   double failure_value() const override { return failed_; }
+  // DESIGN.md §9: "1 otherwise". A correct kernel whose timing could not be
+  // used is correct and not shown to be faster: the correctness tier.
+  double untimed_pass_value() const override { return correct_; }
 
   double score(const SpeedFacts& facts, const RewardContext& /*ctx*/) const override {
     // Strictly greater: exactly 1 + margin is "not faster".

@@ -67,8 +67,8 @@ TEST_P(CudaExploitGpu, EarnsNoSpeedRewardAndIsCaughtByTheExpectedCheck) {
     EXPECT_EQ(outcome_name(report.outcome), "correct") << e.name << " (known gap): " << actual;
     return;
   }
-  EXPECT_NE(matched, nullptr) << e.name << " (" << e.exploit_class << ")\n  expected: "
-                              << describe_alternatives(e.expect) << "\n  actual:   " << actual
+  EXPECT_NE(matched, nullptr) << e.name << " (" << e.exploit_class
+                              << ")\n  expected: " << describe_alternatives(e.expect) << "\n  actual:   " << actual
                               << (e.known_gap.empty() ? "" : "\n  known gap: " + e.known_gap);
 
   const double tiered = reward::RewardFunction::load("tiered").compute(m).total;
@@ -76,12 +76,12 @@ TEST_P(CudaExploitGpu, EarnsNoSpeedRewardAndIsCaughtByTheExpectedCheck) {
     // Neutralized: an ordinary kernel, which must not be paid as a fast one.
     ASSERT_TRUE(m.speedup_eager.has_value()) << actual;
     EXPECT_LE(*m.speedup_eager, *matched->max_speedup_eager)
-        << e.name << " was correct and faster than eager: the cheat paid off. " << report.timing.dump(1);
+        << e.name << " was correct and faster than eager: the cheat paid off. " << timing_dump(report);
     EXPECT_LE(tiered, 1.0) << actual;
     return;
   }
-  EXPECT_FALSE(reward::speed_facts(m).has_value())
-      << e.name << " is eligible for a speed reward: " << actual << "\n" << report.timing.dump(1);
+  EXPECT_FALSE(reward::speed_facts(m).has_value()) << e.name << " is eligible for a speed reward: " << actual << "\n"
+                                                   << timing_dump(report);
   EXPECT_LE(tiered, 0.0) << e.name << ": " << actual;
 }
 

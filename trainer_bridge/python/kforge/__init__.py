@@ -25,6 +25,7 @@ See docs/python.md, trainer_bridge/PROTOCOL.md and trainer_bridge/STREAM.md.
 from .client import Client
 from .env import RemoteEnv, action_params, load_task, tool_message
 from .errors import KForgeError, KForgeTimeout, ServerExited
+from .policy_server import POLICY_PROTOCOL, PolicyServer
 from .pool import RemoteEnvPool, StepResult
 from .protocol import ERROR_CODES, PROTOCOL_VERSION, Reply
 from .server import LocalServer
@@ -40,6 +41,8 @@ __all__ = [
     "KForgeError",
     "KForgeTimeout",
     "LocalServer",
+    "POLICY_PROTOCOL",
+    "PolicyServer",
     "PROTOCOL_VERSION",
     "RemoteEnv",
     "RemoteEnvPool",

@@ -31,6 +31,9 @@ struct Baselines {
   std::optional<double> compile_ms;
 };
 
+// Bound on a task's serialized `meta` object: metadata, not a payload.
+inline constexpr size_t kMaxTaskMetaBytes = 64 * 1024;
+
 struct TaskSpec {
   std::string id;
   std::string source = "user";  // synth | kernelbench | user
@@ -46,6 +49,11 @@ struct TaskSpec {
   // Libraries a candidate may link beyond the CUDA runtime and libc/libm
   // (e.g. "cublas", "cudnn"); empty means none.
   std::vector<std::string> libraries;
+  // Free-form facts about where the task came from (data synthesis records its
+  // seed, nearest KernelBench problem, filter statistics; the KernelBench
+  // importer the problem file). Never read by the judge: it cannot change how
+  // a solution is judged. A JSON object of at most kMaxTaskMetaBytes.
+  json meta = json::object();
 
   // Inputs then params, in task order: the candidate's kernel inputs.
   std::vector<TensorSpec> kernel_inputs() const;

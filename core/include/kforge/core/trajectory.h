@@ -18,6 +18,11 @@ struct Turn {
   double reward = 0.0;
   json reward_components = json::object();
   json timings = json::object();  // phase -> milliseconds
+  // The rest of what the turn established, for replay and forking (schema:
+  // docs/rollout.md): the environment's step info under "env", the policy's
+  // reply metadata (version, finish reason, token ids, logprobs) under
+  // "policy", the episode's state after the turn under "state".
+  json info = json::object();
 };
 
 struct Trajectory {

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "kforge/core/action.h"
+#include "kforge/core/solution.h"
 #include "kforge/core/step.h"
 #include "kforge/core/task_spec.h"
 #include "kforge/env/compile_service.h"
@@ -43,10 +44,32 @@
 
 namespace kforge::env {
 
+// Where an episode stood after one of its turns: what a fork restores so that
+// new episodes continue from a recorded turn without replaying the turns
+// before it (best-of-n from an intermediate state, tree search). Together with
+// the task, the seed and the exemplars of the original reset, it is the whole
+// state the environment keeps for an episode; the policy's side (the chat so
+// far) is the caller's. Step infos carry it (info["budget"], and the solution
+// is the latest one an action supplied).
+struct EpisodeResume {
+  int turns_used = 0;           // turns counted so far (info["budget"]["turns_used"])
+  double time_used_s = 0.0;     // environment time charged (info["budget"]["time_used_s"])
+  int compile_errors = 0;       // compiles that failed so far (info["budget"]["compile_errors"])
+  double episode_return = 0.0;  // rewards paid so far (info["episode_return"])
+  // The episode's most recent solution, which actions without a source act on
+  // and truncation auto-submits.
+  std::optional<Solution> last_solution;
+};
+
 struct ResetOptions {
   // Earlier solutions shown in the prompt; their speedups feed contrastive
   // rewards (RewardContext::exemplar_speedups).
   std::vector<Exemplar> exemplars;
+  // Continue a recorded episode after one of its turns instead of starting at
+  // turn 0 (same task, seed and exemplars as the original). InputError when
+  // nothing is left of the budget (turns_used >= max_turns, or the time budget
+  // spent) or a field is out of range.
+  std::optional<EpisodeResume> resume;
   // The task's reference check, when the caller already holds it
   // (Executor::check_task of this pool's executor, e.g. awaited without
   // blocking, as the env server does); left empty, reset asks for it and waits.
@@ -55,7 +78,9 @@ struct ResetOptions {
 
 struct ResetResult {
   Observation observation;  // the complete prompt (prompt.h)
-  // {"env_id", "episode", "task_id", "seed", "budgets", "tools", "reward"}
+  // {"env_id", "episode", "task_id", "seed", "budgets", "tools", "reward"},
+  // plus "resumed" ({turns_used, time_used_s, compile_errors, episode_return,
+  // has_solution}) after a reset with ResetOptions::resume.
   json info = json::object();
 };
 

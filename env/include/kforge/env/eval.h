@@ -3,12 +3,15 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kforge/core/document.h"
 #include "kforge/core/measurement.h"
+#include "kforge/core/profile_summary.h"
 #include "kforge/core/task_spec.h"
+#include "kforge/core/timing_summary.h"
 #include "kforge/env/compiler.h"
 
 namespace kforge::env {
@@ -58,7 +61,18 @@ struct EvalRequest {
   bool time = false;     // §8 timing (only when verification passed)
   bool profile = false;  // CUDA: kernel attribution + hardware metrics
   EvalOptions options;
+  // Verification seed k (0 <= k < options.seeds) draws its inputs with
+  // make_inputs(task, input_seed + k). The environment derives it from the
+  // episode's seed (verification_input_seed); 0 gives the seeds 0..seeds-1.
+  uint64_t input_seed = 0;
 };
+
+// Verification inputs of an episode with seed `episode_seed`: input seeds
+// episode_seed * kMaxVerificationSeeds + k. Episodes with different seeds are
+// judged on disjoint inputs; the same seed always gives the same inputs, so a
+// replay reproduces the verdict. Seed 0 keeps the historical 0..seeds-1.
+inline constexpr uint64_t kMaxVerificationSeeds = 1000;  // the bound on EvalOptions::seeds
+uint64_t verification_input_seed(uint64_t episode_seed);
 
 // The request as it travels to the judge process. `time` implies verification:
 // a candidate is only timed after it verified (DESIGN.md §7).
@@ -76,11 +90,11 @@ struct EvalReport {
   //   "numel", "first_mismatch": {...}, "nan_count", "passed"}], plus
   // "float64" statistics when requested.
   json verification = json::array();
-  // {"candidate": {"median_ms", "p25_ms", "p75_ms", "mean_ms", "rse", "samples"},
-  //  "reference": {...}, "speedup", "clocks": {...}, "device": "..."}
-  json timing = nullptr;
-  // CUDA profile: {"kernels": [...], "metrics": {...}, "roofline": {...}, "hints": [...]}
-  json profile = nullptr;
+  // Present when timing ran (after verification passed), even if it was cut
+  // short by a violation (timing_summary.h).
+  std::optional<TimingSummary> timing;
+  // CUDA profile and submit steps (profile_summary.h).
+  std::optional<ProfileSummary> profile;
   std::string candidate_output;    // tail of the runner's stdout/stderr
   json phase_ms = json::object();  // "verify", "time", "profile", "spawn" wall times
   std::string device;              // e.g. "NVIDIA H200" or the CPU model

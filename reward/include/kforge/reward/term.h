@@ -59,11 +59,16 @@ class RewardTerm {
   virtual json params() const = 0;
 };
 
+// Steps whose action asks for timing (profile, submit): a passed one of these
+// whose timing is unusable is "correct, speed unknown".
+bool timing_action(const std::string& action);
+
 // Base of every term whose value depends on speed (or other performance
 // measurements). The gate lives here, not in configs or in each term:
 //   failed step      -> failure_value()
 //   not judged       -> 0
-//   passed, no usable timing -> 0
+//   passed, no usable timing -> untimed_pass_value() on a profile or submit
+//                               step, 0 otherwise
 //   otherwise        -> score(facts)
 // score() never sees the Measurement, so a term cannot pay for speed that the
 // gate withheld.
@@ -74,6 +79,11 @@ class SpeedTerm : public RewardTerm {
  protected:
   virtual double failure_value() const = 0;
   virtual double score(const SpeedFacts& facts, const RewardContext& ctx) const = 0;
+  // A passed profile or submit step whose timing was unusable (a kernel
+  // faster than the harness resolves, no samples): what the term pays for
+  // correctness alone. It must not depend on speed; 0 unless a term's
+  // definition has a "correct" level that does not need a timing (tiered).
+  virtual double untimed_pass_value() const { return 0.0; }
 };
 
 // Builds a term from its config object. The composer has already consumed

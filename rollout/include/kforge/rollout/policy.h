@@ -81,4 +81,14 @@ json to_json(const SamplingParams& p);
 json to_json(const PolicyRequest& r);
 json to_json(const PolicyReply& r);
 
+// The same objects read back (the policy protocol, trainer_bridge/POLICY.md,
+// and trajectories). InputError naming the field for wrong types, unknown
+// keys and out-of-range values; strings must be valid UTF-8.
+SamplingParams sampling_params_from_field(const Field& field);
+PolicyRequest policy_request_from_field(const Field& field);
+PolicyReply policy_reply_from_field(const Field& field);
+// A reply's `usage`: {"prompt_tokens", "completion_tokens", "total_tokens"},
+// each an integer >= 0 or absent; other keys are errors.
+json usage_from_field(const Field& field);
+
 }  // namespace kforge::rollout

@@ -1,0 +1,197 @@
+// Rollout steps per second with the built-in baseline policy (rollout
+// workers: policy batches, tool-call mapping, trajectory recording, group
+// rewards, a JSONL sink), against a baseline measured in the same run: the
+// very same actions (read back from the workers' trajectories) driven
+// straight through an EnvPool of the same size, with no policy and no worker.
+// The ratio says what the workers cost on top of the environment.
+//
+//   bench_rollout                        CPU backend, tests/rollout/data/tasks
+//   bench_rollout --backend cuda         the same on a GPU (mode cuda templates)
+//   bench_rollout --tasks DIR --groups N --group-size N --concurrency N
+//
+// A first, unmeasured run compiles every template the baseline will pick
+// (same seeds, so the same variants), so that the measured runs see compile
+// cache hits and time the same work; rounds alternate which side runs first
+// and the medians are compared (a plain program: Google Benchmark cannot
+// interleave two measurements).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "kforge/rollout/baseline_policy.h"
+#include "kforge/rollout/jsonl_sink.h"
+#include "kforge/rollout/rollout_runner.h"
+
+namespace {
+
+using namespace kforge;
+using namespace kforge::rollout;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::string backend = "cpu";
+  std::string tasks = std::string(KFORGE_SOURCE_DIR) + "/tests/rollout/data/tasks";
+  int groups = 6;
+  int group_size = 4;
+  int concurrency = 8;
+};
+
+Options& options() {
+  static Options o;
+  return o;
+}
+
+RolloutConfig bench_config(const fs::path& out) {
+  const Options& o = options();
+  RolloutConfig c;
+  c.env = std::string(KFORGE_SOURCE_DIR) + "/bench/rollout/env_" + o.backend + ".yaml";
+  c.tasks = o.tasks;
+  c.groups = o.groups;
+  c.group_size = o.group_size;
+  c.concurrency = o.concurrency;
+  c.shuffle = false;
+  c.policy.kind = PolicyKind::kBaseline;
+  c.policy.baseline.mode = o.backend == "cuda" ? "cuda" : "cpp";
+  c.policy.baseline.explore_turns = 1;  // profile one variant, then submit
+  c.output = out;
+  c.seed = 11;
+  return c;
+}
+
+struct RunResult {
+  double seconds = 0;
+  int64_t steps = 0;
+  std::vector<Trajectory> trajectories;
+};
+
+RunResult run_workers(const fs::path& out) {
+  RolloutConfig c = bench_config(out);
+  JsonlTrajectorySink sink(out);
+  RolloutRunner runner(c, make_policy(c.policy), {&sink});
+  const auto t0 = Clock::now();
+  const RolloutStats stats = runner.run();
+  RunResult r;
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.steps = stats.steps;
+  r.trajectories = read_trajectories(out);
+  return r;
+}
+
+// The same episodes, the same actions, the same seeds, straight into a pool:
+// each env sends its episode's next recorded action as soon as the last one
+// returns.
+RunResult run_direct(const std::vector<Trajectory>& episodes) {
+  const RolloutConfig c = bench_config("unused");
+  env::EnvPool pool(env::load_env_config(c.env), c.concurrency);
+  std::deque<size_t> todo;
+  for (size_t i = 0; i < episodes.size(); ++i) todo.push_back(i);
+  std::map<int, std::pair<size_t, size_t>> running;  // env id -> (episode, next turn)
+  RunResult r;
+  const auto t0 = Clock::now();
+  auto start = [&](int id) {
+    if (todo.empty()) return;
+    const size_t e = todo.front();
+    todo.pop_front();
+    const Trajectory& t = episodes[e];
+    pool.reset(id, parse_task(Document::from_value(t.info.at("task"), "<task>")), t.info.at("seed").get<uint64_t>());
+    running[id] = {e, 0};
+    pool.send_tool_calls({t.turns[0].action}, {id});
+  };
+  for (int id = 0; id < c.concurrency; ++id) start(id);
+  while (!running.empty()) {
+    for (auto& s : pool.recv(1)) {
+      ++r.steps;
+      auto& [e, turn] = running[s.env_id];
+      ++turn;
+      if (s.result.terminated || s.result.truncated || turn >= episodes[e].turns.size()) {
+        running.erase(s.env_id);
+        start(s.env_id);
+      } else {
+        pool.send_tool_calls({episodes[e].turns[turn].action}, {s.env_id});
+      }
+    }
+  }
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return r;
+}
+
+fs::path out_dir() {
+  const fs::path d = fs::path(KFORGE_BINARY_DIR) / "bench/rollout";
+  fs::create_directories(d);
+  return d;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options& o = options();
+  int rounds = 3;
+  for (int i = 1; i < argc; ++i) {
+    auto value = [&](const char* flag) -> const char* {
+      return std::strcmp(argv[i], flag) == 0 && i + 1 < argc ? argv[++i] : nullptr;
+    };
+    if (const char* v = value("--backend")) {
+      o.backend = v;
+    } else if (const char* v2 = value("--tasks")) {
+      o.tasks = v2;
+    } else if (const char* v3 = value("--groups")) {
+      o.groups = std::atoi(v3);
+    } else if (const char* v4 = value("--group-size")) {
+      o.group_size = std::atoi(v4);
+    } else if (const char* v5 = value("--concurrency")) {
+      o.concurrency = std::atoi(v5);
+    } else if (const char* v6 = value("--rounds")) {
+      rounds = std::max(1, std::atoi(v6));
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--backend cpu|cuda] [--tasks DIR] [--groups N] [--group-size N] [--concurrency N] "
+                   "[--rounds N]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  std::printf("warm-up: compiling the baseline's templates (%s backend, %s)\n", o.backend.c_str(), o.tasks.c_str());
+  const RunResult warm = run_workers(out_dir() / "warmup.jsonl");
+  std::printf("warm-up: %lld steps in %.1f s\n", static_cast<long long>(warm.steps), warm.seconds);
+  // Rounds alternate which side goes first, so that a machine whose load
+  // drifts during the run does not favour one side.
+  std::vector<double> workers, direct;
+  int64_t steps = 0;
+  for (int r = 0; r < rounds; ++r) {
+    for (int side = 0; side < 2; ++side) {
+      if ((side == 0) == (r % 2 == 0)) {
+        const RunResult w = run_workers(out_dir() / "measured.jsonl");
+        workers.push_back(w.steps / w.seconds);
+        steps = w.steps;
+        std::printf("round %d: rollout workers   %lld steps in %6.2f s  %7.2f steps/s\n", r + 1,
+                    static_cast<long long>(w.steps), w.seconds, workers.back());
+      } else {
+        const RunResult d = run_direct(warm.trajectories);
+        direct.push_back(d.steps / d.seconds);
+        std::printf("round %d: direct EnvPool    %lld steps in %6.2f s  %7.2f steps/s\n", r + 1,
+                    static_cast<long long>(d.steps), d.seconds, direct.back());
+      }
+    }
+  }
+  const double ws = median(workers), ds = median(direct);
+  std::printf(
+      "\nrollout steps per second (%s backend, baseline policy, %d groups x %d, %d in flight, %lld steps, median "
+      "of %d rounds):\n"
+      "  rollout workers + baseline policy     %8.2f steps/s\n"
+      "  baseline: the same actions, EnvPool   %8.2f steps/s\n"
+      "  workers / direct                      %8.3f\n",
+      o.backend.c_str(), o.groups, o.group_size, o.concurrency, static_cast<long long>(steps), rounds, ws, ds,
+      ds > 0 ? ws / ds : 0.0);
+  return 0;
+}

@@ -1,0 +1,38 @@
+// A deterministic estimate of a task's eager (unfused, op-by-op) time on a
+// kind of device. The shape sampler aims its sizes with it, so the chosen
+// shapes depend on the seed only; the measured eager time is what the runtime
+// window filter then judges (docs/data-synthesis.md, "Shapes").
+#pragma once
+
+#include <string>
+
+#include "kforge/core/task_spec.h"
+
+namespace kforge::synth {
+
+// Throughputs of eager PyTorch on one kind of device, as effective rates of
+// whole ops (not peaks): each node reads its inputs and writes its output once.
+struct DeviceProfile {
+  std::string name;              // "cpu" or "cuda"
+  double gemm_gflops = 0;        // matmul / linear / bmm
+  double conv_gflops = 0;        // conv*, conv_transpose*
+  double other_gflops = 0;       // everything else (transcendentals dominate)
+  double bandwidth_gbps = 0;     // bytes moved per node
+  double per_node_ms = 0;        // launch / dispatch overhead of one op
+  double half_gemm_speedup = 1;  // float16/bfloat16 main-loop ops vs float32
+};
+
+// Calibrated on one thread of the development machine's CPU (libtorch 1.13)
+// and on an H200 with PyTorch 2.x; see docs/data-synthesis.md.
+const DeviceProfile& cpu_profile();
+const DeviceProfile& cuda_profile();
+
+// Estimated eager milliseconds of one call. InputError if the task does not
+// type-check.
+double predict_eager_ms(const TaskSpec& task, const DeviceProfile& profile);
+
+// Bytes of every tensor one call holds: kernel inputs, intermediates and
+// outputs (an upper bound on the reference's peak memory).
+double graph_bytes(const TaskSpec& task);
+
+}  // namespace kforge::synth

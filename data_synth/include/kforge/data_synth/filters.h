@@ -1,0 +1,67 @@
+// The filters a synthesized task must pass (DESIGN.md §10, issue 13 item 4),
+// run in-process on the ATen reference (core/reference.h) on the target
+// device. Each rejection names one reason from filter_reasons(), counted in
+// the run's rejection report. Thresholds and why: docs/data-synthesis.md.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "kforge/core/document.h"
+#include "kforge/core/task_spec.h"
+#include "kforge/data_synth/shape_sampler.h"
+
+namespace kforge::synth {
+
+// Every reason an attempt can be rejected for: the composer and shape
+// sampler's, the filters', the judge's reference check (judge_check, from the
+// baseline callback), then deduplication and contamination.
+const std::vector<std::string>& rejection_reasons();
+
+struct FilterOptions {
+  at::Device device = at::Device(at::kCPU);
+  RuntimeWindow window;
+  // Timed calls after one warm-up; the median is judged against the window.
+  int timing_runs = 3;
+  // Two outputs count as "the same" (seed-insensitive, no-op op) when every
+  // element is within this fraction of the task's tolerance.
+  double same_fraction = 1.0;
+  // The float32 (or half) reference must agree with the float64 one within
+  // this fraction of the tolerance: a reference that uses up its own
+  // tolerance leaves nothing for an honest kernel.
+  double precision_fraction = 0.5;
+  // Nondeterminism: two runs on the same inputs differ by more than this
+  // fraction of the tolerance.
+  double determinism_fraction = 0.1;
+  // On a GPU, timing takes this lock exclusively and every other reference
+  // run shares it, so that the timed runs have the device to themselves.
+  std::shared_mutex* device_lock = nullptr;
+};
+
+struct FilterVerdict {
+  bool passed = false;
+  std::string reason;   // one of rejection_reasons() when rejected
+  std::string detail;   // what was seen, e.g. "node 2 (relu) is a no-op: ..."
+  double eager_ms = 0;  // measured median (when the task got that far)
+};
+
+FilterVerdict run_filters(const TaskSpec& task, const FilterOptions& options);
+
+// The nondeterminism verdict on the outputs of two runs on the same inputs:
+// why they count as different (more than options.determinism_fraction of the
+// tolerance apart anywhere), or nullopt. Separate from run_filters because no
+// op of the vocabulary is nondeterministic on the CPU, so a test gives it two
+// real outputs that differ.
+std::optional<std::string> nondeterminism(const std::vector<at::Tensor>& first, const std::vector<at::Tensor>& second,
+                                          const Tolerance& tol, const FilterOptions& options);
+
+// The task with node `index` removed: its output replaced by its input
+// `input_slot`. nullopt when that input's type differs from the output's
+// (removing the op would change the graph's shapes: it is not a no-op).
+std::optional<TaskSpec> without_node(const TaskSpec& task, size_t index, size_t input_slot);
+
+}  // namespace kforge::synth

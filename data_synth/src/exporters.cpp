@@ -1,0 +1,270 @@
+#include "kforge/data_synth/exporters.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "kforge/core/jsonl.h"
+#include "kforge/core/kernelbench_render.h"
+#include "kforge/data_synth/contamination.h"
+#include "kforge/data_synth/filters.h"
+
+namespace kforge::synth {
+namespace fs = std::filesystem;
+namespace {
+
+void write_file_atomically(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << text;
+    if (!f) throw SystemError(tmp.string() + ": cannot write");
+  }
+  fs::rename(tmp, path);
+}
+
+std::string fmt(double v, const char* spec = "%.3g") {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), spec, v);
+  return buf;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(std::floor(p * static_cast<double>(v.size() - 1) + 0.5)));
+  return v[i];
+}
+
+json summary_of(const std::vector<double>& v) {
+  if (v.empty()) return {{"count", 0}};
+  return {{"count", v.size()},         {"min", percentile(v, 0)},
+          {"p10", percentile(v, 0.1)}, {"median", percentile(v, 0.5)},
+          {"p90", percentile(v, 0.9)}, {"max", percentile(v, 1)}};
+}
+
+// Runs argv without a shell; returns the exit status (-1 if it could not start).
+int run_process(const std::vector<std::string>& argv, const fs::path& log) {
+  std::string cmd;
+  for (const auto& a : argv) {
+    std::string q = "'";
+    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    cmd += q + "' ";
+  }
+  cmd += "> '" + log.string() + "' 2>&1";
+  const int status = std::system(cmd.c_str());
+  if (status == -1) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// What the card says about torch.compile baselines: how many, with which
+// PyTorch on which device, or why there are none (compile_baselines.json,
+// written by data_synth/python/compile_baselines.py).
+std::string compile_line(const fs::path& out, const json& stats) {
+  const fs::path summary = out / "compile_baselines.json";
+  if (!fs::exists(summary)) return "not measured (--compile-baselines off)";
+  try {
+    const Document d = Document::from_file(summary);
+    if (!d.root.value("available", false)) {
+      return "unavailable: " + d.root.value("reason", std::string("unknown reason"));
+    }
+    return std::to_string(stats["compile_ms_summary"].value("count", 0)) + " of " +
+           std::to_string(stats["tasks"].get<size_t>()) + " tasks (PyTorch " + d.root.value("torch", std::string("?")) +
+           " on " + d.root.value("device", std::string("?")) + "; " + d.root.value("protocol", std::string()) + ")";
+  } catch (const std::exception& e) {
+    return std::string("unreadable summary: ") + e.what();
+  }
+}
+
+}  // namespace
+
+std::string kernelbench_file_name(const std::string& task_id) {
+  std::string s = task_id;
+  for (char& c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) c = '_';
+  }
+  return s + ".py";
+}
+
+json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& slots) {
+  std::map<std::string, int64_t> op_hist, category_hist, dtype_hist, rejections, nearest_hist, baseline_devices;
+  std::map<int64_t, int64_t> op_count_hist;
+  std::vector<double> numel, predicted, measured, eager, compile, distance, total_bytes;
+  int64_t attempts = 0, baselines = 0;
+  for (const auto& t : tasks) {
+    for (const auto& n : t.nodes) ++op_hist[n.op];
+    ++op_count_hist[static_cast<int64_t>(t.nodes.size())];
+    ++dtype_hist[dtype_name(t.inputs.front().dtype)];
+    numel.push_back(static_cast<double>(t.inputs.front().numel()));
+    if (t.baselines && t.baselines->eager_ms) {
+      eager.push_back(*t.baselines->eager_ms);
+      ++baselines;
+      ++baseline_devices[t.baselines->device];
+    }
+    if (t.baselines && t.baselines->compile_ms) compile.push_back(*t.baselines->compile_ms);
+    if (t.meta.contains("nearest_kernelbench")) {
+      const json& nk = t.meta["nearest_kernelbench"];
+      distance.push_back(nk.value("distance", 1.0));
+      ++nearest_hist[nk.value("problem", std::string())];
+    }
+  }
+  for (const auto& s : slots) {
+    predicted.push_back(s.value("predicted_ms", 0.0));
+    measured.push_back(s.value("measured_ms", 0.0));
+    total_bytes.push_back(s.value("bytes", 0.0));
+    attempts += s.value("attempt", int64_t{0}) + 1;
+    if (s.contains("rejections")) {
+      for (const auto& [k, v] : s["rejections"].items()) rejections[k] += v.get<int64_t>();
+    }
+  }
+  json rej = json::object();
+  for (const auto& r : rejection_reasons()) rej[r] = rejections.count(r) ? rejections[r] : 0;
+  json op_counts = json::object();
+  for (const auto& [k, v] : op_count_hist) op_counts[std::to_string(k)] = v;
+  std::vector<std::pair<int64_t, std::string>> nearest_sorted;
+  for (const auto& [k, v] : nearest_hist) nearest_sorted.push_back({-v, k});
+  std::sort(nearest_sorted.begin(), nearest_sorted.end());
+  json nearest_top = json::array();
+  for (size_t i = 0; i < nearest_sorted.size() && i < 10; ++i) {
+    nearest_top.push_back({{"problem", nearest_sorted[i].second}, {"tasks", -nearest_sorted[i].first}});
+  }
+  int64_t rejected_total = 0;
+  for (const auto& [k, v] : rejections) rejected_total += v;
+  return {{"tasks", tasks.size()},
+          {"attempts_recorded", rejected_total + static_cast<int64_t>(tasks.size())},
+          {"rejected", rejected_total},
+          {"rejections", rej},
+          {"op_histogram", op_hist},
+          {"op_count_histogram", op_counts},
+          {"dtype_histogram", dtype_hist},
+          {"first_input_numel", numel},
+          {"first_input_numel_summary", summary_of(numel)},
+          {"bytes", total_bytes},
+          {"predicted_ms", predicted},
+          {"measured_ms", measured},
+          {"measured_ms_summary", summary_of(measured)},
+          {"eager_ms", eager},
+          {"eager_ms_summary", summary_of(eager)},
+          {"compile_ms_summary", summary_of(compile)},
+          {"tasks_with_eager_baseline", baselines},
+          {"eager_baseline_devices", baseline_devices},
+          {"kernelbench_distance", distance},
+          {"kernelbench_distance_summary", summary_of(distance)},
+          {"nearest_problems_top", nearest_top}};
+}
+
+ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) {
+  ExportSummary summary;
+  std::vector<TaskSpec> tasks;
+  std::vector<json> slots;
+  JsonlReadOptions ro;
+  ro.allow_torn_tail = true;
+  for_each_jsonl_line(
+      out / "tasks.jsonl", [&](const Document& d, size_t) { tasks.push_back(parse_task(d)); }, ro);
+  if (fs::exists(out / "slots.jsonl")) {
+    for_each_jsonl_line(
+        out / "slots.jsonl", [&](const Document& d, size_t) { slots.push_back(d.root); }, ro);
+  }
+  summary.tasks = tasks.size();
+
+  const fs::path py_dir = out / "kernelbench";
+  fs::create_directories(py_dir);
+  for (const auto& t : tasks) {
+    write_file_atomically(py_dir / kernelbench_file_name(t.id), render_kernelbench(t));
+    ++summary.python_files;
+  }
+  if (options.python_files_only) return summary;
+
+  json stats = dataset_stats(tasks, slots);
+  stats["device"] = options.device;
+  stats["elapsed_s"] = options.elapsed_s;
+  write_file_atomically(
+      out / "rejections.json",
+      json({{"tasks", tasks.size()}, {"rejected", stats["rejected"]}, {"by_reason", stats["rejections"]}}).dump(2) +
+          "\n");
+
+  json per_task = json::array();
+  for (const auto& t : tasks) {
+    per_task.push_back({{"task_id", t.id}, {"nearest", t.meta.value("nearest_kernelbench", json::object())}});
+  }
+  write_file_atomically(out / "contamination_report.json",
+                        json({{"threshold", kContaminationThreshold},
+                              {"rule",
+                               "rejected when the task's op tokens contain a KernelBench problem's (2+ tokens) as a "
+                               "contiguous run, or their normalized Levenshtein distance is at most the threshold"},
+                              {"rejected_as_contaminated", stats["rejections"]["contaminated"]},
+                              {"accepted_distance_summary", stats["kernelbench_distance_summary"]},
+                              {"most_frequent_nearest", stats["nearest_problems_top"]},
+                              {"tasks", per_task}})
+                                .dump(2) +
+                            "\n");
+  write_file_atomically(out / "card_stats.json", stats.dump() + "\n");
+
+  // Plots: matplotlib in a child process; the card says so when it cannot run.
+  fs::create_directories(out / "plots");
+  if (!options.plot_script.empty() && fs::exists(options.plot_script)) {
+    const int rc = run_process(
+        {options.python, options.plot_script.string(), (out / "card_stats.json").string(), (out / "plots").string()},
+        out / "plots" / "plots.log");
+    summary.plots = rc == 0;
+    if (rc != 0) summary.plots_note = "the plot script failed (exit " + std::to_string(rc) + "); see plots/plots.log";
+  } else {
+    summary.plots_note = "plot script not found: " + options.plot_script.string();
+  }
+
+  std::ostringstream md;
+  md << "# Dataset card: synthesized KernelForge tasks\n\n";
+  md << "- Tasks: " << tasks.size() << " (tasks.jsonl; KernelBench-format files in kernelbench/)\n";
+  md << "- Filters and shape search ran on: " << (options.device.empty() ? "?" : options.device) << "\n";
+  md << "- Eager baselines from the judge: " << stats["tasks_with_eager_baseline"] << " of " << tasks.size();
+  for (const auto& [device, n] : stats["eager_baseline_devices"].items()) md << "; " << n << " on " << device;
+  md << "\n";
+  md << "- torch.compile baselines: " << compile_line(out, stats) << "\n";
+  md << "- Attempts: " << stats["attempts_recorded"] << ", rejected: " << stats["rejected"] << "\n";
+  if (options.elapsed_s > 0) md << "- Wall time of the last run: " << fmt(options.elapsed_s, "%.1f") << " s\n";
+  md << "\n## Rejections by reason\n\n| reason | attempts |\n|---|---|\n";
+  for (const auto& r : rejection_reasons()) md << "| " << r << " | " << stats["rejections"][r] << " |\n";
+  md << "\n## Op counts per task\n\n| ops | tasks |\n|---|---|\n";
+  for (const auto& [k, v] : stats["op_count_histogram"].items()) md << "| " << k << " | " << v << " |\n";
+  md << "\n## Dtypes\n\n| dtype | tasks |\n|---|---|\n";
+  for (const auto& [k, v] : stats["dtype_histogram"].items()) md << "| " << k << " | " << v << " |\n";
+  md << "\n## Ops\n\n| op | uses |\n|---|---|\n";
+  std::vector<std::pair<int64_t, std::string>> ops;
+  for (const auto& [k, v] : stats["op_histogram"].items()) ops.push_back({-v.get<int64_t>(), k});
+  std::sort(ops.begin(), ops.end());
+  for (const auto& [n, op] : ops) md << "| " << op << " | " << -n << " |\n";
+  auto line = [&](const char* what, const json& s) {
+    md << "| " << what << " | " << s.value("count", 0);
+    for (const char* k : {"min", "median", "p90", "max"})
+      md << " | " << (s.contains(k) ? fmt(s[k].get<double>()) : "-");
+    md << " |\n";
+  };
+  md << "\n## Distributions\n\n| quantity | n | min | median | p90 | max |\n|---|---|---|---|---|---|\n";
+  line("eager baseline (judge), ms", stats["eager_ms_summary"]);
+  line("torch.compile baseline, ms", stats["compile_ms_summary"]);
+  line("in-process eager time, ms", stats["measured_ms_summary"]);
+  line("first input elements", stats["first_input_numel_summary"]);
+  line("distance to nearest KernelBench problem", stats["kernelbench_distance_summary"]);
+  md << "\n## Contamination\n\nThreshold " << kContaminationThreshold
+     << " (contamination_report.json has every task's nearest problem). Most frequent nearest problems:\n\n";
+  for (const auto& p : stats["nearest_problems_top"]) {
+    md << "- " << p["problem"].get<std::string>() << ": " << p["tasks"] << " tasks\n";
+  }
+  md << "\n## Plots\n\n";
+  if (summary.plots) {
+    for (const char* p : {"op_histogram", "op_count", "shapes", "runtime", "rejections", "kernelbench_distance"}) {
+      md << "![" << p << "](plots/" << p << ".png)\n";
+    }
+  } else {
+    md << "No plots: " << summary.plots_note << "\n";
+  }
+  write_file_atomically(out / "DATASET_CARD.md", md.str());
+  return summary;
+}
+
+}  // namespace kforge::synth

@@ -1,0 +1,132 @@
+// Each filter, tripped by a task built for it, names its reason.
+#include "kforge/data_synth/filters.h"
+
+#include <gtest/gtest.h>
+
+namespace kforge::synth {
+namespace {
+
+TensorSpec tensor(const std::string& name, std::vector<int64_t> shape, const std::string& init = "normal",
+                  DType dtype = DType::kFloat32) {
+  TensorSpec t;
+  t.name = name;
+  t.shape = std::move(shape);
+  t.dtype = dtype;
+  t.init.kind = init;
+  return t;
+}
+
+TaskSpec task_of(std::vector<TensorSpec> inputs, std::vector<GraphNode> nodes) {
+  TaskSpec t;
+  t.id = "test/filter";
+  t.source = "synth";
+  t.inputs = std::move(inputs);
+  t.nodes = std::move(nodes);
+  t.outputs = {t.nodes.back().out};
+  t.tolerance = Tolerance{1e-2, 1e-2};
+  return t;
+}
+
+FilterOptions cpu_options() {
+  FilterOptions o;
+  o.window = {0.0001, 1000.0};
+  return o;
+}
+
+std::string reason_of(const TaskSpec& t, const FilterOptions& o = cpu_options()) {
+  const FilterVerdict v = run_filters(t, o);
+  return v.passed ? "passed" : v.reason + " (" + v.detail + ")";
+}
+
+#define EXPECT_REASON(task, reason) \
+  EXPECT_EQ(reason_of(task).substr(0, std::string(reason).size()), reason) << reason_of(task)
+
+TEST(FiltersTest, AGoodTaskPassesAndIsTimed) {
+  TaskSpec t = task_of({tensor("x", {64, 128})},
+                       {{"gelu", {"x"}, "t0", json::object()}, {"mul", {"t0"}, "y", {{"other", 2.0}}}});
+  t.shape_variants = {{{"x", {32, 128}}}, {{"x", {47, 128}}}};
+  const FilterVerdict v = run_filters(t, cpu_options());
+  EXPECT_TRUE(v.passed) << v.reason << ": " << v.detail;
+  EXPECT_GT(v.eager_ms, 0.0);
+}
+
+TEST(FiltersTest, FailsToRun) {
+  // 2^38 floats: the allocation itself fails.
+  EXPECT_REASON(task_of({tensor("x", {1 << 19, 1 << 19})}, {{"relu", {"x"}, "y", json::object()}}), "fails_to_run");
+}
+
+TEST(FiltersTest, NanOrInf) {
+  EXPECT_REASON(task_of({tensor("x", {64, 64})}, {{"log", {"x"}, "y", json::object()}}), "nan_inf");
+}
+
+TEST(FiltersTest, NearConstant) {
+  // softmax over a dim of one element is 1 everywhere.
+  EXPECT_REASON(task_of({tensor("x", {64, 1})}, {{"softmax", {"x"}, "y", {{"dim", 1}}}}), "near_constant");
+}
+
+TEST(FiltersTest, SeedInsensitive) {
+  // arange inputs are the same for every seed: the output varies, but not with the seed.
+  EXPECT_REASON(task_of({tensor("x", {64, 64}, "arange")}, {{"sin", {"x"}, "y", json::object()}}), "seed_insensitive");
+}
+
+TEST(FiltersTest, ReferencePrecision) {
+  // (x + 1e6) - 1e6 in float32 loses x's low bits: float64 disagrees beyond half the tolerance.
+  EXPECT_REASON(task_of({tensor("x", {64, 64})},
+                        {{"add", {"x"}, "t0", {{"other", 1e6}}}, {"sub", {"t0"}, "y", {{"other", 1e6}}}}),
+                "reference_precision");
+}
+
+TEST(FiltersTest, OpThatIsANoOpThere) {
+  EXPECT_REASON(
+      task_of({tensor("x", {64, 64})}, {{"relu", {"x"}, "t0", json::object()}, {"relu", {"t0"}, "y", json::object()}}),
+      "op_is_noop");
+  // clamp to [-100, 100] of a standard normal changes nothing.
+  EXPECT_REASON(task_of({tensor("x", {64, 64})}, {{"exp", {"x"}, "t0", json::object()},
+                                                  {"clamp", {"t0"}, "y", {{"min", -100.0}, {"max", 100.0}}}}),
+                "op_is_noop");
+}
+
+TEST(FiltersTest, Nondeterministic) {
+  // No op of the vocabulary is nondeterministic on the CPU: the verdict that
+  // run_filters applies to its two runs gets two outputs that differ, as
+  // atomics-ordered GPU reductions would, by 0.3 and by 0.05 of the tolerance.
+  const Tolerance tol{1e-2, 1e-2};
+  const at::Tensor first = at::randn({64, 64}, at::TensorOptions().dtype(at::kFloat));
+  const at::Tensor bound = first.abs() * tol.rtol + tol.atol;
+  const FilterOptions o = cpu_options();
+  const std::optional<std::string> far = nondeterminism({first}, {first + bound * 0.3}, tol, o);
+  ASSERT_TRUE(far.has_value());
+  EXPECT_NE(far->find("differ by 0.3 of the tolerance"), std::string::npos) << *far;
+  EXPECT_FALSE(nondeterminism({first}, {first + bound * 0.05}, tol, o).has_value());
+  EXPECT_FALSE(nondeterminism({first}, {first.clone()}, tol, o).has_value());
+}
+
+TEST(FiltersTest, OutsideTheRuntimeWindow) {
+  FilterOptions o = cpu_options();
+  o.window = {500.0, 1000.0};
+  const FilterVerdict v = run_filters(task_of({tensor("x", {8, 8})}, {{"tanh", {"x"}, "y", json::object()}}), o);
+  EXPECT_EQ(v.reason, "runtime_window") << v.detail;
+  EXPECT_GT(v.eager_ms, 0.0);
+}
+
+TEST(FiltersTest, AVariantThatMisbehavesIsCaught) {
+  // Fine at [64, 2]; a variant with one column makes softmax constant.
+  TaskSpec t = task_of({tensor("x", {64, 2})}, {{"softmax", {"x"}, "y", {{"dim", 1}}}});
+  t.shape_variants = {{{"x", {64, 1}}}};
+  const FilterVerdict v = run_filters(t, cpu_options());
+  EXPECT_EQ(v.reason, "near_constant") << v.detail;
+  EXPECT_NE(v.detail.find("shape variant 1"), std::string::npos) << v.detail;
+}
+
+TEST(FiltersTest, WithoutNodeKeepsTheGraphValid) {
+  TaskSpec t =
+      task_of({tensor("x", {4, 4})}, {{"relu", {"x"}, "t0", json::object()}, {"sum", {"t0"}, "y", {{"dim", 1}}}});
+  auto a = without_node(t, 0, 0);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->nodes.size(), 1u);
+  EXPECT_EQ(a->nodes[0].in[0], "x");
+  EXPECT_FALSE(without_node(t, 1, 0).has_value()) << "sum changes the shape: removing it is not a no-op test";
+}
+
+}  // namespace
+}  // namespace kforge::synth
