@@ -325,8 +325,12 @@ TEST(CliTest, EvalBatchReadsListAndJsonlPairsAndReportsBadInput) {
   rows = results_by_key(dir / "jsonl.jsonl");
   ASSERT_EQ(rows.size(), 3u) << r.output;
   for (const auto& [key, row] : rows) {
-    if (row["label"] == "by-path") EXPECT_EQ(row["verdict"], "correct") << row.dump();
-    if (row["label"] == "inline") EXPECT_EQ(row["verdict"], "rejected") << row.dump();  // no kf_forward
+    if (row["label"] == "by-path") {
+      EXPECT_EQ(row["verdict"], "correct") << row.dump();
+    }
+    if (row["label"] == "inline") {
+      EXPECT_EQ(row["verdict"], "rejected") << row.dump();  // no kf_forward
+    }
     if (row["label"] == "typo") {
       EXPECT_EQ(row["verdict"], "bad input");
       EXPECT_TRUE(has(row["error"].get<std::string>(), "solution")) << row.dump();
