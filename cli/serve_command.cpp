@@ -24,7 +24,7 @@ namespace {
 struct ServeArgs {
   EnvOptions env;
   std::string bind = "tcp://127.0.0.1:5555";
-  int envs = 8;
+  int envs = 0;  // 0: placement.episodes_per_device x devices
   std::string tasks;
   bool skip_reference_check = false;
   double idle_timeout_s = 900.0;
@@ -36,7 +36,9 @@ struct ServeArgs {
 int run_serve(const ServeArgs& a) {
   env::ServerConfig config;
   config.env = a.env.load();
-  config.num_envs = a.envs;
+  const int envs =
+      a.envs > 0 ? a.envs : config.env.placement.episodes_per_device * env::placed_device_count(config.env);
+  config.num_envs = envs;
   config.bind = a.bind;
   config.idle_timeout_s = a.idle_timeout_s;
   config.max_message_bytes = static_cast<size_t>(a.max_message_mb * 1024 * 1024);
@@ -79,10 +81,10 @@ int run_serve(const ServeArgs& a) {
                                         {"pid", static_cast<int>(::getpid())},
                                         {"protocol_version", server.info()["protocol_version"]},
                                         {"backend", server.info()["backend"]},
-                                        {"envs", a.envs}};
+                                        {"envs", envs}};
   std::cout << ready.dump() << std::endl;
   std::string summary = "ready on " + server.endpoint() + " (" + server.info()["backend"].get<std::string>() +
-                        " backend, " + std::to_string(a.envs) + " envs";
+                        " backend, " + std::to_string(envs) + " envs";
   if (!a.tasks.empty()) summary += ", tasks from " + a.tasks;
   std::cerr << "kforge serve: " << summary << ")" << std::endl;
 
@@ -116,9 +118,10 @@ void add_serve_command(CLI::App& app, CommandFn* selected) {
                   "ZeroMQ endpoint to bind; port 0 or * picks a free port. Non-loopback addresses are reachable from "
                   "other hosts without authentication (a warning is printed)")
       ->capture_default_str();
-  cmd->add_option("--envs", args->envs, "Env slots (episodes served at once)")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
+  cmd->add_option("--envs", args->envs,
+                  "Env slots (episodes served at once); default: the config's placement.episodes_per_device times "
+                  "its devices (8 on the cpu default)")
+      ->check(CLI::Range(1, 100000));
   cmd->add_option("--tasks", args->tasks,
                   "Task set for reset by task_id: a .jsonl file (one task per line), a task file, or a directory of "
                   "task files or of folders holding a task.json. Every task's reference is checked on the judge "

@@ -31,12 +31,7 @@ int run_render(const TaskArgs& a) {
 // Runs the task's reference on a judge of the configured backend.
 env::ReferenceReport probe(const TaskArgs& a, const TaskSpec& task, bool check, bool time) {
   const env::EnvConfig config = a.env.load();
-  env::ExecutorConfig ec;
-  ec.backend = config.backend;
-  ec.device = config.device;
-  ec.tools_dir = config.tools_dir;
-  ec.scratch_dir = config.scratch_dir;
-  std::unique_ptr<env::Executor> executor = env::make_executor(ec);
+  std::unique_ptr<env::Executor> executor = env::make_executor(env::executor_config(config));
   env::ReferenceRequest request;
   request.task = task;
   request.check = check;

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -191,6 +193,158 @@ TEST(CliTest, TaskBaselineTimesTheReferenceAlone) {
   r = run_kforge("task baseline '" + (kData / "nan_reference.json").string() + "' " + config_arg());
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_TRUE(has(r.output, "node 1 (log -> t1)")) << r.output;
+}
+
+// A results file with its lines parsed, by key (the last line of a key wins).
+std::map<std::string, json> results_by_key(const fs::path& path, size_t* lines = nullptr) {
+  std::map<std::string, json> rows;
+  std::ifstream in(path);
+  std::string line;
+  size_t n = 0;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    ++n;
+    const json row = json::parse(line);
+    rows[row["key"].get<std::string>()] = row;
+  }
+  if (lines) *lines = n;
+  return rows;
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::path(KFORGE_BINARY_DIR) / "tests" / "cli" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST(CliTest, EvalBatchOverAFolderWritesResultsAndResumes) {
+  const fs::path dir = fresh_dir("batch-folder");
+  fs::create_directories(dir / "solutions");
+  for (const char* name : {"correct.cpp", "wrong.cpp", "compile_error.cpp", "crash.cpp"}) {
+    fs::copy_file(kData / name, dir / "solutions" / name, fs::copy_options::overwrite_existing);
+  }
+  const fs::path results = dir / "results.jsonl";
+  const std::string common =
+      " --solutions '" + (dir / "solutions").string() + "' --results '" + results.string() + "' " + config_arg();
+  CmdResult r = run_kforge("eval " + task_arg() + common);
+  // Every pair was evaluated (a crash and a compile error are verdicts).
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(has(r.output, "[1/4]")) << "plain progress lines when stderr is not a terminal:\n" << r.output;
+  EXPECT_TRUE(has(r.output, "[4/4]")) << r.output;
+  EXPECT_TRUE(has(r.output, "verdict")) << r.output;
+  EXPECT_TRUE(has(r.output, "4 evaluated now, 0 from earlier results")) << r.output;
+  size_t lines = 0;
+  std::map<std::string, json> rows = results_by_key(results, &lines);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(lines, 4u);
+  std::map<std::string, std::string> verdicts;
+  for (const auto& [key, row] : rows) {
+    verdicts[fs::path(row["solution"].get<std::string>()).filename().string()] = row["verdict"].get<std::string>();
+    EXPECT_TRUE(row["evaluated"].get<bool>()) << row.dump();
+    EXPECT_EQ(row["task_id"], "test/scale_bias_relu");
+  }
+  EXPECT_EQ(verdicts["correct.cpp"], "correct");
+  EXPECT_EQ(verdicts["wrong.cpp"], "wrong");
+  EXPECT_EQ(verdicts["compile_error.cpp"], "compile_error");
+  EXPECT_EQ(verdicts["crash.cpp"], "crash");
+
+  // A rerun evaluates nothing again and reports the same table.
+  r = run_kforge("eval " + task_arg() + common + " --json", /*merge_stderr=*/false);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const json summary = json::parse(r.out);
+  EXPECT_EQ(summary["evaluated_now"], 0);
+  EXPECT_EQ(summary["from_earlier_results"], 4);
+  EXPECT_EQ(summary["verdicts"]["correct"], 1);
+  results_by_key(results, &lines);
+  EXPECT_EQ(lines, 4u) << "a rerun must not append anything";
+
+  // A run killed mid-line leaves a torn last line; a new solution and the
+  // torn pair are evaluated, the rest skipped.
+  {
+    std::ofstream out(results, std::ios::app);
+    out << R"({"key": "torn)";
+  }
+  fs::copy_file(kData / "correct.cpp", dir / "solutions" / "correct_again.cpp");
+  std::ofstream(dir / "solutions" / "correct_again.cpp", std::ios::app) << "\n// another solution\n";
+  r = run_kforge("eval " + task_arg() + common + " --json", /*merge_stderr=*/false);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(json::parse(r.out)["evaluated_now"], 1) << r.out;
+  EXPECT_EQ(json::parse(r.out)["pairs"], 5) << r.out;
+  // The torn line was cut off, not glued to the next row: the file reads
+  // whole, one row per pair, and a third run has nothing left to do.
+  rows = results_by_key(results, &lines);
+  EXPECT_EQ(rows.size(), 5u);
+  EXPECT_EQ(lines, 5u);
+  r = run_kforge("eval " + task_arg() + common + " --json", /*merge_stderr=*/false);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(json::parse(r.out)["evaluated_now"], 0) << r.out;
+  EXPECT_EQ(json::parse(r.out)["from_earlier_results"], 5) << r.out;
+}
+
+TEST(CliTest, EvalBatchReadsListAndJsonlPairsAndReportsBadInput) {
+  const fs::path dir = fresh_dir("batch-pairs");
+  const std::string task = (kData / "scale_bias_relu.json").string();
+  {
+    std::ofstream list(dir / "pairs.txt");
+    list << "# task solution\n\n"
+         << task << " " << (kData / "correct.cpp").string() << "\n"
+         << task << " " << (kData / "wrong.cpp").string() << "\n"
+         << task << " " << (dir / "missing.cpp").string() << "\n";
+  }
+  CmdResult r = run_kforge("eval --solutions '" + (dir / "pairs.txt").string() + "' --results '" +
+                           (dir / "list.jsonl").string() + "' " + config_arg());
+  // The missing file is bad input: the rest is evaluated, the exit says not all was.
+  EXPECT_EQ(r.code, 1) << r.output;
+  std::map<std::string, json> rows = results_by_key(dir / "list.jsonl");
+  ASSERT_EQ(rows.size(), 3u) << r.output;
+  int bad = 0, correct = 0;
+  for (const auto& [key, row] : rows) {
+    if (row["verdict"] == "bad input") {
+      ++bad;
+      EXPECT_TRUE(has(row["error"].get<std::string>(), "missing.cpp")) << row.dump();
+    }
+    correct += row["verdict"] == "correct";
+  }
+  EXPECT_EQ(bad, 1);
+  EXPECT_EQ(correct, 1);
+
+  {
+    std::ofstream jsonl(dir / "pairs.jsonl");
+    jsonl << json({{"id", "by-path"}, {"task", task}, {"solution", (kData / "correct.cpp").string()}}).dump() << "\n";
+    jsonl << json({{"id", "inline"},
+                   {"task", task},
+                   {"solution", {{"mode", "cpp"}, {"source", "#include <kforge/kernel_abi.h>\nint x;\n"}}}})
+                 .dump()
+          << "\n";
+    jsonl << json({{"id", "typo"}, {"task", task}, {"solutoin", "x.cpp"}}).dump() << "\n";
+  }
+  r = run_kforge("eval --solutions '" + (dir / "pairs.jsonl").string() + "' --results '" +
+                 (dir / "jsonl.jsonl").string() + "' " + config_arg());
+  EXPECT_EQ(r.code, 1) << r.output;
+  rows = results_by_key(dir / "jsonl.jsonl");
+  ASSERT_EQ(rows.size(), 3u) << r.output;
+  for (const auto& [key, row] : rows) {
+    if (row["label"] == "by-path") {
+      EXPECT_EQ(row["verdict"], "correct") << row.dump();
+    }
+    if (row["label"] == "inline") {
+      EXPECT_EQ(row["verdict"], "rejected") << row.dump();  // no kf_forward
+    }
+    if (row["label"] == "typo") {
+      EXPECT_EQ(row["verdict"], "bad input");
+      EXPECT_TRUE(has(row["error"].get<std::string>(), "solution")) << row.dump();
+    }
+  }
+
+  // Usage errors name what to do.
+  r = run_kforge("eval --solutions '" + dir.string() + "' --results '" + (dir / "x.jsonl").string() + "' " +
+                 config_arg());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "--task")) << r.output;
+  r = run_kforge("eval --solutions '" + (dir / "pairs.txt").string() + "' " + config_arg());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, "--results")) << r.output;
 }
 
 TEST(CliTest, ServeRefusesATaskSetWithATaskNoSolutionCanPass) {

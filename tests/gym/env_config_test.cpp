@@ -155,6 +155,70 @@ TEST(EnvConfigTest, EvalOptionsAndScheduleAreRead) {
   EXPECT_EQ(c.compile.per_mode_limit.at(SolutionMode::kCpp), 7);
 }
 
+TEST(EnvConfigTest, PlacementIsReadBoundedAndBecomesTheExecutorConfig) {
+  const EnvConfig c = parse_env_config(Document::from_yaml_text(
+      "backend: cuda\nplacement:\n  devices: [2, 0]\n  lanes_per_device: 4\n  episodes_per_device: 16\n"
+      "  max_system_errors: 5\nexecutor:\n  gate_dir: gates\n  baseline_cache: \"off\"\n",
+      "/cfg/p.yaml"));
+  EXPECT_EQ(c.placement.devices, (std::vector<int>{2, 0}));
+  EXPECT_EQ(c.device, 2) << "device follows placement.devices";
+  const ExecutorConfig ec = executor_config(c);
+  EXPECT_EQ(ec.devices, (std::vector<int>{2, 0}));
+  EXPECT_EQ(ec.lanes_per_device, 4);
+  EXPECT_EQ(ec.max_system_errors, 5);
+  EXPECT_EQ(ec.gate_dir, "/cfg/gates");
+  EXPECT_TRUE(ec.baseline_cache_dir.empty());
+  EXPECT_EQ(placed_device_count(c), 2);
+
+  // `device` alone is the one-GPU spelling; `all` is resolved at start.
+  EXPECT_EQ(parse_env_config(Document::from_yaml_text("backend: cuda\ndevice: 3\n", "c.yaml")).placement.devices,
+            (std::vector<int>{3}));
+  const EnvConfig all =
+      parse_env_config(Document::from_yaml_text("backend: cuda\nplacement: {devices: all}\n", "c.yaml"));
+  EXPECT_TRUE(all.placement.all_devices);
+  EXPECT_TRUE(executor_config(all).all_devices);
+  const EnvConfig cpu = parse_env_config(Document::from_yaml_text("placement: {cpu_slots: 3}\n", "c.yaml"));
+  EXPECT_EQ(executor_config(cpu).cpu_slots, 3);
+  EXPECT_EQ(placed_device_count(cpu), 3);
+  EXPECT_FALSE(executor_config(cpu).baseline_cache_dir.empty()) << "the baseline cache is on by default";
+
+  auto error = [](const std::string& yaml) {
+    return error_of([&] { parse_env_config(Document::from_yaml_text(yaml, "/cfg/p.yaml")); });
+  };
+  std::string msg = error("placement: {devices: [0, 1, 0]}\n");
+  EXPECT_NE(msg.find("listed twice"), std::string::npos) << msg;
+  msg = error("placement: {devices: []}\n");
+  EXPECT_NE(msg.find("at least one GPU index"), std::string::npos) << msg;
+  msg = error("placement: {devices: some}\n");
+  EXPECT_NE(msg.find("\"all\""), std::string::npos) << msg;
+  msg = error("placement: {devices: [0, 2000]}\n");
+  EXPECT_NE(msg.find("placement/devices/1"), std::string::npos) << msg;
+  msg = error("placement: {lanes_per_device: 0}\n");
+  EXPECT_NE(msg.find("lanes_per_device"), std::string::npos) << msg;
+  msg = error("placement: {cpu_slots: 100000}\n");
+  EXPECT_NE(msg.find("cpu_slots"), std::string::npos) << msg;
+  msg = error("device: 1\nplacement: {devices: [0, 2]}\n");
+  EXPECT_NE(msg.find("not among placement.devices"), std::string::npos) << msg;
+  msg = error("placement: {lanes: 2}\n");
+  EXPECT_NE(msg.find("unknown key \"lanes\"; allowed keys: cpu_slots, devices, episodes_per_device, lanes_per_device"),
+            std::string::npos)
+      << msg;
+  msg = error("placement: {lane_per_device: 2}\n");
+  EXPECT_NE(msg.find("did you mean \"lanes_per_device\""), std::string::npos) << msg;
+  std::string big = "placement: {devices: [";
+  for (int i = 0; i < 65; ++i) big += (i ? ", " : "") + std::to_string(i);
+  msg = error(big + "]}\n");
+  EXPECT_NE(msg.find("at most 64"), std::string::npos) << msg;
+}
+
+TEST(EnvConfigTest, HardwareCountersAreForProfileActionsUnlessAsked) {
+  const EnvConfig c = load_env_config("default");
+  EXPECT_TRUE(c.eval.hardware_metrics);
+  EXPECT_FALSE(c.eval.hardware_metrics_on_submit);
+  const EnvConfig on = parse_env_config(Document::from_yaml_text("eval: {hardware_metrics_on_submit: true}\n", "c"));
+  EXPECT_TRUE(on.eval.hardware_metrics_on_submit);
+}
+
 TEST(EnvConfigTest, UnknownPresetListsThePresets) {
   const std::string msg = error_of([] { load_env_config("cpuu"); });
   EXPECT_NE(msg.find("did you mean \"cpu\""), std::string::npos) << msg;

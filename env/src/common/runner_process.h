@@ -126,6 +126,9 @@ class RunnerProcess {
   // yet. A runner that does not start by the deadline is killed (kTimedOut).
   RunnerReply await_started(Deadline deadline);
   bool started() const { return started_; }
+  // The control socket, for poll(2) while waiting for `started` among other
+  // things (RunnerPool::collect_started); never read or written through it.
+  int control_fd() const { return control_.get(); }
 
   // Kills (SIGKILL), reaps and removes the scratch dir, keeping the output
   // tail. Idempotent.

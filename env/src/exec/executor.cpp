@@ -1,7 +1,7 @@
 #include "kforge/env/executor.h"
 
-#include "exec/process_executor.h"
 #include "kforge/core/error.h"
+#include "kforge/env/device_pool.h"
 
 namespace kforge::env {
 
@@ -16,8 +16,6 @@ BackendKind parse_backend(const std::string& name) {
   throw InputError("unknown backend '" + name + "' (expected cpu or cuda)");
 }
 
-std::unique_ptr<Executor> make_executor(const ExecutorConfig& config) {
-  return std::make_unique<exec::ProcessExecutor>(config);
-}
+std::unique_ptr<Executor> make_executor(const ExecutorConfig& config) { return make_device_pool(config); }
 
 }  // namespace kforge::env

@@ -38,6 +38,8 @@ void JudgeConnection::start(const JudgeLaunch& launch) {
                std::to_string(launch.retire_above_bytes >> 20),
                "--device-trim-above-mib",
                std::to_string(launch.device_trim_above_bytes >> 20)};
+  if (!launch.gate_dir.empty()) spec.args.insert(spec.args.end(), {"--gate-dir", launch.gate_dir.string()});
+  if (launch.cpu >= 0) spec.args.insert(spec.args.end(), {"--cpu", std::to_string(launch.cpu)});
   // The judge's stdout and stderr (libtorch warnings, crash messages) go to our stderr.
   spec.fds = {{0, devnull.get()}, {1, STDERR_FILENO}, {2, STDERR_FILENO}, {3, theirs.get()}};
   try {
@@ -45,6 +47,9 @@ void JudgeConnection::start(const JudgeLaunch& launch) {
   } catch (const SystemError& e) {
     throw JudgeFailure(e.what());
   }
+  // Only the judge may hold its end: a judge that dies before its hello must
+  // read as a closed channel now, not as silence until the start-up timeout.
+  theirs.reset();
   {
     std::lock_guard<std::mutex> lock(control_mutex_);
     control_ = std::move(ours);
@@ -67,6 +72,7 @@ void JudgeConnection::start(const JudgeLaunch& launch) {
     throw JudgeFailure("judge cannot use its device: " + error);
   }
   device_name_ = hello.body.value("device", "");
+  versions_ = hello.body.value("versions", nlohmann::json::object());
 }
 
 nlohmann::json JudgeConnection::exchange(const nlohmann::json& message, Deadline deadline) {

@@ -31,6 +31,8 @@ struct JudgeLaunch {
   uint64_t trim_above_bytes = uint64_t{1} << 30;
   uint64_t retire_above_bytes = uint64_t{4} << 30;
   uint64_t device_trim_above_bytes = uint64_t{8} << 30;
+  std::filesystem::path gate_dir;  // the GPU gate's lock files; empty: none
+  int cpu = -1;                    // the core to pin the judge (and its runners) to; -1: none
 };
 
 class JudgeConnection {
@@ -52,6 +54,8 @@ class JudgeConnection {
   bool running() const { return child_.running(); }
   pid_t pid() const { return child_.pid(); }
   const std::string& device_name() const { return device_name_; }
+  // What the judge's measurements depend on (JudgeDevice::versions()).
+  const nlohmann::json& versions() const { return versions_; }
   // Devices of the backend the judge reported in its last hello, also when it
   // could not use the one asked for; -1 before any hello.
   int device_count() const { return device_count_; }
@@ -65,6 +69,7 @@ class JudgeConnection {
   UniqueFd control_;
   std::mutex control_mutex_;  // guards interrupt() against reset of control_
   std::string device_name_;
+  nlohmann::json versions_ = nlohmann::json::object();
   int device_count_ = -1;
   bool fatal_ = false;
 };

@@ -1,8 +1,10 @@
 #include "kforge/env/env_config.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "kforge/core/input_limits.h"
+#include "kforge/env/device_pool.h"
 #include "kforge/reward/reward.h"
 
 namespace kforge::env {
@@ -112,6 +114,50 @@ void read_compile(const Document& doc, ObjectReader r, EnvConfig& c) {
 void read_executor(const Document& doc, ObjectReader r, EnvConfig& c) {
   if (auto f = r.optional("tools_dir")) c.tools_dir = resolve_path(doc, f->as_string());
   if (auto f = r.optional("scratch_dir")) c.scratch_dir = resolve_path(doc, f->as_string());
+  if (auto f = r.optional("gate_dir")) c.gate_dir = resolve_path(doc, f->as_string());
+  if (auto f = r.optional("gpu_gate")) c.gpu_gate = f->as_bool();
+  if (auto f = r.optional("baseline_cache")) {
+    const std::string v = f->as_string();
+    c.baseline_cache = v == "off" || v.empty() ? v : resolve_path(doc, v).string();
+  }
+  r.finish();
+}
+
+// Bounds: more than this many GPUs, lanes or slots is a typo, not a machine.
+constexpr int64_t kMaxDevices = 64;
+constexpr int64_t kMaxLanesPerDevice = 16;
+constexpr int64_t kMaxCpuSlots = 256;
+
+void read_placement(const Field& field, EnvConfig& c) {
+  ObjectReader r = field.as_object();
+  Placement& p = c.placement;
+  if (auto f = r.optional("devices")) {
+    if (f->value().is_string()) {
+      if (f->as_string() != "all") f->fail("a list of GPU indices such as [0, 1], or \"all\"");
+      p.all_devices = true;
+      p.devices.clear();
+    } else {
+      if (f->value().is_array() && static_cast<int64_t>(f->value().size()) > kMaxDevices) {
+        f->fail("at most " + std::to_string(kMaxDevices) + " GPU indices");
+      }
+      const std::vector<Field> list = f->as_array();
+      if (list.empty()) f->fail("at least one GPU index (or \"all\")");
+      p.all_devices = false;
+      p.devices.clear();
+      for (const Field& item : list) {
+        const int index = static_cast<int>(item.as_int_in(0, 1023));
+        if (std::find(p.devices.begin(), p.devices.end(), index) != p.devices.end()) {
+          item.fail("a GPU index not listed before (" + std::to_string(index) + " is listed twice)");
+        }
+        p.devices.push_back(index);
+      }
+    }
+  }
+  if (auto f = r.optional("lanes_per_device"))
+    p.lanes_per_device = static_cast<int>(f->as_int_in(1, kMaxLanesPerDevice));
+  if (auto f = r.optional("cpu_slots")) p.cpu_slots = static_cast<int>(f->as_int_in(1, kMaxCpuSlots));
+  if (auto f = r.optional("episodes_per_device")) p.episodes_per_device = static_cast<int>(f->as_int_in(1, 4096));
+  if (auto f = r.optional("max_system_errors")) p.max_system_errors = static_cast<int>(f->as_int_in(1, 1000));
   r.finish();
 }
 
@@ -144,6 +190,19 @@ EnvConfig parse_env_config(const Document& doc) {
   if (auto f = r.optional("prompt")) read_prompt(doc, f->as_object(), c.prompt);
   if (auto f = r.optional("compile")) read_compile(doc, f->as_object(), c);
   if (auto f = r.optional("executor")) read_executor(doc, f->as_object(), c);
+  if (auto f = r.optional("placement")) {
+    read_placement(*f, c);
+    // `device` is the one-GPU spelling of placement.devices; both may be
+    // given (default.yaml lists every key) as long as they agree.
+    if (auto d = r.optional("device");
+        d && !c.placement.all_devices &&
+        std::find(c.placement.devices.begin(), c.placement.devices.end(), c.device) == c.placement.devices.end()) {
+      d->fail_message("device " + std::to_string(c.device) + " is not among placement.devices; give one of the two");
+    }
+    if (!c.placement.all_devices) c.device = c.placement.devices.front();
+  } else {
+    c.placement.devices = {c.device};
+  }
   if (auto f = r.optional("step_threads")) c.step_threads = static_cast<int>(f->as_int_in(1, 1024));
   r.finish();
   return c;
@@ -195,8 +254,54 @@ json to_json(const EnvConfig& c) {
             {"memory_limit_mib", c.compile_memory_limit_bytes >> 20},
             {"max_source_bytes", c.max_source_bytes},
             {"per_mode_limit", limits}}},
-          {"executor", {{"tools_dir", c.tools_dir.string()}, {"scratch_dir", c.scratch_dir.string()}}},
+          {"executor",
+           {{"tools_dir", c.tools_dir.string()},
+            {"scratch_dir", c.scratch_dir.string()},
+            {"gate_dir", c.gate_dir.string()},
+            {"gpu_gate", c.gpu_gate},
+            {"baseline_cache", c.baseline_cache}}},
+          {"placement",
+           {{"devices", c.placement.all_devices ? json("all") : json(c.placement.devices)},
+            {"lanes_per_device", c.placement.lanes_per_device},
+            {"cpu_slots", c.placement.cpu_slots},
+            {"episodes_per_device", c.placement.episodes_per_device},
+            {"max_system_errors", c.placement.max_system_errors}}},
           {"step_threads", c.step_threads}};
+}
+
+std::filesystem::path default_baseline_cache_dir() {
+  if (const char* dir = std::getenv("KFORGE_BASELINE_CACHE_DIR"); dir != nullptr && *dir != '\0') return dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return std::filesystem::path(xdg) / "kforge" / "baselines";
+  }
+  const char* home = std::getenv("HOME");
+  return std::filesystem::path(home != nullptr && *home != '\0' ? home : "/tmp") / ".cache" / "kforge" / "baselines";
+}
+
+int placed_device_count(const EnvConfig& c) {
+  if (c.backend == BackendKind::kCpu) return c.placement.cpu_slots;
+  if (c.placement.all_devices) return std::max<int>(1, static_cast<int>(visible_gpu_indices().size()));
+  return std::max<int>(1, static_cast<int>(c.placement.devices.size()));
+}
+
+ExecutorConfig executor_config(const EnvConfig& c) {
+  ExecutorConfig ec;
+  ec.backend = c.backend;
+  ec.device = c.device;
+  ec.devices = c.placement.devices;
+  ec.all_devices = c.placement.all_devices;
+  ec.lanes_per_device = c.placement.lanes_per_device;
+  ec.cpu_slots = c.placement.cpu_slots;
+  ec.max_system_errors = c.placement.max_system_errors;
+  ec.tools_dir = c.tools_dir;
+  ec.scratch_dir = c.scratch_dir;
+  ec.gate_dir = c.gate_dir;
+  ec.gpu_gate = c.gpu_gate;
+  if (c.baseline_cache != "off") {
+    ec.baseline_cache_dir =
+        c.baseline_cache.empty() ? default_baseline_cache_dir() : std::filesystem::path(c.baseline_cache);
+  }
+  return ec;
 }
 
 std::string load_skills(const EnvConfig& config) {

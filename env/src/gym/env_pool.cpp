@@ -135,26 +135,32 @@ EnvPool::Impl::Impl(EnvConfig c, int num_envs, EnvServices s) : config(std::move
   toolset = std::make_unique<Toolset>(modes, config.default_mode, std::move(analysis));
 
   if (!services.executor) {
-    ExecutorConfig ec;
-    ec.backend = config.backend;
-    ec.device = config.device;
-    ec.tools_dir = config.tools_dir;
-    ec.scratch_dir = config.scratch_dir;
-    services.executor = make_executor(ec);
+    services.executor = make_executor(executor_config(config));
   }
   if (services.executor->backend() != config.backend) {
     throw InputError(config.source + ": the config's backend is " + backend_name(config.backend) +
                      " but the executor given runs " + backend_name(services.executor->backend()));
   }
   // A CUDA device index is checked against the devices the judge sees (its
-  // hello), so that a wrong one fails here rather than in every step.
+  // hello), so that a wrong one fails here rather than in every step: the
+  // config's `device` and every one of placement.devices (`all` is what the
+  // process sees, so always right).
   if (config.backend == BackendKind::kCuda) {
     const Executor::StartReport started = services.executor->start_report();
-    if (started.device_count >= 0 && config.device >= started.device_count) {
-      throw InputError(config.source + ": field /device: CUDA device " + std::to_string(config.device) +
-                       " does not exist; the judge sees " + std::to_string(started.device_count) + " device(s)" +
-                       (started.device_count > 0 ? " (0.." + std::to_string(started.device_count - 1) + ")" : "") +
-                       "; set device in the config");
+    const int seen = started.device_count;
+    auto refuse = [&](const std::string& field, int index) {
+      throw InputError(config.source + ": field " + field + ": CUDA device " + std::to_string(index) +
+                       " does not exist; the judge sees " + std::to_string(seen) + " device(s)" +
+                       (seen > 0 ? " (0.." + std::to_string(seen - 1) + ")" : "") + "; set " +
+                       (field == "/device" ? "device" : "placement.devices") + " in the config");
+    };
+    if (seen >= 0 && config.device >= seen) refuse("/device", config.device);
+    if (seen >= 0 && !config.placement.all_devices) {
+      for (size_t i = 0; i < config.placement.devices.size(); ++i) {
+        if (config.placement.devices[i] >= seen) {
+          refuse("/placement/devices/" + std::to_string(i), config.placement.devices[i]);
+        }
+      }
     }
   }
 
@@ -169,7 +175,9 @@ EnvPool::Impl::Impl(EnvConfig c, int num_envs, EnvServices s) : config(std::move
       std::make_unique<internal::StepEngine>(config, *services.compiler, *services.executor, *reward, registry, ctx);
 
   slots = std::vector<Slot>(static_cast<size_t>(num_envs));
-  const int threads = std::min(config.step_threads, num_envs);
+  // Every lane of every device must be able to have a step waiting on it.
+  const int threads = std::min(
+      std::max(config.step_threads, config.placement.episodes_per_device * placed_device_count(config)), num_envs);
   for (int i = 0; i < threads; ++i) workers.emplace_back([this] { worker(); });
 }
 

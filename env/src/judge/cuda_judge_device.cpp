@@ -198,6 +198,15 @@ class CudaJudgeDevice final : public JudgeDevice {
     return 2.0 * mhz * 1e6 * bus_width_bits_ / 8.0;
   }
 
+  json versions() const override {
+    json v = JudgeDevice::versions();
+    int runtime = 0, driver = 0;
+    if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) v["cuda_runtime"] = runtime;
+    if (cudaDriverGetVersion(&driver) == cudaSuccess) v["cuda_driver"] = driver;
+    v["compute_capability"] = cc_;
+    return v;
+  }
+
   json health() override {
     size_t free_bytes = 0, total_bytes = 0;
     json j = {{"arenas_live", live_arenas_}};
@@ -265,5 +274,12 @@ int cuda_device_count() {
 }
 
 std::unique_ptr<JudgeDevice> make_cuda_judge_device(int index) { return std::make_unique<CudaJudgeDevice>(index); }
+
+std::string cuda_gate_key(int index) {
+  char bus_id[32] = {};
+  if (cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), index) == cudaSuccess) return std::string("gpu-") + bus_id;
+  cudaGetLastError();
+  return "cuda-" + std::to_string(index);
+}
 
 }  // namespace kforge::judge

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "judge/judge_device.h"
 
@@ -19,6 +20,9 @@ namespace kforge::judge {
 // Throws std::runtime_error when the device cannot be used (no GPU, a
 // libtorch without CUDA, a driver error), with the reason.
 std::unique_ptr<JudgeDevice> make_cuda_judge_device(int index);
+// "gpu-<PCI bus id>" of device `index` (no context is created), or
+// "cuda-<index>" when the runtime cannot say.
+std::string cuda_gate_key(int index);
 
 // CUDA devices this process can see; 0 when none (or no driver).
 int cuda_device_count();

@@ -51,9 +51,11 @@ std::string timing_summary(const TimingSummary& t) {
 }  // namespace
 
 env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, RunnerPool* pool,
-                         EvaluationCounters* counters, RunnerPool* profilers) {
+                         EvaluationCounters* counters, RunnerPool* profilers, exec::GpuGate* gate) {
   const env::EvalOptions& options = request.options;
   auto start = Clock::now();
+  exec::GpuGate no_gate;
+  if (gate == nullptr) gate = &no_gate;
   exec::Deadline deadline = exec::Deadline::after_ms(options.eval_timeout_ms);
   env::EvalReport report;
   report.device = device->name();
@@ -112,7 +114,16 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
     return finish(report);
   }
 
-  // 2. Shapes, arena and a runner with the candidate loaded.
+  // 2. Shapes, arena and a runner with the candidate loaded. From here the
+  // request works on the device: as a reader of the gate until it times.
+  // Time spent waiting for other candidates' exclusive parts is not this
+  // candidate's: the request's deadline moves by it, so that queueing behind
+  // other lanes never turns into this candidate's timeout.
+  auto add_gate_wait = [&](double ms) {
+    report.phase_ms["gate_wait"] = report.phase_ms.value("gate_wait", 0.0) + ms;
+    if (ms > 0) deadline = exec::Deadline::after_ms(deadline.remaining_ms() + ms);
+  };
+  add_gate_wait(gate->shared());
   CasePlan plan = plan_cases(request.task, device->page_size(), device->arena_alignment());
   auto t = Clock::now();
   CandidateSession session(device, pool->take(), &plan);
@@ -160,11 +171,14 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
 
   // 4. Timing, with no runner starting meanwhile (runner_pool.h): the spares
   // started after the previous candidate's timing must be done starting.
+  // Then the GPU is ours alone: every other judge on it has left its shared
+  // part or waits (gpu_gate.h).
   auto settle_runners = [&] {
     const auto s = Clock::now();
     pool->settle(deadline);
     if (profilers != nullptr) profilers->settle(deadline);
     report.phase_ms["settle"] = report.phase_ms.value("settle", 0.0) + ms_since(s);
+    add_gate_wait(gate->exclusive());
   };
   if (!verdict.failed() && request.time) {
     settle_runners();
@@ -189,8 +203,10 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
   // the policy needs to hear. Its violations are added to the roofline's.
   const bool explain_roofline = verdict.outcome == Outcome::kViolation && has_check(verdict, "below_roofline");
   if ((!verdict.failed() || explain_roofline) && request.profile && device->backend() == "cuda") {
-    // The energy counter is the whole device's, like the timer's GPU.
+    // The energy counter is the whole device's, like the timer's GPU; the
+    // counters and the traced call must see this candidate alone too.
     if (options.energy_window_ms > 0) settle_runners();
+    add_gate_wait(gate->exclusive());
     t = Clock::now();
     ProfileResult profile = profile_candidate(request, plan, &session, device, profilers, limits, deadline,
                                               report.timing ? &*report.timing : nullptr);

@@ -3,6 +3,7 @@
 // violations, per-case statistics, timings, candidate output, phase times).
 #pragma once
 
+#include "common/gpu_gate.h"
 #include "judge/judge_device.h"
 #include "judge/runner_pool.h"
 #include "kforge/env/eval.h"
@@ -19,8 +20,12 @@ struct EvaluationCounters {
 // Never throws for anything the candidate does; SystemError/InputError only
 // for problems of the system or the task, which the caller reports.
 // `profilers` starts the CUDA profiler runners for `profile` requests (null
-// on backends without one).
+// on backends without one). `gate` is the GPU gate (gpu_gate.h; null or
+// disabled: none): a share from the candidate's set-up through verification,
+// exclusive for timing and profiling. It is left held on return (the caller
+// starts the next spares under it, then lets it go); phase_ms.gate_wait says
+// how long the request waited for it.
 env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, RunnerPool* pool,
-                         EvaluationCounters* counters, RunnerPool* profilers = nullptr);
+                         EvaluationCounters* counters, RunnerPool* profilers = nullptr, exec::GpuGate* gate = nullptr);
 
 }  // namespace kforge::judge

@@ -2,6 +2,10 @@
 
 #include <stdexcept>
 
+#if __has_include(<torch/version.h>)
+#include <torch/version.h>
+#endif
+
 #include "judge/cpu_judge_device.h"
 #include "judge/cuda_judge_device.h"
 
@@ -15,6 +19,23 @@ void JudgeDevice::poison(at::Tensor& arena_view) {
   } else {
     arena_view.reshape({-1}).view(at::kByte).fill_(0xA5);
   }
+}
+
+json JudgeDevice::versions() const {
+#ifdef TORCH_VERSION
+  return {{"torch", TORCH_VERSION}};
+#else
+  return {{"torch", "unknown"}};
+#endif
+}
+
+std::string gpu_gate_key(const std::string& backend, int index) {
+  if (backend != "cuda") return "";
+#if KFORGE_HAVE_CUDA
+  return cuda_gate_key(index);
+#else
+  return "cuda-" + std::to_string(index);
+#endif
 }
 
 int judge_device_count(const std::string& backend) {

@@ -84,6 +84,10 @@ class JudgeDevice {
   virtual uint64_t arena_alignment() const { return 64; }
   // Device facts for Executor::health() (free device memory, live arenas).
   virtual json health() { return json::object(); }
+  // The software a measurement on this device depends on ({"torch", and on
+  // GPUs "cuda_runtime", "cuda_driver", "compute_capability"}): with name(),
+  // the key of cached baselines (docs/execution.md, "Baseline cache").
+  virtual json versions() const;
   // Memory in use on a device that is not the host (CUDA: total - free, all
   // processes), for the judge's memory bound (memory_bound.h); 0 on the CPU,
   // whose memory the resident set already counts.
@@ -107,6 +111,11 @@ class JudgeDevice {
 // built ("CUDA backend not built into kforge-judge").
 std::unique_ptr<JudgeDevice> make_judge_device(const std::string& backend, int index);
 
+// The name of the GPU gate (common/gpu_gate.h) of device `index`: one per
+// physical GPU, whatever CUDA_VISIBLE_DEVICES makes its index ("gpu-" and the
+// PCI bus id; found without creating a context, so that it can be taken before
+// the judge's own context is created). "" for backends without a gate.
+std::string gpu_gate_key(const std::string& backend, int index);
 // Devices of `backend` this judge could use (the CPU backend has one), sent
 // in the hello so that the environment can refuse a device index that does
 // not exist with a clear message at start. -1 for an unknown backend.

@@ -1,11 +1,13 @@
 #include "judge/judge_server.h"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 
+#include "common/gpu_gate.h"
 #include "common/json_fields.h"
 #include "common/wire.h"
 #include "judge/evaluation.h"
@@ -58,6 +60,30 @@ json health(const JudgeServerConfig& config, const RunnerPool& pool, const Evalu
   return reply;
 }
 
+// Between requests: returns once the executor has sent something (or closed
+// the channel). While spares are still starting, the judge holds a share of
+// the GPU gate on their behalf, so no judge on this GPU times anything beside
+// their start-up, and reads their `started` as it arrives; once none is
+// starting it holds nothing.
+void wait_between_requests(int control_fd, exec::GpuGate* gate, RunnerPool* pool, RunnerPool* profilers) {
+  constexpr int kPollMs = 1000;  // also how often a spare that never starts is checked
+  while (true) {
+    std::vector<int> fds = pool->collect_started();
+    if (profilers != nullptr) {
+      std::vector<int> more = profilers->collect_started();
+      fds.insert(fds.end(), more.begin(), more.end());
+    }
+    if (fds.empty()) {
+      gate->release();
+      return;
+    }
+    gate->shared();
+    std::vector<pollfd> p = {{control_fd, POLLIN, 0}};
+    for (int fd : fds) p.push_back({fd, POLLIN, 0});
+    if (::poll(p.data(), p.size(), kPollMs) > 0 && p[0].revents != 0) return;
+  }
+}
+
 env::EvalReport system_failure(const std::string& message) {
   env::EvalReport r;
   r.outcome = Outcome::kNotRun;
@@ -70,7 +96,13 @@ env::EvalReport system_failure(const std::string& message) {
 int serve_executor(const JudgeServerConfig& config, int control_fd) {
   std::unique_ptr<JudgeDevice> device;
   std::string device_error;
+  exec::GpuGate gate;
+  std::string gate_key;
   try {
+    if (!config.gate_dir.empty()) gate_key = gpu_gate_key(config.backend, config.device);
+    if (!gate_key.empty()) gate = exec::GpuGate(config.gate_dir, gate_key);
+    // Creating our context is GPU work like a runner's start-up.
+    gate.shared();
     device = make_judge_device(config.backend, config.device);
   } catch (const std::exception& e) {
     device_error = e.what();
@@ -82,6 +114,9 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
                 {"device_count", judge_device_count(config.backend)}};
   if (device) {
     hello["device"] = device->name();
+    hello["versions"] = device->versions();
+    // Which lock files: judges that print the same name share the GPU.
+    hello["gate"] = gate.enabled() ? (config.gate_dir / exec::GpuGate::file_key(gate_key)).string() : "";
   } else {
     hello["error"] = device_error;
   }
@@ -99,17 +134,25 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
   RunnerPool pool({config.runner, config.scratch, config.backend, config.device, false, reply_spin_us},
                   config.backend == "cuda" ? 2 : 1);
   pool.refill();
-  // CUDA profile requests run CUPTI in runners of their own (profile.h),
-  // started on demand.
+  // CUDA profile requests run CUPTI in runners of their own (profile.h). One
+  // is started now, so that the first profile does not wait for a CUPTI
+  // start-up, and replaced during each profile.
   std::unique_ptr<RunnerPool> profilers;
   if (config.backend == "cuda") {
     profilers = std::make_unique<RunnerPool>(
         exec::RunnerProcess::Config{config.runner, config.scratch, config.backend, config.device, true, reply_spin_us});
+    profilers->refill();
   }
+  // Before timing anything, every spare of this judge must have started.
+  auto settle_all = [&](exec::Deadline deadline) {
+    pool.settle(deadline);
+    if (profilers) profilers->settle(deadline);
+  };
   EvaluationCounters counters;
   MemoryBound memory(config.memory);
   int reference_requests = 0;
   while (true) {
+    if (gate.enabled()) wait_between_requests(control_fd, &gate, &pool, profilers.get());
     exec::Frame frame;
     try {
       frame = exec::recv_frame(control_fd, Deadline::never());
@@ -122,8 +165,8 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
       if (type == "eval") {
         env::EvalReport report;
         try {
-          report =
-              evaluate(env::eval_request_from_json(msg.at("request")), device.get(), &pool, &counters, profilers.get());
+          report = evaluate(env::eval_request_from_json(msg.at("request")), device.get(), &pool, &counters,
+                            profilers.get(), &gate);
         } catch (const InputError& e) {
           report = system_failure(std::string("invalid request: ") + e.what());
         } catch (const std::exception& e) {
@@ -134,14 +177,20 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
         // Executor starts a fresh one for the next request.
         std::string broken = device->context_error();
         // After the report's own work, before it is sent: a judge that must
-        // retire says so in it (memory_bound.h).
+        // retire says so in it (memory_bound.h). Which of the two it is
+        // matters to the device pool: a broken context counts against the
+        // device, a judge grown too big does not.
+        const bool device_broken = !broken.empty();
         if (broken.empty()) broken = memory.after_request(device.get());
         json reply = {{"type", "report"},
                       {"id", exec::integer_or(msg, "id", 0)},
                       {"report", env::to_json(report)},
                       {"runner_faults", counters.runner_faults},
                       {"evaluations", counters.evaluations}};
-        if (!broken.empty()) reply["retire"] = broken;
+        if (!broken.empty()) {
+          reply["retire"] = broken;
+          reply["retire_kind"] = device_broken ? "device" : "memory";
+        }
         try {
           send(control_fd, reply);
         } catch (const exec::WireError& e) {
@@ -155,12 +204,23 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
           std::fprintf(stderr, "kforge-judge: %s; exiting so that the executor starts a new judge\n", broken.c_str());
           return 3;
         }
+        // Spares start as readers (or inside this judge's exclusive part).
+        if (gate.hold() == exec::GpuGate::Hold::kNone) gate.shared();
         pool.refill();
       } else if (type == "reference") {
         ++reference_requests;
         env::ReferenceReport report;
         try {
-          report = probe_reference(env::reference_request_from_json(msg.at("request")), device.get());
+          env::ReferenceRequest request = env::reference_request_from_json(msg.at("request"));
+          // A timed reference is a measurement: alone on the GPU, like a
+          // candidate's timing; a check only runs the graph.
+          if (request.time) {
+            settle_all(exec::Deadline::after_ms(request.options.eval_timeout_ms));
+            gate.exclusive();
+          } else {
+            gate.shared();
+          }
+          report = probe_reference(request, device.get());
         } catch (const InputError& e) {
           report.problem = std::string("system error: invalid request: ") + e.what();
         } catch (const std::exception& e) {
@@ -168,13 +228,17 @@ int serve_executor(const JudgeServerConfig& config, int control_fd) {
         }
         report.device = device->name();
         std::string broken = device->context_error();
+        const bool device_broken = !broken.empty();
         // A huge task's reference grows the judge like an evaluation does.
         if (broken.empty()) broken = memory.after_request(device.get());
         json reply = {{"type", "reference_report"},
                       {"id", msg.value("id", 0)},
                       {"report", env::to_json(report)},
                       {"reference_requests", reference_requests}};
-        if (!broken.empty()) reply["retire"] = broken;
+        if (!broken.empty()) {
+          reply["retire"] = broken;
+          reply["retire_kind"] = device_broken ? "device" : "memory";
+        }
         send(control_fd, reply);
         if (!broken.empty()) {
           std::fprintf(stderr, "kforge-judge: %s; exiting so that the executor starts a new judge\n", broken.c_str());

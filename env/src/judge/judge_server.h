@@ -9,7 +9,12 @@
 //   shutdown {}                       (exits)
 //
 // Requests are served one at a time, so a reference being timed never
-// overlaps an evaluation; a spare runner is started after each report is sent.
+// overlaps an evaluation of this judge; a spare runner is started after each
+// report is sent. Other judges on the same GPU (lanes, docs/execution.md) are
+// kept out of timed work by the GPU gate (common/gpu_gate.h): verification,
+// runner start-up and reference checks hold a share, timing and profiling
+// hold it exclusively, and between requests the judge holds a share while any
+// of its spare runners is still starting.
 #pragma once
 
 #include <filesystem>
@@ -24,6 +29,9 @@ struct JudgeServerConfig {
   int device = 0;
   std::filesystem::path runner;   // kforge-runner
   std::filesystem::path scratch;  // runner scratch dirs are created here
+  // Where the GPU gate's lock files are (cuda only); empty: no gate, as when
+  // this judge is alone on its GPU.
+  std::filesystem::path gate_dir;
   MemoryLimits memory;            // memory_bound.h
 };
 

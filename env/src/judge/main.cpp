@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <malloc.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <ucontext.h>
@@ -72,6 +73,7 @@ void install_crash_reporter() {
 int main(int argc, char** argv) {
   kforge::judge::JudgeServerConfig config;
   long parent = 0;
+  int cpu = -1;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string key = argv[i], value = argv[i + 1];
     if (key == "--backend") {
@@ -82,6 +84,10 @@ int main(int argc, char** argv) {
       config.runner = value;
     } else if (key == "--scratch") {
       config.scratch = value;
+    } else if (key == "--gate-dir") {
+      config.gate_dir = value;
+    } else if (key == "--cpu") {
+      cpu = std::atoi(value.c_str());
     } else if (key == "--parent-pid") {
       parent = std::strtol(value.c_str(), nullptr, 10);
     } else if (key == "--trim-above-mib") {
@@ -97,12 +103,25 @@ int main(int argc, char** argv) {
   }
   if (config.runner.empty() || config.scratch.empty()) {
     std::fprintf(stderr,
-                 "usage: kforge-judge --backend cpu|cuda --runner PATH --scratch DIR [--device N] [--parent-pid PID]\n"
-                 "                    [--trim-above-mib N] [--retire-above-mib N] [--device-trim-above-mib N]\n"
+                 "usage: kforge-judge --backend cpu|cuda --runner PATH --scratch DIR [--device N] [--gate-dir DIR]\n"
+                 "                    [--cpu CORE] [--parent-pid PID] [--trim-above-mib N] [--retire-above-mib N]\n"
+                 "                    [--device-trim-above-mib N]\n"
                  "Started by the Executor with its control socket on fd 3.\n");
     return 2;
   }
   if (parent > 0) kforge::exec::die_with_parent(static_cast<pid_t>(parent));
+  if (cpu >= 0) {
+    // A CPU slot (docs/execution.md, "Lanes"): this judge and the runners it
+    // spawns (they inherit the mask) stay on one core, so that slots do not
+    // migrate into each other's caches. Best effort: a core outside our
+    // allowed set leaves the mask as it was.
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (::sched_setaffinity(0, sizeof(set), &set) != 0) {
+      std::fprintf(stderr, "kforge-judge: cannot pin to core %d; running unpinned\n", cpu);
+    }
+  }
   install_crash_reporter();
   // Keep freed memory for reuse instead of returning it to the kernel. glibc
   // serves large blocks (every input, reference and temporary tensor) with a

@@ -7,11 +7,16 @@
 // measured. So spares are started only where nothing is measured (the caller
 // says when, with refill()), and settle() waits for every spare to finish
 // starting before a measurement (evaluation.cpp: before timing and before
-// the energy window).
+// the energy window). Between requests the judge reads `started` as it
+// arrives (collect_started()) and holds a share of the GPU gate while any
+// spare is still starting (judge_server.cpp), so that other judges on the
+// same GPU do not time anything beside it.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <memory>
+#include <vector>
 
 #include "common/deadline.h"
 #include "common/runner_process.h"
@@ -38,10 +43,21 @@ class RunnerPool {
   static constexpr double kStartLimitMs = 30000;
   int spares() const { return static_cast<int>(spares_.size()); }
 
+  // Spares whose `started` has not been read yet.
+  int starting() const;
+  // Reads `started` from every spare that has sent it, without waiting for
+  // the others (a spare starting for longer than kStartLimitMs is killed),
+  // and returns the control fds of those still starting, for poll(2).
+  std::vector<int> collect_started();
+
  private:
+  struct Spare {
+    std::unique_ptr<exec::RunnerProcess> runner;
+    std::chrono::steady_clock::time_point spawned;
+  };
   exec::RunnerProcess::Config config_;
   int target_;
-  std::deque<std::unique_ptr<exec::RunnerProcess>> spares_;
+  std::deque<Spare> spares_;
 };
 
 }  // namespace kforge::judge

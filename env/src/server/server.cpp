@@ -273,12 +273,7 @@ Server::Impl::Impl(ServerConfig c, EnvServices services) : config(std::move(c)),
   // The server builds the executor itself (unless given one) so that it can
   // wait for the judge before declaring itself ready.
   if (!services.executor) {
-    ExecutorConfig ec;
-    ec.backend = config.env.backend;
-    ec.device = config.env.device;
-    ec.tools_dir = config.env.tools_dir;
-    ec.scratch_dir = config.env.scratch_dir;
-    services.executor = make_executor(ec);
+    services.executor = make_executor(executor_config(config.env));
   }
   executor = services.executor;
   pool = std::make_unique<EnvPool>(config.env, config.num_envs, services);

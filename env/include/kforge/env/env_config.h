@@ -11,7 +11,9 @@
 //   reward: {function, paid_on, step_terms, on_truncation}
 //   prompt: {skills, system}
 //   compile: {cache_dir, threads, arch, timeout_s, memory_limit_mib, max_source_bytes, per_mode_limit: {mode: n}}
-//   executor: {tools_dir, scratch_dir}
+//   executor: {tools_dir, scratch_dir, gate_dir, gpu_gate, baseline_cache}
+//   placement: {devices: [0, 1] | all, lanes_per_device, cpu_slots,
+//               episodes_per_device, max_system_errors}
 //   step_threads: n
 #pragma once
 
@@ -71,6 +73,26 @@ struct PromptConfig {
   std::filesystem::path system;
 };
 
+// Where evaluations run (docs/execution.md, "Lanes and the device pool").
+struct Placement {
+  // GPUs of the cuda backend (the top-level `device` alone means {device}).
+  // `all`: every GPU the process sees (CUDA_VISIBLE_DEVICES, else the
+  // driver's list).
+  std::vector<int> devices = {0};
+  bool all_devices = false;
+  // Judge processes per GPU: compilation, runner start-up and verification
+  // of several candidates overlap; timing holds the GPU alone.
+  int lanes_per_device = 1;
+  // Judge processes of the cpu backend (one core each when there are enough).
+  int cpu_slots = 1;
+  // Episodes kept in flight per device by the batch commands (`kforge eval`
+  // over many solutions, the default of `kforge serve --envs`), and the
+  // least number of step threads per device.
+  int episodes_per_device = 8;
+  // System errors in a row after which a device leaves the pool.
+  int max_system_errors = 3;
+};
+
 struct EnvConfig {
   std::string source = "<defaults>";  // where the config was read from, for messages
   BackendKind backend = BackendKind::kCpu;
@@ -96,6 +118,12 @@ struct EnvConfig {
   size_t max_source_bytes = 1 << 20;
   std::filesystem::path tools_dir;    // judge/runner binaries; empty: executor's default
   std::filesystem::path scratch_dir;  // runner scratch; empty: executor's default
+  std::filesystem::path gate_dir;     // GPU gate lock files; empty: executor's default
+  bool gpu_gate = true;
+  // Timed references kept per task, device model and software versions:
+  // empty = default_baseline_cache_dir(); "off" = no cache.
+  std::string baseline_cache;
+  Placement placement;
   // Threads that drive steps (wait on compiles and evaluations, build
   // observations). Steps beyond this many wait in a queue; compiles are
   // submitted at send() time regardless, so they still overlap.
@@ -111,6 +139,15 @@ EnvConfig parse_env_config(const Document& doc);
 // <config_dir>/env/<name>.yaml (see reward::config_dir()).
 EnvConfig load_env_config(const std::string& path_or_preset);
 json to_json(const EnvConfig& config);
+
+// The devices a config places evaluations on (cpu: its slots), as the
+// executor will number them.
+int placed_device_count(const EnvConfig& config);
+// The executor a config asks for (placement, tools, scratch, gate, baseline cache).
+ExecutorConfig executor_config(const EnvConfig& config);
+// $KFORGE_BASELINE_CACHE_DIR, else $XDG_CACHE_HOME/kforge/baselines, else
+// ~/.cache/kforge/baselines.
+std::filesystem::path default_baseline_cache_dir();
 
 // The skills text for a config: its prompt.skills file, or the backend's
 // built-in guide. InputError naming the path if it cannot be read.

@@ -28,10 +28,16 @@ struct EvalOptions {
   double max_time_ms = 2000.0;  // cap on the sampling phase (both sides)
   int min_samples = 10;
   int max_samples = 2000;
-  double target_rse = 0.005;     // stop when the median's relative std. error is below this
-  int timing_input_sets = 3;     // pool from which every timed call's fresh inputs are mixed
-  bool cuda_graph = false;       // CUDA: time graph replays of the candidate's call
-  bool hardware_metrics = true;  // CUDA profile: CUPTI range-profiler metrics
+  double target_rse = 0.005;  // stop when the median's relative std. error is below this
+  int timing_input_sets = 3;  // pool from which every timed call's fresh inputs are mixed
+  bool cuda_graph = false;    // CUDA: time graph replays of the candidate's call
+  // CUDA profile: CUPTI range-profiler metrics (hardware counters; about a
+  // second per evaluation on the H200). The environment asks for them on
+  // `profile` actions, and on `submit` only with hardware_metrics_on_submit:
+  // a submit's reward does not read them (StepEngine). Kernel attribution,
+  // the anti-hack trace, runs on every timed evaluation either way.
+  bool hardware_metrics = true;
+  bool hardware_metrics_on_submit = false;  // read by the environment, not the judge
   // CUDA profile: energy per call from NVML over back-to-back calls lasting
   // about this long per side (~100 is a good value); 0 leaves it out, which
   // saves twice the window per profiled evaluation. An env whose reward has

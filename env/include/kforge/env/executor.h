@@ -1,21 +1,27 @@
-// One device's evaluation service (DESIGN.md §6).
+// The evaluation service (DESIGN.md §6).
 //
-// The environment host never loads candidate code. An Executor owns a
-// long-lived judge process for its device (libtorch: inputs, reference,
-// comparison, timing of the reference) which in turn drives a sandboxed runner
-// process (no libtorch) that loads the candidate and calls kf_forward on
-// buffers shared with the judge (shared memory on CPU, CUDA IPC on GPU).
+// The environment host never loads candidate code. An Executor owns
+// long-lived judge processes (libtorch: inputs, reference, comparison, timing
+// of the reference), each of which drives sandboxed runner processes (no
+// libtorch) that load the candidate and call kf_forward on buffers shared
+// with the judge (shared memory on CPU, CUDA IPC on GPU).
 //
-// Requests are served one at a time per device so timings do not interfere;
-// many episodes can queue. A runner that crashes, hangs or exceeds its limits
-// is killed and respawned and the request gets a failure report; a judge that
-// dies is respawned too. Nothing leaks: processes, fds, shared memory.
+// make_executor() builds a DevicePool (device_pool.h): one or more judges
+// ("lanes") per configured GPU or CPU slot, requests routed to the least busy
+// device. Lanes of one GPU overlap compilation, runner start-up and
+// verification, while timing and profiling hold the GPU alone (the GPU gate),
+// so timings do not interfere; many episodes can queue. A runner that
+// crashes, hangs or exceeds its limits is killed and respawned and the
+// request gets a failure report; a judge that dies is respawned too, and a
+// device that keeps failing is taken out of the pool. Nothing leaks:
+// processes, fds, shared memory.
 #pragma once
 
 #include <filesystem>
 #include <future>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kforge/env/eval.h"
 #include "kforge/env/reference_probe.h"
@@ -29,6 +35,28 @@ BackendKind parse_backend(const std::string& name);  // InputError if unknown
 struct ExecutorConfig {
   BackendKind backend = BackendKind::kCpu;
   int device = 0;
+  // Placement (docs/execution.md, "Lanes and the device pool").
+  // GPUs (cuda); empty: {device}. all_devices: every GPU this process sees.
+  std::vector<int> devices;
+  bool all_devices = false;
+  // Judge processes per GPU, sharing it through the GPU gate (cuda).
+  int lanes_per_device = 1;
+  // Judge processes of the CPU backend, each pinned to its own core when the
+  // process may use at least that many cores.
+  int cpu_slots = 1;
+  // System errors in a row (lost judges, judges that cannot start, a broken
+  // device context) after which a device is taken out of the pool, its
+  // queued work moving to the others. The last device in service stays.
+  int max_system_errors = 3;
+  // The GPU gate's lock files: shared by every kforge process on the machine
+  // that uses the same directory. Empty: $KFORGE_GATE_DIR, else
+  // <temp>/kforge-gpu-gate. gpu_gate false: no gate (a judge alone on its
+  // GPU, or measurements of what the gate prevents).
+  std::filesystem::path gate_dir;
+  bool gpu_gate = true;
+  // Timed references (baselines) kept on disk per task content, device model
+  // and software versions (docs/execution.md, "Baseline cache"). Empty: none.
+  std::filesystem::path baseline_cache_dir;
   // Directory with kforge-judge and kforge-runner; default: $KFORGE_TOOLS_DIR,
   // then next to the running executable, then the build tree's bin/.
   std::filesystem::path tools_dir;
@@ -86,16 +114,18 @@ class Executor {
   // Number of judge/runner restarts so far, for monitoring and leak tests.
   virtual int restarts() const = 0;
   // The judge's process id (0 while none runs), for monitoring and
-  // fault-injection tests.
+  // fault-injection tests; of the first lane when there are several.
   virtual int judge_pid() const = 0;
-  // The judge's own view of its resources, queued behind pending requests:
-  // {"pid", "open_fds", "memfds", "spare_runners", "scratch_entries",
+  // The judges' own view of their resources, queued behind pending requests:
+  // per lane {"pid", "open_fds", "memfds", "spare_runners", "scratch_entries",
   //  "evaluations", "runner_faults", "reference_requests", "memory":
-  //  {"rss_bytes", "peak_rss_bytes", "trims", ...}}; {"error": "..."} if it
-  //  cannot answer.
+  //  {"rss_bytes", "peak_rss_bytes", "trims", ...}} ({"error": "..."} if it
+  // cannot answer) under "lanes", the pool's state under "devices"; with a
+  // single lane its fields are also at the top level.
   virtual json health() = 0;
 };
 
+// A DevicePool (device_pool.h) with the config's placement.
 std::unique_ptr<Executor> make_executor(const ExecutorConfig& config);
 
 }  // namespace kforge::env

@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""GPU-seconds per new candidate: KernelForge's pool against KernelBench's own harness.
+
+The same candidates, KernelBench `load_inline` files (ModelNew) for ten
+single-operator, level-1-style tasks, are evaluated twice on one GPU:
+
+  kforge   `kforge eval --solutions pairs.jsonl` (torch_ext mode, compiled by
+           nvcc against the torch shim, verified on 5 seeds and every shape
+           variant, timed against eager with the adaptive stopping rule,
+           kernel attribution) through the device pool of the `cuda` preset;
+           compiles overlap evaluations. GPU-seconds per candidate = the
+           batch's wall time / candidates (the GPU is held throughout).
+  kernelbench  `kernelbench.eval.eval_kernel_against_ref` as its
+           run_and_check.py calls it (5 correctness trials, 100 timed trials,
+           a fresh build directory: a new candidate), plus the eager
+           reference timing that run_and_check.py does for the speedup;
+           one candidate at a time, as that script runs. Also reported: the
+           same call again on the warm build directory (`kb_warm_s`), which
+           is what the harness costs when compilation was done beforehand on
+           CPUs (eval_from_generations.py's precompile).
+
+The tasks are written here (kforge JSON); KernelBench's reference for each is
+`kforge task render` of it, so both harnesses judge the same graph at the
+same shapes. Candidates get a run-unique name and comment, so both sides
+compile them fresh.
+
+Usage (on the GPU machine, with the Python that has torch + CUDA):
+  python bench/cuda/kernelbench_compare.py --kforge build/gpu/cli/kforge \
+      --kernelbench /path/to/KernelBench-checkout --out OUT [--kb-candidates 3]
+
+Without --kernelbench (or when its harness cannot be imported) only the
+kforge side runs and the reason is printed. Writes OUT/kernelbench_compare.json.
+"""
+import argparse
+import importlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import types
+
+# op -> (kforge node attrs, CUDA expression of float v)
+OPS = {
+    "relu": ({}, "fmaxf(v, 0.f)"),
+    "leaky_relu": ({"negative_slope": 0.01}, "v >= 0.f ? v : 0.01f * v"),
+    "sigmoid": ({}, "1.f / (1.f + expf(-v))"),
+    "tanh": ({}, "tanhf(v)"),
+    "silu": ({}, "v / (1.f + expf(-v))"),
+    "gelu": ({"approximate": "none"}, "0.5f * v * (1.f + erff(v * 0.70710678118654752f))"),
+    "softplus": ({}, "v > 20.f ? v : log1pf(expf(v))"),
+    "softsign": ({}, "v / (1.f + fabsf(v))"),
+    "elu": ({}, "v > 0.f ? v : expm1f(v)"),
+    "hardtanh": ({}, "fminf(fmaxf(v, -1.f), 1.f)"),
+    "hardsigmoid": ({}, "fminf(fmaxf(v + 3.f, 0.f), 6.f) / 6.f"),
+    "selu": ({}, "1.0507009873554805f * (v > 0.f ? v : 1.6732632423543772f * expm1f(v))"),
+}
+
+# Level-1-style shapes, small enough that verification on every seed is quick.
+ROWS, COLS = 4096, 4096
+
+CANDIDATE = '''# {op}: one fused elementwise pass (run {run})
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+source = """
+#include <torch/extension.h>
+#include <cuda_runtime.h>
+
+__global__ void {name}_kernel(const float* __restrict__ x, float* __restrict__ y, int64_t n) {{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {{
+        const float v = x[i];
+        y[i] = {expr};
+    }}
+}}
+
+torch::Tensor {name}_cuda(torch::Tensor x) {{
+    TORCH_CHECK(x.is_cuda() && x.is_contiguous(), "x must be a contiguous CUDA tensor");
+    auto y = torch::empty_like(x);
+    const int64_t n = x.numel();
+    const int threads = 256;
+    int64_t blocks = (n + threads - 1) / threads;
+    if (blocks > 132 * 16) blocks = 132 * 16;
+    {name}_kernel<<<(unsigned)blocks, threads>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+    return y;
+}}
+"""
+
+cpp_source = "torch::Tensor {name}_cuda(torch::Tensor x);"
+
+{name} = load_inline(
+    name="{name}",
+    cpp_sources=cpp_source,
+    cuda_sources=source,
+    functions=["{name}_cuda"],
+    verbose=False,
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.op = {name}
+
+    def forward(self, x):
+        return self.op.{name}_cuda(x)
+'''
+
+
+def write_suite(out_dir, kforge, run):
+    suite = os.path.join(out_dir, "suite")
+    os.makedirs(suite, exist_ok=True)
+    pairs = []
+    for op, (attrs, expr) in OPS.items():
+        task = {
+            "id": "l1/" + op,
+            "source": "user",
+            "inputs": [{"name": "x", "shape": [ROWS, COLS], "dtype": "float32", "init": "normal"}],
+            "nodes": [{"op": op, "in": ["x"], "out": "y", "attrs": attrs}],
+            "outputs": ["y"],
+            "shape_variants": [{"x": [ROWS // 2, COLS]}],
+        }
+        task_path = os.path.join(suite, op + ".json")
+        with open(task_path, "w") as f:
+            json.dump(task, f, indent=1)
+        ref = subprocess.run([kforge, "task", "render", task_path], check=True, capture_output=True, text=True).stdout
+        ref_path = os.path.join(suite, op + "_ref.py")
+        with open(ref_path, "w") as f:
+            f.write(ref)
+        name = "kf_%s_%s" % (op, run)
+        cand_path = os.path.join(suite, op + "_new.py")
+        with open(cand_path, "w") as f:
+            f.write(CANDIDATE.format(op=op, run=run, name=name, expr=expr))
+        pairs.append({"id": op, "task": task_path, "solution": cand_path, "ref": ref_path})
+    with open(os.path.join(suite, "pairs.jsonl"), "w") as f:
+        for p in pairs:
+            f.write(json.dumps({"id": p["id"], "task": p["task"], "solution": p["solution"]}) + "\n")
+    return suite, pairs
+
+
+def run_kforge(kforge, suite, out_dir):
+    results = os.path.join(out_dir, "kforge_results.jsonl")
+    if os.path.exists(results):
+        os.remove(results)
+    cmd = [kforge, "eval", "--backend", "cuda", "--solutions", os.path.join(suite, "pairs.jsonl"),
+           "--results", results, "--json", "--progress-lines"]
+    env = dict(os.environ)
+    env["KFORGE_CACHE_DIR"] = os.path.join(out_dir, "kforge-compile-cache")  # fresh compiles
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.monotonic() - t0
+    sys.stderr.write(proc.stderr[-4000:])
+    summary = json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {"error": proc.stdout[-2000:]}
+    rows = []
+    with open(results) as f:
+        for line in f:
+            if line.strip():
+                rows.append(json.loads(line))
+    return {"wall_s": wall, "candidates": len(rows), "gpu_s_per_candidate": wall / max(len(rows), 1),
+            "summary": summary, "verdicts": {r["label"]: r.get("verdict") for r in rows},
+            "speedups": {r["label"]: r.get("speedup") for r in rows}, "exit_code": proc.returncode}
+
+
+class _StubModel:
+    """pydantic.BaseModel as KernelBench's result records use it: keyword fields over class defaults."""
+
+    def __init__(self, **fields):
+        for cls in reversed(type(self).__mro__):
+            for k, v in vars(cls).items():
+                if not k.startswith("_") and not callable(v):
+                    setattr(self, k, v)
+        self.__dict__.update(fields)
+
+    def model_dump(self):
+        return dict(self.__dict__)
+
+    dict = model_dump
+
+
+# Modules KernelBench's package imports for things this comparison does not
+# touch (fetching datasets and problems over HTTP, .env files, progress
+# bars, result records). Where they are not installed (the GPU machine has
+# no network to install them), stand-ins are used; none of them is on the
+# path of a compile, a correctness trial or a timed trial.
+_STUBS = {
+    "dotenv": {"load_dotenv": lambda *a, **k: None},
+    "tqdm": {"tqdm": lambda it=None, *a, **k: it},
+    "requests": {},
+    "openai": {"OpenAI": object},
+    "litellm": {"completion": lambda *a, **k: None},
+    "datasets": {},
+    "pydantic": {"BaseModel": _StubModel},
+    "kernelbench.dataset": {},
+}
+
+
+def import_kernelbench(checkout):
+    """(kernelbench.eval, kernelbench.timing, None), or (None, None, why); the stand-ins used go to stubbed."""
+    sys.path.insert(0, os.path.join(checkout, "src"))
+    stubbed = []
+    for _ in range(len(_STUBS) + 1):
+        try:
+            kb_eval = importlib.import_module("kernelbench.eval")
+            kb_timing = importlib.import_module("kernelbench.timing")
+            if stubbed:
+                print("[kernelbench] stand-ins for modules it imports but this comparison does not use: " +
+                      ", ".join(stubbed), flush=True)
+            return kb_eval, kb_timing, None
+        except ImportError as e:
+            name = getattr(e, "name", None) or ""
+            missing = next((m for m in _STUBS if m not in sys.modules and (name == m or name.startswith(m + ".")
+                                                                          or ("'%s'" % m) in str(e))), None)
+            if missing is None:
+                return None, None, "%s (KernelBench's harness needs it; install it next to torch to compare)" % e
+            module = types.ModuleType(missing)
+            for k, v in _STUBS[missing].items():
+                setattr(module, k, v)
+            sys.modules[missing] = module
+            stubbed.append(missing)
+            for m in [m for m in sys.modules if m == "kernelbench" or m.startswith("kernelbench.")]:
+                if m not in _STUBS:
+                    del sys.modules[m]
+    return None, None, "KernelBench's package did not import"
+
+
+def run_kernelbench(kb_eval, kb_timing, pairs, count, out_dir):
+    import torch
+    device = torch.device("cuda:0")
+    rows = []
+    for p in pairs[:count]:
+        with open(p["ref"]) as f:
+            ref_src = f.read()
+        with open(p["solution"]) as f:
+            cand_src = f.read()
+        build_dir = tempfile.mkdtemp(prefix="kb-build-", dir=out_dir)
+        t0 = time.monotonic()
+        res = kb_eval.eval_kernel_against_ref(original_model_src=ref_src, custom_model_src=cand_src,
+                                              measure_performance=True, timing_method="cuda_event",
+                                              num_correct_trials=5, num_perf_trials=100, build_dir=build_dir,
+                                              device=device)
+        ref_time = kb_timing.measure_ref_program_time(ref_arch_name="Reference Program", ref_arch_src=ref_src,
+                                                      num_trials=100, use_torch_compile=False,
+                                                      timing_method="cuda_event", device=device)
+        new_s = time.monotonic() - t0
+        t1 = time.monotonic()
+        kb_eval.eval_kernel_against_ref(original_model_src=ref_src, custom_model_src=cand_src,
+                                        measure_performance=True, timing_method="cuda_event",
+                                        num_correct_trials=5, num_perf_trials=100, build_dir=build_dir,
+                                        device=device)
+        warm_s = time.monotonic() - t1
+        runtime = getattr(res, "runtime", None)
+        ref_mean = ref_time.get("mean") if isinstance(ref_time, dict) else None
+        rows.append({"id": p["id"], "new_s": new_s, "warm_s": warm_s,
+                     "correct": bool(getattr(res, "correctness", False)),
+                     "speedup": (ref_mean / runtime) if runtime and ref_mean and runtime > 0 else None})
+        print("[kernelbench] %s: new %.1f s, warm %.1f s, correct %s" % (p["id"], new_s, warm_s, rows[-1]["correct"]),
+              flush=True)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kforge", required=True)
+    ap.add_argument("--kernelbench", default="")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--kb-candidates", type=int, default=3,
+                    help="candidates through KernelBench's harness (about a minute each when new)")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    run = "%d%d" % (os.getpid(), int(time.time()))
+    suite, pairs = write_suite(a.out, a.kforge, run)
+    report = {"tasks": len(pairs), "shape": [ROWS, COLS]}
+    report["kforge"] = run_kforge(a.kforge, suite, a.out)
+    kf = report["kforge"]["gpu_s_per_candidate"]
+    print("[kforge] %d candidates in %.1f s: %.3f GPU-s per candidate, %.0f per GPU-minute" %
+          (report["kforge"]["candidates"], report["kforge"]["wall_s"], kf, 60.0 / kf if kf > 0 else 0), flush=True)
+    if a.kernelbench:
+        kb_eval, kb_timing, why = import_kernelbench(a.kernelbench)
+        if kb_eval is None:
+            report["kernelbench_unavailable"] = why
+            print("[kernelbench] not run: " + why, flush=True)
+        else:
+            rows = run_kernelbench(kb_eval, kb_timing, pairs, a.kb_candidates, a.out)
+            new = sum(r["new_s"] for r in rows) / max(len(rows), 1)
+            warm = sum(r["warm_s"] for r in rows) / max(len(rows), 1)
+            report["kernelbench"] = {"candidates": rows, "new_s_per_candidate": new, "warm_s_per_candidate": warm}
+            report["kb_new_over_kforge"] = new / kf if kf > 0 else None
+            report["kb_warm_over_kforge"] = warm / kf if kf > 0 else None
+            print("[compare] GPU-seconds per new candidate: kernelbench %.2f s, kforge %.3f s: %.1fx fewer "
+                  "(kernelbench on a warm build directory: %.2f s, %.1fx)" %
+                  (new, kf, new / kf, warm, warm / kf), flush=True)
+    else:
+        report["kernelbench_unavailable"] = "no --kernelbench checkout given"
+    with open(os.path.join(a.out, "kernelbench_compare.json"), "w") as f:
+        json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

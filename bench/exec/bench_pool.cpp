@@ -1,0 +1,377 @@
+// The device pool's figures (docs/execution.md, "Lanes and the device pool";
+// issue 15), on the backend of $KFORGE_BENCH_BACKEND (cpu, the default, or
+// cuda):
+//
+//   BM_PoolThroughput/L   new candidates fully evaluated (compile + verify +
+//                         time + the submit's kernel attribution) per minute
+//                         with L lanes (cuda: lanes on one GPU; cpu: slots),
+//                         over >= 10 tasks (the bundled examples, base shape
+//                         and last variant, two candidates each), each
+//                         candidate compiled fresh and judged as soon as it is
+//                         compiled. Baseline in the same run: L = 1, so
+//                         `over_one_lane` is the pool's gain.
+//   BM_SpeedupUnderLoad   the speedup of one candidate/reference pair measured
+//                         R times alone, then R times while other candidates
+//                         compile and verify on the same device through the
+//                         other lanes: `change_pct` = |median loaded / median
+//                         alone - 1| (target < 1 %). On cuda the loaded run is
+//                         repeated with the GPU gate off (`ungated_change_pct`),
+//                         which is what the gate prevents.
+//
+// Environment: KFORGE_BENCH_BACKEND (cpu|cuda), KFORGE_BENCH_LANES (the L of
+// the loaded runs; default 4 on cuda, 2 on cpu), KFORGE_BENCH_REPEATS (R,
+// default 10), KFORGE_BENCH_DEVICES (cuda: "0,1,..." to spread the
+// throughput run over several GPUs with L lanes each; issue 16).
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kforge/core/task_spec.h"
+#include "kforge/env/compile_service.h"
+#include "kforge/env/device_pool.h"
+
+namespace kforge::env {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double cv(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  double var = 0;
+  for (double x : v) var += (x - mean) * (x - mean);
+  return std::sqrt(var / static_cast<double>(v.size() - 1)) / mean;
+}
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
+}
+
+bool cuda() {
+  const char* v = std::getenv("KFORGE_BENCH_BACKEND");
+  return v != nullptr && std::string(v) == "cuda";
+}
+
+int loaded_lanes() { return env_int("KFORGE_BENCH_LANES", cuda() ? 4 : 2); }
+
+std::vector<int> bench_devices() {
+  std::vector<int> out;
+  const char* v = std::getenv("KFORGE_BENCH_DEVICES");
+  std::string s = v != nullptr ? v : "0";
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(std::atoi(item.c_str()));
+  }
+  if (out.empty()) out.push_back(0);
+  return out;
+}
+
+// What a submit step asks for in production, minus nothing.
+EvalOptions submit_options() {
+  EvalOptions o;
+  if (!cuda()) {
+    // configs/env/cpu.yaml's timing knobs: a CPU call takes milliseconds.
+    o.warmup_ms = 20;
+    o.max_time_ms = 1000;
+    o.min_samples = 5;
+    o.target_rse = 0.01;
+  }
+  o.hardware_metrics = false;  // counters only on profile actions
+  return o;
+}
+
+ExecutorConfig pool_config(int lanes, const std::vector<int>& devices, bool gate = true) {
+  ExecutorConfig c;
+  c.backend = cuda() ? BackendKind::kCuda : BackendKind::kCpu;
+  c.devices = devices;
+  c.lanes_per_device = lanes;
+  c.cpu_slots = lanes;
+  c.gpu_gate = gate;
+  // A private gate: nothing else on the machine waits for this run.
+  c.gate_dir = fs::temp_directory_path() / ("kforge-bench-gate-" + std::to_string(::getpid()));
+  return c;
+}
+
+struct Job {
+  TaskSpec task;
+  Solution solution;
+};
+
+// >= 10 tasks: every bundled example at its base shape and its last shape
+// variant, with its naive and fast solution each; `tag` makes every source
+// new, so each is a fresh compile as a policy's would be.
+std::vector<Job> jobs(const std::string& tag) {
+  std::vector<Job> out;
+  const fs::path root = fs::path(KFORGE_SOURCE_DIR) / "examples";
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(root)) {
+    if (fs::exists(e.path() / "task.json")) dirs.push_back(e.path());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  const std::string sub = cuda() ? "cuda" : "cpu";
+  const std::string ext = cuda() ? ".cu" : ".cpp";
+  for (const auto& dir : dirs) {
+    TaskSpec base = load_task(dir / "task.json");
+    std::vector<TaskSpec> tasks = {base};
+    if (!base.shape_variants.empty()) tasks.push_back(base.with_variant(base.shape_variants.size() - 1));
+    for (size_t t = 0; t < tasks.size(); ++t) {
+      tasks[t].shape_variants.clear();
+      tasks[t].baselines.reset();
+      tasks[t].id += "#" + std::to_string(t);
+      for (const char* file : {"naive", "fast"}) {
+        Solution s;
+        s.mode = cuda() ? SolutionMode::kCuda : SolutionMode::kCpp;
+        s.source = read_file(dir / sub / (std::string(file) + ext)) + "\n// bench " + tag + " " + tasks[t].id + "\n";
+        s.origin = (dir / sub / file).string();
+        out.push_back({tasks[t], s});
+      }
+    }
+  }
+  return out;
+}
+
+std::unique_ptr<CompileService> make_compiler(const std::string& name) {
+  CompileServiceConfig config;
+  config.cache_dir = fs::temp_directory_path() / ("kforge-bench-pool-" + std::to_string(::getpid()) + "-" + name);
+  config.threads = std::max(2u, std::thread::hardware_concurrency() / 2);
+  auto compiler = std::make_unique<CompileService>(config);
+  add_default_compilers(*compiler, cuda() ? "cuda" : "cpu");
+  return compiler;
+}
+
+void remove_cache(const CompileService& c) {
+  std::error_code ec;
+  fs::remove_all(c.cache_dir(), ec);
+}
+
+// Candidates per minute over `job_list`, compiled and judged as they come.
+struct ThroughputResult {
+  double per_minute = 0;
+  int correct = 0;
+  int candidates = 0;
+  std::map<std::string, std::vector<double>> phases;
+};
+
+ThroughputResult run_throughput(DevicePool& pool, const std::vector<Job>& job_list, CompileService& compiler) {
+  ThroughputResult out;
+  const auto start = Clock::now();
+  std::vector<std::future<CompileResult>> compiles;
+  for (const auto& j : job_list) compiles.push_back(compiler.submit(j.solution, compile_context_for(j.task)));
+  std::vector<std::future<EvalReport>> evals;
+  for (size_t i = 0; i < job_list.size(); ++i) {
+    CompileResult c = compiles[i].get();
+    if (!c.ok) {
+      std::fprintf(stderr, "bench_pool: compile failed: %s\n", c.diagnostics.c_str());
+      continue;
+    }
+    EvalRequest req;
+    req.task = job_list[i].task;
+    req.artifact = c.artifact;
+    req.verify = req.time = req.profile = true;  // a submit step
+    req.options = submit_options();
+    evals.push_back(pool.submit(std::move(req)));
+  }
+  for (auto& f : evals) {
+    EvalReport r = f.get();
+    out.correct += r.correct();
+    if (!r.correct()) std::fprintf(stderr, "bench_pool: %s\n", r.summary.c_str());
+    for (const auto& [phase, ms] : r.phase_ms.items()) {
+      if (ms.is_number()) out.phases[phase].push_back(ms.get<double>());
+    }
+  }
+  out.candidates = static_cast<int>(job_list.size());
+  out.per_minute = job_list.size() / (seconds_since(start) / 60.0);
+  return out;
+}
+
+double g_one_lane_per_minute = 0;
+
+void BM_PoolThroughput(benchmark::State& state) {
+  const int lanes = static_cast<int>(state.range(0));
+  const std::vector<int> devices = lanes == 1 ? std::vector<int>{bench_devices().front()} : bench_devices();
+  for (auto _ : state) {
+    auto pool = make_device_pool(pool_config(lanes, devices));
+    pool->device_name();  // judge start-up stays outside the measurement
+    auto compiler = make_compiler("tp" + std::to_string(lanes));
+    const ThroughputResult r = run_throughput(*pool, jobs("tp" + std::to_string(lanes)), *compiler);
+    remove_cache(*compiler);
+    std::printf("[pool] %d lane(s) x %zu device(s): %.1f candidates/min, median ms per phase:", lanes, devices.size(),
+                r.per_minute);
+    for (const auto& [phase, v] : r.phases) std::printf(" %s %.0f", phase.c_str(), median(v));
+    std::printf("\n");
+    if (lanes == 1) g_one_lane_per_minute = r.per_minute;
+    state.counters["candidates"] = r.candidates;
+    state.counters["correct"] = r.correct;
+    state.counters["per_minute"] = r.per_minute;
+    state.counters["per_minute_per_device"] = r.per_minute / static_cast<double>(devices.size());
+    if (g_one_lane_per_minute > 0) state.counters["over_one_lane"] = r.per_minute / g_one_lane_per_minute;
+  }
+}
+BENCHMARK(BM_PoolThroughput)->Arg(1)->Arg(loaded_lanes())->Iterations(1)->Unit(benchmark::kSecond);
+
+// The pair: a candidate/reference pair whose kernel takes tens of
+// microseconds on an H200 (affine_relu6 at 32768 x 1024) or a millisecond on
+// a CPU (its cpu version at the example's base shape).
+EvalRequest pair_request(CompileService& compiler) {
+  TaskSpec task = load_task(fs::path(KFORGE_SOURCE_DIR) / "examples" / "affine_relu6" / "task.json");
+  task.shape_variants.clear();
+  task.baselines.reset();
+  if (cuda()) task.inputs[0].shape[0] *= 8;
+  Solution s;
+  s.mode = cuda() ? SolutionMode::kCuda : SolutionMode::kCpp;
+  s.source =
+      read_file(fs::path(KFORGE_SOURCE_DIR) / "examples" / "affine_relu6" / (cuda() ? "cuda/fast.cu" : "cpu/fast.cpp"));
+  CompileResult c = compiler.submit(s, compile_context_for(task)).get();
+  if (!c.ok) throw std::runtime_error("the pair's candidate does not compile: " + c.diagnostics);
+  EvalRequest req;
+  req.task = task;
+  req.artifact = c.artifact;
+  req.verify = req.time = true;
+  req.profile = cuda();
+  req.options = submit_options();
+  return req;
+}
+
+// R speedups of the pair, one evaluation at a time.
+std::vector<double> speedups(DevicePool& pool, const EvalRequest& pair, int repeats, std::vector<double>* gate_wait) {
+  std::vector<double> out;
+  for (int i = 0; i < repeats; ++i) {
+    EvalReport r = pool.submit(pair).get();
+    if (!r.correct() || !r.timing || !r.timing->speedup) {
+      std::fprintf(stderr, "bench_pool: the pair was not timed: %s\n", r.summary.c_str());
+      continue;
+    }
+    out.push_back(*r.timing->speedup);
+    if (gate_wait != nullptr) gate_wait->push_back(r.phase_ms.value("gate_wait", 0.0));
+  }
+  return out;
+}
+
+// Keeps `lanes` verifications of freshly compiled candidates in flight on
+// the pool until stopped: compile and verify load on the same device.
+class Load {
+ public:
+  Load(DevicePool* pool, int lanes, const std::string& tag) : compiler_(make_compiler("load-" + tag)) {
+    thread_ = std::thread([this, pool, lanes, tag] {
+      int round = 0;
+      std::vector<std::future<EvalReport>> in_flight;
+      while (!stop_) {
+        std::vector<Job> list = jobs(tag + "-" + std::to_string(round++));
+        for (size_t i = 0; i < list.size() && !stop_; ++i) {
+          CompileResult c = compiler_->submit(list[i].solution, compile_context_for(list[i].task)).get();
+          if (!c.ok) continue;
+          EvalRequest req;
+          req.task = list[i].task;
+          req.artifact = c.artifact;
+          req.verify = true;
+          req.options = submit_options();
+          in_flight.push_back(pool->submit(std::move(req)));
+          while (static_cast<int>(in_flight.size()) >= lanes) {
+            in_flight.front().get();
+            in_flight.erase(in_flight.begin());
+            ++verified_;
+          }
+        }
+      }
+      for (auto& f : in_flight) f.get();
+    });
+  }
+  ~Load() {
+    stop_ = true;
+    thread_.join();
+    remove_cache(*compiler_);
+  }
+  int verified() const { return verified_; }
+
+ private:
+  std::unique_ptr<CompileService> compiler_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> verified_{0};
+  std::thread thread_;
+};
+
+void BM_SpeedupUnderLoad(benchmark::State& state) {
+  const int repeats = env_int("KFORGE_BENCH_REPEATS", 10);
+  const int lanes = loaded_lanes();
+  const std::vector<int> device = {bench_devices().front()};
+  for (auto _ : state) {
+    auto compiler = make_compiler("pair");
+    const EvalRequest pair = pair_request(*compiler);
+    auto measure = [&](bool gate, bool loaded, int* verified, std::vector<double>* waits) {
+      auto pool = make_device_pool(pool_config(lanes, device, gate));
+      pool->device_name();
+      speedups(*pool, pair, 1, nullptr);  // warm: caches, clocks
+      if (!loaded) return speedups(*pool, pair, repeats, waits);
+      Load load(pool.get(), lanes - 1, gate ? "gated" : "ungated");
+      std::this_thread::sleep_for(std::chrono::seconds(2));  // the load is running
+      std::vector<double> s = speedups(*pool, pair, repeats, waits);
+      *verified = load.verified();
+      return s;
+    };
+    int verified = 0, verified_ungated = 0;
+    std::vector<double> waits;
+    const std::vector<double> alone = measure(true, false, nullptr, nullptr);
+    const std::vector<double> loaded = measure(true, true, &verified, &waits);
+    const double m_alone = median(alone), m_loaded = median(loaded);
+    std::printf("[agreement] alone:");
+    for (double s : alone) std::printf(" %.4f", s);
+    std::printf("\n[agreement] under load (%d verifications beside it):", verified);
+    for (double s : loaded) std::printf(" %.4f", s);
+    std::printf("\n[agreement] gate wait of the pair under load (ms): median %.1f\n", median(waits));
+    state.counters["speedup_alone"] = m_alone;
+    state.counters["speedup_loaded"] = m_loaded;
+    state.counters["cv_alone_pct"] = 100 * cv(alone);
+    state.counters["cv_loaded_pct"] = 100 * cv(loaded);
+    state.counters["change_pct"] = m_alone > 0 ? 100 * std::fabs(m_loaded / m_alone - 1) : -1;
+    state.counters["load_verifications"] = verified;
+    if (cuda()) {
+      const std::vector<double> ungated = measure(false, true, &verified_ungated, nullptr);
+      std::printf("[agreement] under load without the gate (%d verifications):", verified_ungated);
+      for (double s : ungated) std::printf(" %.4f", s);
+      std::printf("\n");
+      state.counters["ungated_change_pct"] = m_alone > 0 ? 100 * std::fabs(median(ungated) / m_alone - 1) : -1;
+    }
+    remove_cache(*compiler);
+  }
+}
+BENCHMARK(BM_SpeedupUnderLoad)->Iterations(1)->Unit(benchmark::kSecond);
+
+}  // namespace
+}  // namespace kforge::env
+
+BENCHMARK_MAIN();

@@ -1,0 +1,210 @@
+#include "exec/judge_lane.h"
+
+#include <algorithm>
+
+#include "common/remove_tree.h"
+
+namespace kforge::exec {
+namespace {
+
+// The judge enforces eval_timeout_ms itself; this margin only catches a judge
+// that is stuck (or slow to turn a timeout into a report).
+constexpr double kJudgeGraceMs = 30000;
+constexpr double kHealthDeadlineMs = 10000;
+
+env::EvalReport system_report(const std::string& message) {
+  env::EvalReport r;
+  r.outcome = Outcome::kNotRun;
+  r.summary = "system error: " + message;
+  return r;
+}
+
+env::ReferenceReport reference_system_report(const std::string& message) {
+  env::ReferenceReport r;
+  r.status = env::ReferenceStatus::kError;
+  r.problem = "system error: " + message;
+  return r;
+}
+
+// "retire_kind" is "device" or "memory"; a judge that does not say is
+// taken at its word that something broke.
+LaneFault retire_fault(const json& reply) {
+  return reply.value("retire_kind", std::string("device")) == "memory" ? LaneFault::kNone : LaneFault::kRetired;
+}
+
+}  // namespace
+
+const char* lane_fault_name(LaneFault fault) {
+  switch (fault) {
+    case LaneFault::kNone:
+      return "none";
+    case LaneFault::kJudgeLost:
+      return "judge lost";
+    case LaneFault::kCannotStart:
+      return "judge cannot start";
+    case LaneFault::kUnusable:
+      return "device unusable";
+    case LaneFault::kRetired:
+      return "device context broken";
+  }
+  return "?";
+}
+
+JudgeLane::JudgeLane(JudgeLaunch launch, int gate_sharers)
+    : launch_(std::move(launch)), gate_sharers_(std::max(gate_sharers, 1)) {}
+
+Deadline JudgeLane::report_deadline(double eval_timeout_ms) const {
+  return Deadline::after_ms(eval_timeout_ms * gate_sharers_ + kJudgeGraceMs);
+}
+
+JudgeLane::~JudgeLane() { stop(); }
+
+std::string JudgeLane::device_name() const {
+  std::lock_guard<std::mutex> lock(hello_mutex_);
+  return device_name_;
+}
+
+json JudgeLane::versions() const {
+  std::lock_guard<std::mutex> lock(hello_mutex_);
+  return versions_;
+}
+
+int JudgeLane::device_count() const {
+  std::lock_guard<std::mutex> lock(hello_mutex_);
+  return device_count_;
+}
+
+std::string JudgeLane::start_error() const {
+  std::lock_guard<std::mutex> lock(hello_mutex_);
+  return start_error_;
+}
+
+bool JudgeLane::ensure_judge(std::string* error, LaneFault* fault) {
+  if (judge_.running()) return true;
+  if (judge_.fatal()) {
+    *error = "judge cannot run on this device";
+    *fault = LaneFault::kUnusable;
+    return false;
+  }
+  retire_judge_scratch();
+  if (judge_started_once_) ++judge_restarts_;
+  judge_started_once_ = true;
+  JudgeLaunch launch = launch_;
+  launch.scratch = launch_.scratch / ("judge-" + std::to_string(++judges_started_));
+  try {
+    std::filesystem::create_directories(launch.scratch);
+    judge_scratch_ = launch.scratch;
+    judge_.start(launch);
+  } catch (const std::exception& e) {
+    judge_pid_ = 0;
+    *error = e.what();
+    *fault = judge_.fatal() ? LaneFault::kUnusable : LaneFault::kCannotStart;
+    std::lock_guard<std::mutex> lock(hello_mutex_);
+    start_error_ = e.what();
+    if (judge_.device_count() >= 0) device_count_ = judge_.device_count();
+    return false;
+  }
+  judge_pid_ = judge_.pid();
+  runner_faults_base_ = runner_faults_.load();
+  {
+    std::lock_guard<std::mutex> lock(hello_mutex_);
+    device_name_ = judge_.device_name();
+    versions_ = judge_.versions();
+    device_count_ = judge_.device_count();
+    start_error_.clear();
+  }
+  return true;
+}
+
+void JudgeLane::stop() {
+  judge_.stop();
+  judge_pid_ = 0;
+  retire_judge_scratch();
+}
+
+void JudgeLane::retire_judge_scratch() {
+  if (judge_scratch_.empty()) return;
+  remove_tree(judge_scratch_);
+  judge_scratch_.clear();
+}
+
+LaneFault JudgeLane::eval(const env::EvalRequest& request, env::EvalReport* report) {
+  std::string error;
+  LaneFault fault = LaneFault::kNone;
+  if (!ensure_judge(&error, &fault)) {
+    *report = system_report(error);
+    return fault;
+  }
+  const uint64_t id = next_id_++;
+  try {
+    json reply = judge_.exchange({{"type", "eval"}, {"id", id}, {"request", env::to_json(request)}},
+                                 report_deadline(request.options.eval_timeout_ms));
+    if (reply.value("type", "") != "report" || reply.value("id", uint64_t{0}) != id) {
+      throw JudgeFailure("judge answered '" + reply.value("type", "") + "' instead of report #" + std::to_string(id));
+    }
+    *report = env::eval_report_from_json(reply.at("report"));
+    runner_faults_ = runner_faults_base_ + reply.value("runner_faults", 0);
+    if (reply.contains("retire")) {
+      // The judge exits after this report, which is still the candidate's
+      // verdict (judge_server.cpp). Reaping it now makes the next request
+      // start a new one instead of finding a dead channel. Only a broken
+      // device context is the lane's fault; a judge that grew past its
+      // memory bound is routine.
+      stop();
+      return retire_fault(reply);
+    }
+    return LaneFault::kNone;
+  } catch (const JudgeFailure& e) {
+    judge_pid_ = 0;
+    *report = system_report(std::string(e.what()) + "; the judge will be restarted for the next request");
+    return LaneFault::kJudgeLost;
+  } catch (const std::exception& e) {
+    *report = system_report(std::string("bad report from the judge: ") + e.what());
+    return LaneFault::kNone;
+  }
+}
+
+LaneFault JudgeLane::reference(const env::ReferenceRequest& request, env::ReferenceReport* report) {
+  std::string error;
+  LaneFault fault = LaneFault::kNone;
+  if (!ensure_judge(&error, &fault)) {
+    *report = reference_system_report(error);
+    return fault;
+  }
+  const uint64_t id = next_id_++;
+  try {
+    json reply = judge_.exchange({{"type", "reference"}, {"id", id}, {"request", env::to_json(request)}},
+                                 report_deadline(request.options.eval_timeout_ms));
+    if (reply.value("type", "") != "reference_report" || reply.value("id", uint64_t{0}) != id) {
+      throw JudgeFailure("judge answered '" + reply.value("type", "") + "' instead of reference_report #" +
+                         std::to_string(id));
+    }
+    *report = env::reference_report_from_json(reply.at("report"));
+    if (reply.contains("retire")) {
+      stop();  // as in eval
+      return retire_fault(reply);
+    }
+    return LaneFault::kNone;
+  } catch (const JudgeFailure& e) {
+    judge_pid_ = 0;
+    *report = reference_system_report(std::string(e.what()) + "; the judge will be restarted for the next request");
+    return LaneFault::kJudgeLost;
+  } catch (const std::exception& e) {
+    *report = reference_system_report(std::string("bad reference report from the judge: ") + e.what());
+    return LaneFault::kNone;
+  }
+}
+
+json JudgeLane::health() {
+  std::string error;
+  LaneFault fault = LaneFault::kNone;
+  if (!ensure_judge(&error, &fault)) return {{"error", error}};
+  try {
+    return judge_.exchange({{"type", "health"}}, Deadline::after_ms(kHealthDeadlineMs));
+  } catch (const std::exception& e) {
+    judge_pid_ = 0;
+    return {{"error", e.what()}};
+  }
+}
+
+}  // namespace kforge::exec

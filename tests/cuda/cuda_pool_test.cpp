@@ -1,0 +1,153 @@
+// The device pool on a GPU (label gpu; docs/execution.md, "Lanes and the
+// device pool"): several lanes on one GPU behind the GPU gate. The test
+// process takes the gate itself, through the judges' own lock files, to see
+// that a verification waits while the GPU is held exclusively and that
+// timing waits while it is shared; lanes evaluate concurrently and correctly;
+// a GPU that does not exist is taken out of the pool and its work goes to the
+// one that does.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/gpu_gate.h"
+#include "common/remove_tree.h"
+#include "cuda_test_support.h"
+#include "kforge/env/device_pool.h"
+
+namespace kforge::env {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::compile_cuda;
+using testing::example_source;
+using testing::example_task;
+using testing::gpu_quick_options;
+
+class CudaPoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/kforge-cuda-pool-gate-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    gate_dir_ = pattern;
+  }
+  void TearDown() override { exec::remove_tree(gate_dir_); }
+
+  ExecutorConfig config(int lanes) const {
+    ExecutorConfig c;
+    c.backend = BackendKind::kCuda;
+    c.lanes_per_device = lanes;
+    c.gate_dir = gate_dir_;
+    return c;
+  }
+
+  // The key the judges used: the stem of the .gpu lock file they created.
+  std::string gate_key() const {
+    for (const auto& e : fs::directory_iterator(gate_dir_)) {
+      if (e.path().extension() == ".gpu") return e.path().stem().string();
+    }
+    ADD_FAILURE() << "no lock file in " << gate_dir_;
+    return "";
+  }
+
+  EvalRequest request(bool time) const {
+    EvalRequest req;
+    req.task = example_task("affine_relu6");
+    req.artifact = compile_cuda(example_source("affine_relu6", "fast"), req.task);
+    req.verify = true;
+    req.time = time;
+    req.options = gpu_quick_options();
+    return req;
+  }
+
+  fs::path gate_dir_;
+};
+
+TEST_F(CudaPoolTest, AVerificationWaitsWhileTheGpuIsHeldExclusively) {
+  auto pool = make_device_pool(config(2));
+  ASSERT_FALSE(pool->device_name().empty());
+  const EvalRequest req = request(false);
+  // Settle every spare first: a lane holds a share while its spares start.
+  ASSERT_EQ(pool->submit(req).get().outcome, Outcome::kCorrect);
+  ASSERT_EQ(pool->submit(req).get().outcome, Outcome::kCorrect);
+
+  exec::GpuGate mine(gate_dir_, gate_key());
+  mine.exclusive();
+  std::future<EvalReport> pending = pool->submit(req);
+  EXPECT_EQ(pending.wait_for(std::chrono::seconds(3)), std::future_status::timeout)
+      << "a verification ran while the GPU was held exclusively";
+  mine.release();
+  const EvalReport r = pending.get();
+  EXPECT_EQ(r.outcome, Outcome::kCorrect) << r.summary;
+  EXPECT_GT(r.phase_ms.value("gate_wait", 0.0), 1000.0) << r.phase_ms.dump();
+}
+
+TEST_F(CudaPoolTest, TimingWaitsWhileAnyoneSharesTheGpu) {
+  auto pool = make_device_pool(config(2));
+  ASSERT_FALSE(pool->device_name().empty());
+  const EvalRequest req = request(true);
+  ASSERT_EQ(pool->submit(req).get().outcome, Outcome::kCorrect);
+
+  exec::GpuGate mine(gate_dir_, gate_key());
+  mine.shared();
+  const auto held = std::chrono::steady_clock::now();
+  std::future<EvalReport> pending = pool->submit(req);
+  // Verification may proceed beside a reader; timing may not.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_EQ(pending.wait_for(std::chrono::seconds(0)), std::future_status::timeout)
+      << "the candidate was timed while another process shared the GPU";
+  mine.release();
+  const double held_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - held).count();
+  const EvalReport r = pending.get();
+  ASSERT_EQ(r.outcome, Outcome::kCorrect) << r.summary;
+  EXPECT_TRUE(r.timing.has_value());
+  // It waited for the share to go (less its own verification, which overlapped).
+  EXPECT_GT(r.phase_ms.value("gate_wait", 0.0), held_ms - r.phase_ms.value("verify", 0.0) - 1000.0)
+      << r.phase_ms.dump();
+}
+
+TEST_F(CudaPoolTest, FourLanesEvaluateCandidatesAtOnce) {
+  auto pool = make_device_pool(config(4));
+  ASSERT_FALSE(pool->device_name().empty());
+  std::set<int> pids;
+  for (const auto& lane : pool->lanes()) pids.insert(lane.judge_pid);
+  EXPECT_EQ(pids.size(), 4u);
+  EXPECT_EQ(pids.count(0), 0u);
+  const EvalRequest timed = request(true);
+  std::vector<std::future<EvalReport>> pending;
+  for (int i = 0; i < 12; ++i) pending.push_back(pool->submit(timed));
+  for (auto& f : pending) {
+    const EvalReport r = f.get();
+    EXPECT_EQ(r.outcome, Outcome::kCorrect) << r.summary;
+    EXPECT_TRUE(r.phase_ms.contains("gate_wait")) << r.phase_ms.dump();
+    ASSERT_TRUE(r.timing && r.timing->speedup) << r.summary;
+    EXPECT_GT(*r.timing->speedup, 0.0);
+  }
+  const json health = pool->health();
+  ASSERT_EQ(health["lanes"].size(), 4u);
+  for (const auto& lane : health["lanes"]) EXPECT_FALSE(lane.contains("error")) << lane.dump();
+}
+
+TEST_F(CudaPoolTest, AGpuThatDoesNotExistIsTakenOutAndItsWorkGoesToTheOther) {
+  ExecutorConfig c = config(1);
+  c.devices = {0, 63};
+  auto pool = make_device_pool(c);
+  ASSERT_FALSE(pool->device_name().empty());
+  std::vector<std::future<EvalReport>> pending;
+  const EvalRequest req = request(false);
+  for (int i = 0; i < 4; ++i) pending.push_back(pool->submit(req));
+  for (auto& f : pending) EXPECT_EQ(f.get().outcome, Outcome::kCorrect);
+  const json status = pool->status();
+  EXPECT_TRUE(status["devices"][0]["in_service"].get<bool>()) << status.dump();
+  EXPECT_FALSE(status["devices"][1]["in_service"].get<bool>()) << status.dump();
+  EXPECT_NE(status["devices"][1].value("out_reason", "").find("does not exist"), std::string::npos) << status.dump();
+  EXPECT_EQ(pool->devices_in_service(), 1);
+}
+
+}  // namespace
+}  // namespace kforge::env
