@@ -10,7 +10,9 @@
 namespace kforge::env {
 namespace {
 
-const std::vector<std::string> kFixedFlags = {"-O3", "-shared", "-fPIC", "-pipe"};
+// -z separate-code: only code is executable, so the ELF inspector's
+// system-call scan reads code, not symbol tables (nvcc_compiler.cpp).
+const std::vector<std::string> kFixedFlags = {"-O3", "-shared", "-fPIC", "-pipe", "-Wl,-z,separate-code"};
 const char* kDefaultStd = "-std=c++17";
 
 class HostCompiler : public Compiler {

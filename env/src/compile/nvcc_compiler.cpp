@@ -15,8 +15,13 @@
 namespace kforge::env {
 namespace {
 
-const std::vector<std::string> kFixedFlags = {"-shared", "-Xcompiler", "-fPIC",
-                                              "-cudart", "shared",     "--resource-usage"};
+// -z separate-code: only code in the executable segment. The ELF inspector
+// scans every executable segment byte by byte for system-call instructions
+// (raw_syscall); a linker that puts the symbol tables and .rodata there too
+// (the H200 machine's toolchain did) let their arbitrary bytes read as one,
+// and honest kernels were rejected.
+const std::vector<std::string> kFixedFlags = {"-shared", "-Xcompiler", "-fPIC",          "-cudart",
+                                              "shared",  "-Xlinker",   "-z,separate-code", "--resource-usage"};
 // Left out when the solution gives its own (nvcc warns about redefinitions).
 const char* kDefaultStd = "-std=c++17";
 const char* kDefaultOpt = "-O3";
