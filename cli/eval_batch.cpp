@@ -284,8 +284,11 @@ json result_row(const BatchPair& p, const StepResult& step) {
   row["measurement"] = m;
   if (info.contains("eval_report") && info["eval_report"].is_object()) {
     const json& r = info["eval_report"];
-    row["summary"] = r.value("summary", std::string());
-    row["device"] = r.value("device", std::string());
+    // A report of a compile error has no device: null, which value() would
+    // refuse to read as a string.
+    auto text = [&](const char* key) { return r.contains(key) && r[key].is_string() ? r[key] : json(""); };
+    row["summary"] = text("summary");
+    row["device"] = text("device");
     row["eval_phases_ms"] = r.value("phase_ms", json::object());
   }
   if (info.contains("error") && info["error"].is_object()) row["error"] = info["error"].value("message", std::string());
@@ -426,7 +429,10 @@ int run_batch(const BatchArgs& a, const env::EnvConfig& config) {
   auto record = [&](json row) {
     out.write(row);
     progress.add(row);
-    rows[row["key"].get<std::string>()] = std::move(row);
+    // The key first: json's operator= takes its argument by value, and C++17
+    // initializes that argument (moving row out) before the left side.
+    const std::string key = row["key"].get<std::string>();
+    rows[key] = std::move(row);
   };
 
   std::vector<BatchPair*> runnable;

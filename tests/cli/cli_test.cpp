@@ -98,8 +98,7 @@ TEST(CliTest, EvalOfAForgedControlFrameIsTheCandidatesViolation) {
 #include <stdio.h>
 extern "C" int kf_forward(const kf_tensor*, int, kf_tensor*, int, void*) {
   static const unsigned char frame[] = {7, 0, 0, 0, 0x81, 0xa4, 't', 'y', 'p', 'e', 0x07};
-  fputc('
-', stdout); fflush(stdout);
+  fputc('\n', stdout); fflush(stdout);
   int saved = stdout->_fileno; stdout->_fileno = 3;
   fwrite(frame, 1, sizeof(frame), stdout); fflush(stdout);
   stdout->_fileno = saved;

@@ -205,7 +205,12 @@ NvrtcWorkerPool::Result NvrtcWorkerPool::compile(const Request& request) {
     r.lowered.push_back(l.is_string() ? std::optional<std::string>(l.get<std::string>()) : std::nullopt);
   }
   r.wall_ms = exec::ms_since(start);
-  if (r.nvrtc_result == NVRTC_ERROR_OUT_OF_MEMORY) {
+  // Under its data limit NVRTC's front end reports a failed allocation as a
+  // compilation error whose log says "out of memory" (the H200 machine's
+  // NVRTC and this one alike); only with a limit set is that the limit.
+  const bool front_end_out_of_memory = request.memory_limit_bytes > 0 && r.nvrtc_result != NVRTC_SUCCESS &&
+                                       r.log.find("out of memory") != std::string::npos;
+  if (r.nvrtc_result == NVRTC_ERROR_OUT_OF_MEMORY || front_end_out_of_memory) {
     // The worker survived, but its heap may hold what the compile grew.
     Result oom = lose(Result::Status::kOutOfMemory, r.result_text);
     oom.log = r.log;

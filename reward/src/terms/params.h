@@ -24,16 +24,21 @@ inline double number_or(ObjectReader& r, const std::string& key, double fallback
   return f ? bounded_number(*f) : fallback;
 }
 
+// The errors say what the field means first ("a number >= 0"), then the
+// bound that only absurd values reach.
 inline double nonnegative_or(ObjectReader& r, const std::string& key, double fallback) {
   auto f = r.optional(key);
-  return f ? f->as_number_in(0.0, limits::kMaxRewardMagnitude) : fallback;
+  if (!f) return fallback;
+  const double v = f->as_nonnegative_number();
+  if (v > limits::kMaxRewardMagnitude) f->fail("a number >= 0 and at most 1e6 (limits::kMaxRewardMagnitude)");
+  return v;
 }
 
 inline double positive_or(ObjectReader& r, const std::string& key, double fallback) {
   auto f = r.optional(key);
   if (!f) return fallback;
-  const double v = f->as_number_in(0.0, limits::kMaxRewardMagnitude);
-  if (!(v > 0)) f->fail("a positive number");
+  const double v = f->as_positive_number();
+  if (v > limits::kMaxRewardMagnitude) f->fail("a positive number, at most 1e6 (limits::kMaxRewardMagnitude)");
   return v;
 }
 
