@@ -120,6 +120,10 @@ void JudgeLane::stop() {
   judge_.stop();
   judge_pid_ = 0;
   retire_judge_scratch();
+  // The lane's own directory, created with its first judge's: removed only
+  // when empty (a judge started again creates it again).
+  std::error_code ec;
+  std::filesystem::remove(launch_.scratch, ec);
 }
 
 void JudgeLane::retire_judge_scratch() {
