@@ -37,6 +37,13 @@ def assert_exactly_once(got: List[str], expected: List[str]) -> None:
     assert sorted(got) == sorted(expected)
 
 
+def _spool_has_records(spool: Path) -> bool:
+    if not spool.is_dir():
+        return False
+    return any(f.is_file() and f.name != "lock" and f.stat().st_size > 0 and f.suffix != ".json"
+               for f in spool.rglob("*"))
+
+
 def test_a_sender_killed_mid_send_resumes_and_nothing_is_lost_or_doubled(tmp_path: Path) -> None:
     rng = random.Random(SEED)
     n = 3000
@@ -48,7 +55,12 @@ def test_a_sender_killed_mid_send_resumes_and_nothing_is_lost_or_doubled(tmp_pat
     killed_alive = 0
     for _ in range(4):
         p = start_send(path, receiver.endpoint, "phoenix", spool)
-        time.sleep(rng.uniform(0.05, 0.4))
+        # Mid-send: once the spool holds records (kforge takes about a second
+        # to start, libtorch included), then at a random point.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and p.poll() is None and not _spool_has_records(spool):
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0.0, 0.2))
         if p.poll() is None:
             killed_alive += 1
         p.send_signal(signal.SIGKILL)
