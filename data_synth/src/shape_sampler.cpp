@@ -79,10 +79,18 @@ std::variant<SampledShapes, ShapeRejection> sample_shapes(uint64_t seed, const C
                                             std::to_string(chosen) + ", over the cap of " +
                                             fmt(options.memory_cap_bytes / 1048576.0) + " MiB"};
   }
-  if (s.predicted_ms < options.window.lo_ms || s.predicted_ms > options.window.hi_ms) {
+  // A task whose nearest batch is predicted close to an edge (batch 1
+  // already slow, or the largest batch still fast) is refused here, by the
+  // deterministic cost model, rather than left to the measured window filter,
+  // where machine load decides on which side of the edge it falls.
+  const double edge = std::sqrt(std::max(1.0, options.margin));
+  const double accept_lo = options.window.lo_ms * edge, accept_hi = options.window.hi_ms / edge;
+  if (s.predicted_ms < accept_lo || s.predicted_ms > accept_hi) {
     return ShapeRejection{"shape_search", "predicted " + fmt(s.predicted_ms) + " ms at batch " +
-                                              std::to_string(chosen) + ", outside the window [" +
-                                              fmt(options.window.lo_ms) + ", " + fmt(options.window.hi_ms) + "] ms"};
+                                              std::to_string(chosen) + ", outside [" + fmt(accept_lo) + ", " +
+                                              fmt(accept_hi) + "] ms, the window [" + fmt(options.window.lo_ms) +
+                                              ", " + fmt(options.window.hi_ms) + "] ms less a factor " + fmt(edge) +
+                                              " from each edge"};
   }
   s.task = std::move(c.task);
   for (int64_t vb : variant_batches(chosen, std::max(2, options.variants))) {

@@ -15,7 +15,8 @@ namespace kforge::synth {
 struct DeviceProfile {
   std::string name;              // "cpu" or "cuda"
   double gemm_gflops = 0;        // matmul / linear / bmm
-  double conv_gflops = 0;        // conv*, conv_transpose*
+  double conv_gflops = 0;        // conv1d/2d/3d
+  double conv_transpose_gflops = 0;  // conv_transpose*: mkldnn's CPU path is ~4x slower than conv
   double other_gflops = 0;       // everything else (transcendentals dominate)
   double bandwidth_gbps = 0;     // bytes moved per node
   double per_node_ms = 0;        // launch / dispatch overhead of one op

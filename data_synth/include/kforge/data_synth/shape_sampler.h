@@ -30,7 +30,9 @@ struct ShapeOptions {
   RuntimeWindow window;
   // The sampler aims at a time drawn log-uniformly from the middle of the
   // window: [lo * margin, hi / margin], so cost-model error and timing noise
-  // rarely carry a task across an edge.
+  // rarely carry a task across an edge. A task whose nearest batch is
+  // predicted within a factor sqrt(margin) of an edge is refused
+  // (shape_search) before anything is measured.
   double margin = 3.0;
   // Every tensor of one call (inputs, intermediates, outputs) together.
   double memory_cap_bytes = 2.0 * (1ull << 30);
