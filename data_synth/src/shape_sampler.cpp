@@ -86,11 +86,10 @@ std::variant<SampledShapes, ShapeRejection> sample_shapes(uint64_t seed, const C
   const double edge = std::sqrt(std::max(1.0, options.margin));
   const double accept_lo = options.window.lo_ms * edge, accept_hi = options.window.hi_ms / edge;
   if (s.predicted_ms < accept_lo || s.predicted_ms > accept_hi) {
-    return ShapeRejection{"shape_search", "predicted " + fmt(s.predicted_ms) + " ms at batch " +
-                                              std::to_string(chosen) + ", outside [" + fmt(accept_lo) + ", " +
-                                              fmt(accept_hi) + "] ms, the window [" + fmt(options.window.lo_ms) +
-                                              ", " + fmt(options.window.hi_ms) + "] ms less a factor " + fmt(edge) +
-                                              " from each edge"};
+    return ShapeRejection{
+        "shape_search", "predicted " + fmt(s.predicted_ms) + " ms at batch " + std::to_string(chosen) + ", outside [" +
+                            fmt(accept_lo) + ", " + fmt(accept_hi) + "] ms, the window [" + fmt(options.window.lo_ms) +
+                            ", " + fmt(options.window.hi_ms) + "] ms less a factor " + fmt(edge) + " from each edge"};
   }
   s.task = std::move(c.task);
   for (int64_t vb : variant_batches(chosen, std::max(2, options.variants))) {
