@@ -30,6 +30,7 @@ struct RolloutArgs {
   std::string stream_worker;
   std::string stream_spool;
   int groups = -1;
+  int64_t seed = -1;
   int group_size = 0;
   int concurrency = 0;
   std::string fork_file;
@@ -45,6 +46,7 @@ int run_rollout(const RolloutArgs& a) {
   if (!a.env.empty()) config.env = a.env;
   if (!a.output.empty()) config.output = a.output;
   if (a.groups >= 0) config.groups = a.groups;
+  if (a.seed >= 0) config.seed = static_cast<uint64_t>(a.seed);
   if (a.group_size > 0) config.group_size = a.group_size;
   if (a.concurrency > 0) config.concurrency = a.concurrency;
   if (config.concurrency < config.group_size) config.concurrency = config.group_size;
@@ -151,6 +153,10 @@ void add_rollout_command(CLI::App& app, CommandFn* selected) {
   cmd->add_option("--stream-worker", args->stream_worker, "The stream's worker id (overrides stream.worker_id)");
   cmd->add_option("--stream-spool", args->stream_spool, "The stream's spool directory (overrides stream.spool_dir)");
   cmd->add_option("--groups", args->groups, "Groups to run (0: one per task)")->check(CLI::Range(0, 1000000));
+  cmd->add_option("--seed", args->seed,
+                  "Seed of task order and episode seeds (overrides the config's seed); give each worker of a run its "
+                  "own, e.g. its rank")
+      ->check(CLI::Range(int64_t{0}, INT64_MAX));
   cmd->add_option("--group-size", args->group_size, "Rollouts per task")->check(CLI::Range(1, 1024));
   cmd->add_option("--concurrency", args->concurrency, "Episodes in flight")->check(CLI::Range(1, 4096));
   cmd->add_option("--fork", args->fork_file, "Fork: the JSONL file holding the trajectory to continue");

@@ -244,7 +244,9 @@ struct RolloutRunner::Impl {
 
   size_t draw_task() {
     if (next_draw % order.size() == 0 && config.shuffle) {
-      std::mt19937_64 rng(mix(config.seed + next_draw));
+      // mix(seed) first: seeds S and S+1 (two ranks of one job) must not
+      // give shifted copies of one stream of shuffles.
+      std::mt19937_64 rng(mix(mix(config.seed) + next_draw));
       std::shuffle(order.begin(), order.end(), rng);
     }
     return order[next_draw++ % order.size()];

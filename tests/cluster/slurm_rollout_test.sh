@@ -151,5 +151,12 @@ assert written == expected, f"the workers wrote {written} trajectories, expected
 for i in range(2):
     spool = d / "run" / "spool" / f"worker-{i}"
     assert spool.is_dir(), f"worker {i} (SLURM_PROCID {i}) did not stream: no {spool}"
+# Each rank rolls out with its own seed (the template passes --seed from the
+# rank), so the two ranks' episodes have disjoint seeds.
+seeds = [set() for _ in range(2)]
+for i in range(2):
+    for line in (d / "run" / f"trajectories-{i}.jsonl").read_text().splitlines():
+        seeds[i].add(json.loads(line)["info"]["seed"])
+assert seeds[0] and seeds[1] and not (seeds[0] & seeds[1]), f"ranks share episode seeds: {seeds}"
 print(f"slurm_rollout_test: {len(rows)} trajectories from 2 Slurm tasks received over CurveZMQ")
 EOF

@@ -100,13 +100,15 @@ def test_receive_recovers_a_batch_written_but_not_acknowledged(tmp_path: Path) -
         f.write('{"id": "t-six')
     receiver = start_receive(out, state, endpoint)
     assert receiver.ready["records"] == 5
-    # The worker sends seq 5 and 6: 5 is stored already (acknowledged, not
-    # written again), 6 is written.
+    # The worker's seq 5 and 6: 5 is stored already (acknowledged, never
+    # written again), 6 is written. Seq 5 arrives as a duplicate only when the
+    # sender spooled it before the receiver's welcome; otherwise the welcome's
+    # acked_through = 5 makes the sender drop it unsent. Both are correct.
     second = tmp_path / "second.jsonl"
     write_trajectories(second, "u", 2)
     assert finish(start_send(second, endpoint, "w", spool))["_exit"] == 0
     summary = receiver.stop()
-    assert summary["recovered"] == 1 and summary["records"] == 6 and summary["duplicates"] == 1
+    assert summary["recovered"] == 1 and summary["records"] == 6 and summary["duplicates"] in (0, 1)
     assert read_ids(out) == ids + ["t-fifth", "u-1"]
     assert out.read_text().endswith("\n")
     # Lines nobody checkpointed are refused.
