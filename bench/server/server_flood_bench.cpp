@@ -11,11 +11,13 @@
 // maps with a repeated key. Baseline: the same honest clients, same run,
 // without the flood.
 //
-//   bench_server_flood [--seconds S] [--kforge PATH] [--flood all|resets]
+//   bench_server_flood [--seconds S] [--kforge PATH] [--flood all|resets|K]
 //
 // --kforge runs another build's binary (e.g. main's, for a before/after);
 // --flood resets sends only the resets, which a server without the issue-12
-// fixes survives (its socket thread parsed them and suggested task ids).
+// fixes survives (its socket thread parsed them and suggested task ids);
+// --flood K sends only hostile message K of the list below (0-based), to find
+// which kind costs the honest clients.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -146,7 +148,7 @@ void honest_client(zmq::context_t& ctx, const std::string& endpoint, const json&
 }
 
 // The hostile messages, one list per client; sent round robin.
-std::vector<std::string> hostile_messages(const json& task, bool resets_only, int env_id) {
+std::vector<std::string> all_hostile_messages(const json& task, bool resets_only, int env_id) {
   std::vector<std::string> out;
   json variants = task;
   variants["shape_variants"] = json::array();
@@ -166,6 +168,15 @@ std::vector<std::string> hostile_messages(const json& task, bool resets_only, in
   out.push_back(std::string("\x84\xa1v\x01\xa2id\x05\xa6method\xa5hello\xa6method\xa4make", 33));
   out.push_back(rpc::encode_request(5, "hello", {{"clinet", "x"}, {"bogus", std::string(1000, 'b')}}));
   return out;
+}
+
+// -1: all kinds; otherwise only kind `only`.
+int g_only = -1;
+
+std::vector<std::string> hostile_messages(const json& task, bool resets_only, int env_id) {
+  std::vector<std::string> all = all_hostile_messages(task, resets_only, env_id);
+  if (g_only < 0) return all;
+  return {all.at(static_cast<size_t>(g_only) % all.size())};
 }
 
 void hostile_client(zmq::context_t& ctx, const std::string& endpoint, const json& task, bool resets_only,
@@ -230,7 +241,11 @@ int main(int argc, char** argv) {
     const std::string key = argv[i];
     if (key == "--seconds") seconds = std::atof(argv[i + 1]);
     if (key == "--kforge") kforge_bin = argv[i + 1];
-    if (key == "--flood") resets_only = std::string(argv[i + 1]) == "resets";
+    if (key == "--flood") {
+      const std::string v = argv[i + 1];
+      resets_only = v == "resets";
+      if (v != "resets" && v != "all") g_only = std::atoi(v.c_str());
+    }
   }
   constexpr int kHonest = 8;
   constexpr int kHostile = 8;
@@ -267,7 +282,10 @@ int main(int argc, char** argv) {
   const double q50 = percentile(samples.quiet_ms, 0.5), q99 = percentile(samples.quiet_ms, 0.99);
   const double f50 = percentile(samples.flood_ms, 0.5), f99 = percentile(samples.flood_ms, 0.99);
   std::printf("bench_server_flood: %s, %d honest + %d hostile clients, %.0f s per phase, flood: %s\n",
-              kforge_bin.c_str(), kHonest, kHostile, seconds, resets_only ? "resets" : "all");
+              kforge_bin.c_str(), kHonest, kHostile, seconds,
+              g_only >= 0   ? ("kind " + std::to_string(g_only)).c_str()
+              : resets_only ? "resets"
+                            : "all");
   std::printf("  without flood: %zu honest steps, p50 %.2f ms, p99 %.2f ms\n", samples.quiet_ms.size(), q50, q99);
   std::printf("  with flood:    %zu honest steps, p50 %.2f ms, p99 %.2f ms; %llu hostile messages (%.0f/s)\n",
               samples.flood_ms.size(), f50, f99, static_cast<unsigned long long>(sent.load()),

@@ -188,6 +188,22 @@ TEST(ProtocolTest, WrongTypesAndUnknownKeysNameTheField) {
   EXPECT_NE(unknown.message.find("did you mean \"params\""), std::string::npos) << unknown.message;
 }
 
+TEST(ProtocolTest, LongNamesAreRefusedWithoutBeingQuotedBack) {
+  // A megabyte method name or key: the error says so in a short message
+  // (the flood bench sends these as fast as the server answers).
+  Failure method = decode_failure(msgpack({{"v", 1}, {"id", 1}, {"method", std::string(1 << 20, 'm')}}));
+  EXPECT_EQ(method.code, "unknown_method");
+  EXPECT_EQ(method.field, "/method");
+  EXPECT_NE(method.message.find("at most 64 characters, got 1048576"), std::string::npos) << method.message;
+  json id;
+  EXPECT_EQ(decode_request(msgpack({{"v", 1}, {"id", 1}, {"method", std::string(64, 'm')}}), &id).method.size(), 64u);
+  Failure key =
+      decode_failure(msgpack({{"v", 1}, {"id", 1}, {"method", "make"}, {std::string(1 << 20, 'k'), json::object()}}));
+  EXPECT_EQ(key.code, "bad_request");
+  EXPECT_LT(key.message.size(), 200u) << key.message.substr(0, 200);
+  EXPECT_LT(key.field.size(), 70u);
+}
+
 TEST(ProtocolTest, StringsMustBeUtf8) {
   // Built by hand: nlohmann would refuse to encode the invalid string.
   std::string bytes = msgpack({{"v", 1}, {"id", 4}, {"method", "step"}, {"params", {{"tool_call", "ab"}}}});

@@ -1,6 +1,7 @@
 #include "kforge/core/msgpack.h"
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -107,98 +108,202 @@ std::string check(std::string_view payload, int max_depth) {
 
 namespace {
 
-// Builds the value as nlohmann's own DOM builder does, but refuses a map
-// that repeats a key (nlohmann keeps the last copy silently; JSON and YAML
-// documents refuse them too, so a message means one thing to every reader).
-// Depth was bounded by check(); the stack here is an explicit vector.
-class DomBuilder {
+// Builds the DOM of a payload that check() accepted, so it never meets a
+// truncated value, a lying count or excess depth. nlohmann's own msgpack
+// reader fetches a string one byte per call: a 1 MiB string cost ~6 ms, and a
+// flood of them held the env server's socket thread (bench/server). Here a
+// string or binary is one copy. The stack is an explicit vector.
+class Builder {
  public:
-  using number_integer_t = json::number_integer_t;
-  using number_unsigned_t = json::number_unsigned_t;
-  using number_float_t = json::number_float_t;
-  using string_t = json::string_t;
-  using binary_t = json::binary_t;
+  explicit Builder(const unsigned char* data) : d_(data) {}
 
-  explicit DomBuilder(json* root) : root_(root) {}
-
-  bool null() { return add(nullptr) != nullptr; }
-  bool boolean(bool v) { return add(v) != nullptr; }
-  bool number_integer(number_integer_t v) { return add(v) != nullptr; }
-  bool number_unsigned(number_unsigned_t v) { return add(v) != nullptr; }
-  bool number_float(number_float_t v, const string_t& /*text*/) { return add(v) != nullptr; }
-  bool string(string_t& v) { return add(std::move(v)) != nullptr; }
-  bool binary(binary_t& v) {
-    const bool has_subtype = v.has_subtype();
-    const auto subtype = v.subtype();
-    json value = has_subtype ? json::binary(std::move(v), subtype) : json::binary(std::move(v));
-    return add(std::move(value)) != nullptr;
+  json build() {
+    json root;
+    do {
+      if (!stack_.empty() && stack_.back().map) read_key();
+      place(read_value(), &root);
+      while (!stack_.empty() && stack_.back().left == 0) stack_.pop_back();
+    } while (!stack_.empty());
+    return root;
   }
-  bool start_object(std::size_t /*size*/) { return open(json::object()); }
-  bool start_array(std::size_t /*size*/) { return open(json::array()); }
-  bool end_object() { return close(); }
-  bool end_array() { return close(); }
-  bool key(string_t& k) {
-    Frame& top = stack_.back();
-    if (top.value->contains(k)) {
-      error_ = "a map repeats the key \"" + (k.size() > 60 ? k.substr(0, 57) + "..." : k) + "\"";
-      return false;
-    }
-    top.slot = &(*top.value)[k];
-    return true;
-  }
-  bool parse_error(std::size_t /*position*/, const std::string& /*last_token*/, const json::exception& e) {
-    error_ = e.what();
-    return false;
-  }
-  const std::string& error() const { return error_; }
 
  private:
   struct Frame {
     json* value;
-    json* slot;
+    uint64_t left;  // items (arrays) or entries (maps) still to read
+    bool map;
+    json* slot = nullptr;  // a map's value for the key just read
   };
-  json* add(json value) {
-    if (stack_.empty()) {
-      *root_ = std::move(value);
-      return root_;
+
+  // A value, or an empty container whose items follow (pending_ says how many).
+  json read_value() {
+    const unsigned char b = d_[pos_++];
+    pending_ = 0;
+    if (b <= 0x7f) return static_cast<json::number_unsigned_t>(b);
+    if (b >= 0xe0) return static_cast<json::number_integer_t>(static_cast<int8_t>(b));
+    if (b <= 0x8f) return open(json::object(), b & 0x0fU);
+    if (b <= 0x9f) return open(json::array(), b & 0x0fU);
+    if (b <= 0xbf) return text(b & 0x1f);
+    switch (b) {
+      case 0xc0:
+        return nullptr;
+      case 0xc2:
+        return false;
+      case 0xc3:
+        return true;
+      case 0xc4:
+        return bytes(take(1), false);
+      case 0xc5:
+        return bytes(take(2), false);
+      case 0xc6:
+        return bytes(take(4), false);
+      case 0xc7:
+        return bytes(take(1), true);
+      case 0xc8:
+        return bytes(take(2), true);
+      case 0xc9:
+        return bytes(take(4), true);
+      case 0xca: {
+        const auto bits = static_cast<uint32_t>(take(4));
+        float f = 0;
+        std::memcpy(&f, &bits, sizeof f);
+        return static_cast<double>(f);
+      }
+      case 0xcb: {
+        const uint64_t bits = take(8);
+        double f = 0;
+        std::memcpy(&f, &bits, sizeof f);
+        return f;
+      }
+      case 0xcc:
+        return static_cast<json::number_unsigned_t>(take(1));
+      case 0xcd:
+        return static_cast<json::number_unsigned_t>(take(2));
+      case 0xce:
+        return static_cast<json::number_unsigned_t>(take(4));
+      case 0xcf:
+        return static_cast<json::number_unsigned_t>(take(8));
+      case 0xd0:
+        return static_cast<json::number_integer_t>(static_cast<int8_t>(take(1)));
+      case 0xd1:
+        return static_cast<json::number_integer_t>(static_cast<int16_t>(take(2)));
+      case 0xd2:
+        return static_cast<json::number_integer_t>(static_cast<int32_t>(take(4)));
+      case 0xd3:
+        return static_cast<json::number_integer_t>(static_cast<int64_t>(take(8)));
+      case 0xd4:
+        return bytes(1, true);
+      case 0xd5:
+        return bytes(2, true);
+      case 0xd6:
+        return bytes(4, true);
+      case 0xd7:
+        return bytes(8, true);
+      case 0xd8:
+        return bytes(16, true);
+      case 0xd9:
+        return text(take(1));
+      case 0xda:
+        return text(take(2));
+      case 0xdb:
+        return text(take(4));
+      case 0xdc:
+        return open(json::array(), take(2));
+      case 0xdd:
+        return open(json::array(), take(4));
+      case 0xde:
+        return open(json::object(), take(2));
+      case 0xdf:
+        return open(json::object(), take(4));
+      default:
+        break;  // 0xc1: check() refused it
     }
-    Frame& top = stack_.back();
-    if (top.value->is_array()) {
-      top.value->push_back(std::move(value));
-      return &top.value->back();
-    }
-    *top.slot = std::move(value);
-    return top.slot;
-  }
-  bool open(json container) {
-    json* placed = add(std::move(container));
-    stack_.push_back({placed, nullptr});
-    return true;
-  }
-  bool close() {
-    stack_.pop_back();
-    return true;
+    throw DecodeError("byte " + std::to_string(b) + " is not a MessagePack type");
   }
 
-  json* root_;
+  void read_key() {
+    const unsigned char b = d_[pos_];
+    uint64_t len = 0;
+    if (b >= 0xa0 && b <= 0xbf) {
+      ++pos_;
+      len = b & 0x1f;
+    } else if (b >= 0xd9 && b <= 0xdb) {
+      ++pos_;
+      len = take(b == 0xd9 ? 1 : b == 0xda ? 2 : 4);
+    } else {
+      throw DecodeError("a map key at offset " + std::to_string(pos_) + " is not a string");
+    }
+    std::string k(reinterpret_cast<const char*>(d_ + pos_), static_cast<size_t>(len));
+    pos_ += static_cast<size_t>(len);
+    Frame& top = stack_.back();
+    // nlohmann keeps the last copy of a repeated key silently; JSON and YAML
+    // documents refuse them too, so a message means one thing to every reader.
+    if (top.value->contains(k)) {
+      throw DecodeError("a map repeats the key \"" + (k.size() > 60 ? k.substr(0, 57) + "..." : k) + "\"");
+    }
+    top.slot = &(*top.value)[k];
+  }
+
+  void place(json value, json* root) {
+    const uint64_t items = pending_;
+    const bool map = value.is_object();
+    json* at = root;
+    if (stack_.empty()) {
+      *root = std::move(value);
+    } else {
+      Frame& top = stack_.back();
+      if (top.map) {
+        at = top.slot;
+        *at = std::move(value);
+      } else {
+        top.value->push_back(std::move(value));
+        at = &top.value->back();
+      }
+      --top.left;
+    }
+    if (items > 0) {
+      // check() bounded the count by the bytes left.
+      if (!map) at->get_ref<json::array_t&>().reserve(static_cast<size_t>(items));
+      stack_.push_back({at, items, map});
+    }
+  }
+
+  json open(json container, uint64_t items) {
+    pending_ = items;
+    return container;
+  }
+
+  json text(uint64_t len) {
+    json v = std::string(reinterpret_cast<const char*>(d_ + pos_), static_cast<size_t>(len));
+    pos_ += static_cast<size_t>(len);
+    return v;
+  }
+
+  // bin (ext = false) or ext / fixext (ext = true: a type byte first).
+  json bytes(uint64_t len, bool ext) {
+    const int8_t type = ext ? static_cast<int8_t>(d_[pos_++]) : 0;
+    json::binary_t::container_type v(d_ + pos_, d_ + pos_ + len);
+    pos_ += static_cast<size_t>(len);
+    return ext ? json::binary(std::move(v), static_cast<std::uint8_t>(type)) : json::binary(std::move(v));
+  }
+
+  uint64_t take(int n) {
+    const uint64_t v = read_be(d_ + pos_, n);
+    pos_ += static_cast<size_t>(n);
+    return v;
+  }
+
+  const unsigned char* d_;
+  size_t pos_ = 0;
+  uint64_t pending_ = 0;
   std::vector<Frame> stack_;
-  std::string error_;
 };
 
 }  // namespace
 
 json decode(std::string_view payload, int max_depth) {
   if (std::string why = check(payload, max_depth); !why.empty()) throw DecodeError(why);
-  json root;
-  DomBuilder builder(&root);
-  bool ok = false;
-  try {
-    ok = json::sax_parse(payload.begin(), payload.end(), &builder, json::input_format_t::msgpack);
-  } catch (const json::exception& e) {
-    throw DecodeError(e.what());
-  }
-  if (!ok) throw DecodeError(builder.error().empty() ? "not one MessagePack value" : builder.error());
-  return root;
+  return Builder(reinterpret_cast<const unsigned char*>(payload.data())).build();
 }
 
 std::string encode(const json& value) {
@@ -212,6 +317,14 @@ bool valid_utf8(std::string_view s) {
   const size_t n = s.size();
   size_t i = 0;
   while (i < n) {
+    // ASCII eight bytes at a time: most protocol text is ASCII.
+    while (n - i >= 8) {
+      uint64_t w = 0;
+      std::memcpy(&w, p + i, 8);
+      if (w & 0x8080808080808080ULL) break;
+      i += 8;
+    }
+    if (i >= n) break;
     const unsigned char c = p[i];
     size_t len = 0;
     uint32_t cp = 0;

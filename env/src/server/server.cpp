@@ -39,9 +39,13 @@ const std::vector<std::string> kMethods = {"hello", "ping", "make", "reset", "st
 // Housekeeping (idle clients) runs this often at most; it is not on the path
 // of any reply.
 constexpr std::chrono::milliseconds kHousekeeping{500};
-// Requests handled per wake-up before completions get their turn, so a flood
-// from one client cannot hold finished steps back.
+// Requests handled per wake-up before finished steps get their replies: at
+// most this many, and for at most kTurn. A count alone let 256 large hostile
+// requests (~6 ms each to decode) hold every finished step back 1.5 s
+// (bench/server, --flood 5); ZeroMQ's fair queueing across clients then
+// bounds what an honest request waits for to one message per other client.
 constexpr int kRequestsPerTurn = 256;
+constexpr std::chrono::microseconds kTurn{1000};
 // Threads that run resets. A reset parses and type-checks the task (every
 // shape variant), suggests a task id for an unknown one and builds the
 // prompt: work that grows with the request, so it never runs on the socket
@@ -207,7 +211,7 @@ struct Server::Impl {
   void wake_up();
   void receive_one();
   void handle(const Envelope& from, std::string_view payload);
-  void dispatch(Peer& peer, const Envelope& from, const protocol::Request& req);
+  void dispatch(Peer& peer, const Envelope& from, protocol::Request& req);
   void send_reply(const Envelope& to, const std::string& payload);
   void deliver_completions();
   void release(int env_id);
@@ -220,7 +224,7 @@ struct Server::Impl {
   json do_hello(const Peer& peer, const json& params);
   json do_make(Peer& peer, const std::string& routing_id, const json& params);
   // Replies later, when a reset thread has started the episode.
-  void do_reset(Peer& peer, const Envelope& from, uint64_t id, const json& params);
+  void do_reset(Peer& peer, const Envelope& from, uint64_t id, json& params);
   // Replies later, when the step finishes.
   void do_step(Peer& peer, const Envelope& from, uint64_t id, const json& params);
   json do_close(Peer& peer, const std::string& routing_id, const json& params);
@@ -553,7 +557,11 @@ void Server::Impl::serve_once(std::chrono::milliseconds timeout) {
     deliver_completions();
   }
   if (items[0].revents & ZMQ_POLLIN) {
-    for (int i = 0; i < kRequestsPerTurn && (router.get(zmq::sockopt::events) & ZMQ_POLLIN); ++i) receive_one();
+    const auto turn_end = Clock::now() + kTurn;
+    for (int i = 0; i < kRequestsPerTurn && (router.get(zmq::sockopt::events) & ZMQ_POLLIN); ++i) {
+      receive_one();
+      if (Clock::now() >= turn_end) break;
+    }
   }
   for (const auto& id : std::exchange(gone, {})) forget_peer(id, "unreachable (a reply bounced)");
   if (Clock::now() - last_housekeeping >= kHousekeeping) housekeeping();
@@ -589,7 +597,7 @@ void Server::Impl::receive_one() {
 void Server::Impl::handle(const Envelope& from, std::string_view payload) {
   json id;
   try {
-    const protocol::Request req = protocol::decode_request(payload, &id);
+    protocol::Request req = protocol::decode_request(payload, &id);
     Peer& peer = peers[from.routing_id];
     peer.last_seen = Clock::now();
     if (draining) throw ProtocolError(ErrorCode::kShuttingDown, "the server is shutting down");
@@ -614,7 +622,7 @@ void Server::Impl::handle(const Envelope& from, std::string_view payload) {
   }
 }
 
-void Server::Impl::dispatch(Peer& peer, const Envelope& from, const protocol::Request& req) {
+void Server::Impl::dispatch(Peer& peer, const Envelope& from, protocol::Request& req) {
   const std::string& m = req.method;
   if (m == "step") {
     do_step(peer, from, req.id, req.params);  // replies when the step finishes
@@ -706,7 +714,7 @@ json Server::Impl::do_make(Peer& peer, const std::string& routing_id, const json
   return {{"env_id", env_id}};
 }
 
-void Server::Impl::do_reset(Peer& peer, const Envelope& from, uint64_t id, const json& params) {
+void Server::Impl::do_reset(Peer& peer, const Envelope& from, uint64_t id, json& params) {
   Slot& slot = owned_slot(peer, from.routing_id, params);
   const int env_id = static_cast<int>(&slot - slots.data());
   struct Args {
@@ -719,7 +727,8 @@ void Server::Impl::do_reset(Peer& peer, const Envelope& from, uint64_t id, const
   // The task is not part of the params' document: it is read as a document
   // of its own on a reset thread, so that a task beyond the document limits
   // (a deep id or attrs) is an invalid_task like any other bad task.
-  const json* task_value = nullptr;
+  // The task is moved, not copied: this runs on the socket thread.
+  json* task_value = nullptr;
   json rest = json::object();
   if (params.is_object()) {
     for (auto it = params.begin(); it != params.end(); ++it) {
@@ -737,7 +746,18 @@ void Server::Impl::do_reset(Peer& peer, const Envelope& from, uint64_t id, const
     r.allow("env_id");
     if (task_value != nullptr) {
       if (!task_value->is_object()) throw InputError("params: field /task: expected an object (a task)");
-      out.task = *task_value;
+      // Counted here, before the task goes to a reset thread, as the task
+      // reader counts them: a flood of 20,000-variant resets then costs the
+      // socket thread their decode only.
+      if (auto v = task_value->find("shape_variants");
+          v != task_value->end() && v->is_array() && v->size() > limits::kMaxShapeVariants) {
+        throw ProtocolError(ErrorCode::kInvalidTask,
+                            "task: field /shape_variants: " + std::to_string(v->size()) +
+                                " shape variants; a task has at most " + std::to_string(limits::kMaxShapeVariants) +
+                                " (limits::kMaxShapeVariants)",
+                            "/params/task/shape_variants");
+      }
+      out.task = std::move(*task_value);
     }
     if (auto f = r.optional("task_id")) {
       out.task_id = f->as_string();

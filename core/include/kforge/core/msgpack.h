@@ -2,12 +2,12 @@
 // process: env-server requests, runner frames, policy replies, trajectory
 // stream messages.
 //
-// nlohmann's decoder recurses once per nesting level and trusts the counts a
-// message announces, so a hostile payload of nested one-element arrays
-// overflows the stack and a huge announced count makes it reserve memory it
-// never fills. decode_msgpack() first walks the bytes iteratively
-// (check_msgpack) and only hands payloads that are well-formed, no deeper than
-// the limit and no larger than they claim to the real decoder.
+// nlohmann's decoder recurses once per nesting level, trusts the counts a
+// message announces (a hostile payload of nested one-element arrays overflows
+// the stack; a huge announced count reserves memory never filled) and reads
+// strings one byte per call. decode() first walks the bytes iteratively
+// (check()), then builds the DOM itself from a payload known to be
+// well-formed, no deeper than the limit and no larger than it claims.
 #pragma once
 
 #include <nlohmann/json.hpp>

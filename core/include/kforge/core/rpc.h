@@ -27,6 +27,9 @@
 namespace kforge::rpc {
 
 inline constexpr int kVersion = 1;
+// Method names are short words ("step"); a longer one is refused before it is
+// compared with the known ones or quoted back.
+inline constexpr size_t kMaxMethodChars = 64;
 
 enum class ErrorCode {
   kBadRequest,          // not MessagePack, not a map, wrong types, unknown or missing keys
