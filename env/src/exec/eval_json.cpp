@@ -62,8 +62,8 @@ json to_json(const EvalOptions& o) {
 EvalOptions parse_eval_options(const Field& field, EvalOptions base) {
   // Every duration is bounded (limits::kMaxConfigDurationS) so that no
   // deadline computed from it can overflow; the error names the field.
-  constexpr double kMaxMs = limits::kMaxConfigDurationS * 1000.0;
-  auto duration_ms = [kMaxMs](const Field& f, bool positive) {
+  static constexpr double kMaxMs = limits::kMaxConfigDurationS * 1000.0;
+  auto duration_ms = [](const Field& f, bool positive) {
     const double v = f.as_number_in(0.0, kMaxMs);
     if (positive && !(v > 0)) f.fail("a positive number of milliseconds, at most " + std::to_string(kMaxMs));
     return v;

@@ -179,6 +179,13 @@ bool drop_capabilities(SandboxState* state) {
 
 constexpr scmp_datum_t kFileWriteFlags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
 
+// libseccomp's SCMP_A0..SCMP_A5 are C compound literals, which clang's
+// -Wpedantic refuses in C++: the same comparison, built as a C++ aggregate.
+// For SCMP_CMP_MASKED_EQ, `a` is the mask and `b` the value.
+scmp_arg_cmp arg_cmp(unsigned int arg, scmp_compare op, scmp_datum_t a, scmp_datum_t b = 0) {
+  return scmp_arg_cmp{arg, op, a, b};
+}
+
 class Filter {
  public:
   Filter() : ctx_(seccomp_init(SCMP_ACT_TRAP)) {
@@ -193,7 +200,7 @@ class Filter {
   void allow(const char* name) { add(name, {}); }
   void allow_if(const char* name, scmp_arg_cmp cmp) { add(name, {cmp}); }
   void allow_on_fds(const char* name, std::initializer_list<int> fds) {
-    for (int fd : fds) allow_if(name, SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(fd)));
+    for (int fd : fds) allow_if(name, arg_cmp(0, SCMP_CMP_EQ, static_cast<scmp_datum_t>(fd)));
   }
   // `writes_confined`: Landlock restricts file writes to granted paths
   // (landlock.h), so opens may ask for write access.
@@ -202,21 +209,21 @@ class Filter {
       // Device runtimes may change page protections of their own buffers;
       // never to executable, which would let candidate code create code.
       if (n == "mprotect") {
-        allow_if("mprotect", SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+        allow_if("mprotect", arg_cmp(2, SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
       } else if (n == "mmap" && writes_confined) {
         // Executable mappings of files, never of anonymous memory: with
         // writes confined (Landlock) no file can be made or changed, so only
         // libraries already on the machine can be mapped, as dlopen does
         // (CUPTI loads one while collecting counters, seen on the H200).
-        allow_if("mmap", SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, 0));
+        allow_if("mmap", arg_cmp(3, SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, 0));
       } else if ((n == "openat" || n == "open") && writes_confined) {
         allow(n.c_str());
       } else if (n == "openat") {
         // Read-only: the filter cannot see the path, so without Landlock no
         // device may ask for file writes.
-        allow_if("openat", SCMP_A2(SCMP_CMP_MASKED_EQ, kFileWriteFlags, 0));
+        allow_if("openat", arg_cmp(2, SCMP_CMP_MASKED_EQ, kFileWriteFlags, 0));
       } else if (n == "open") {
-        allow_if("open", SCMP_A1(SCMP_CMP_MASKED_EQ, kFileWriteFlags, 0));
+        allow_if("open", arg_cmp(1, SCMP_CMP_MASKED_EQ, kFileWriteFlags, 0));
       } else if (!n.empty() && n[0] == '!') {
         refuse(n.c_str() + 1);  // "!name": fails with EPERM, the runner carries on
       } else {
@@ -275,7 +282,7 @@ void add_running_rules(Filter* f, const std::vector<std::string>& extra, bool wr
   f->allow_on_fds("newfstatat", {1, 2});
   f->allow_on_fds("lseek", {1, 2});
   // Memory: anonymous or not, never executable.
-  f->allow_if("mmap", SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+  f->allow_if("mmap", arg_cmp(2, SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
   f->allow("munmap");
   f->allow("mremap");
   f->allow("brk");
@@ -291,7 +298,7 @@ void add_running_rules(Filter* f, const std::vector<std::string>& extra, bool wr
   f->allow("rt_sigreturn");
   f->allow("restart_syscall");
   // abort() and raise() signal the calling thread; nothing else may be signalled.
-  f->allow_if("tgkill", SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(::getpid())));
+  f->allow_if("tgkill", arg_cmp(0, SCMP_CMP_EQ, static_cast<scmp_datum_t>(::getpid())));
   f->allow("exit");
   f->allow("exit_group");
   f->allow_any(extra, writes_confined);
@@ -301,8 +308,8 @@ void add_running_rules(Filter* f, const std::vector<std::string>& extra, bool wr
 // executable mappings, mprotect (guard pages), and seccomp(2) to stack the
 // running filter.
 void add_loading_rules(Filter* f) {
-  f->allow_if("openat", SCMP_A2(SCMP_CMP_MASKED_EQ, kFileWriteFlags, 0));
-  f->allow_if("open", SCMP_A1(SCMP_CMP_MASKED_EQ, kFileWriteFlags, 0));
+  f->allow_if("openat", arg_cmp(2, SCMP_CMP_MASKED_EQ, kFileWriteFlags, 0));
+  f->allow_if("open", arg_cmp(1, SCMP_CMP_MASKED_EQ, kFileWriteFlags, 0));
   f->allow("read");
   f->allow("pread64");
   f->allow("close");
@@ -324,7 +331,7 @@ void add_loading_rules(Filter* f) {
   // H200): queries of the scheduler's priority range, nothing more.
   f->allow("sched_get_priority_max");
   f->allow("sched_get_priority_min");
-  f->allow_if("seccomp", SCMP_A0(SCMP_CMP_EQ, SECCOMP_SET_MODE_FILTER));
+  f->allow_if("seccomp", arg_cmp(0, SCMP_CMP_EQ, SECCOMP_SET_MODE_FILTER));
 }
 
 std::vector<sock_filter> g_running_program;

@@ -524,8 +524,9 @@ struct TrajectoryReceiver::Impl {
           if (p->second.empty()) pending.erase(p);
         }
         const std::set<uint64_t> stored(seqs.begin(), seqs.end());
+        const std::string& w = worker;  // C++17 lambdas cannot capture a structured binding
         queue.erase(std::remove_if(queue.begin(), queue.end(),
-                                   [&](const Delivery& d) { return d.worker == worker && stored.count(d.seq); }),
+                                   [&](const Delivery& d) { return d.worker == w && stored.count(d.seq); }),
                     queue.end());
         n += seqs.size();
         outgoing.emplace_back(worker, seqs);
