@@ -295,5 +295,21 @@ TEST(ProtocolTest, MalformedRepliesAreRejected) {
   EXPECT_THROW(decode_reply(msgpack({{"v", 9}, {"id", 1}, {"ok", true}})), ProtocolError);
 }
 
+// Found by fuzz_policy_wire in CI: an error reply whose message is a number
+// threw json::type_error out of the decoder.
+TEST(ProtocolTest, ErrorReplyFieldsOfTheWrongTypeAreNamed) {
+  for (const char* key : {"code", "message", "field"}) {
+    json error = {{"code", "bad_request"}, {"message", "m"}};
+    error[key] = 39;
+    try {
+      decode_reply(msgpack({{"v", 1}, {"id", nullptr}, {"ok", false}, {"error", error}}));
+      ADD_FAILURE() << key << " of type number was accepted";
+    } catch (const ProtocolError& e) {
+      EXPECT_EQ(e.field(), std::string("/error/") + key);
+      EXPECT_NE(std::string(e.what()).find("must be a string"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kforge::rpc

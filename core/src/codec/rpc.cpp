@@ -199,9 +199,22 @@ Reply decode_reply(std::string_view payload) {
   }
   const json error = msg.value("error", json::object());
   if (!error.is_object()) throw ProtocolError(ErrorCode::kBadRequest, "malformed error reply: " + describe_value(msg));
-  r.code = error.value("code", "");
-  r.message = error.value("message", "");
-  r.field = error.value("field", "");
+  // A peer may send any type here; a number where a string belongs is the
+  // peer's fault, named as such, not a json::type_error escaping the decoder.
+  const auto text = [&](const char* key) {
+    const auto it = error.find(key);
+    if (it == error.end()) return std::string();
+    if (!it->is_string()) {
+      const std::string pointer = std::string("/error/") + key;
+      throw ProtocolError(ErrorCode::kBadRequest,
+                          "malformed error reply: field " + pointer + " must be a string, got " + describe_value(*it),
+                          pointer);
+    }
+    return it->get<std::string>();
+  };
+  r.code = text("code");
+  r.message = text("message");
+  r.field = text("field");
   return r;
 }
 
