@@ -4,6 +4,7 @@
 // Once ready it prints one JSON line on stdout, {"endpoint": ..., "pid": ...},
 // which scripts and tests wait for; everything else goes to stderr.
 // SIGINT/SIGTERM stop it gracefully (exit 0); a second one exits at once.
+#include <malloc.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -34,6 +35,14 @@ struct ServeArgs {
 };
 
 int run_serve(const ServeArgs& a) {
+  // Requests up to --max-message-mb are copied a few times each (socket,
+  // decode, env); above glibc's default mmap threshold every copy was a fresh
+  // mapping, faulted in page by page and unmapped again (half the server's
+  // time on 400 KB steps, bench/server --flood 4). Keep such buffers on the
+  // heap and the heap's top for reuse; the largest messages still get their
+  // own mapping.
+  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
   env::ServerConfig config;
   config.env = a.env.load();
   const int envs =

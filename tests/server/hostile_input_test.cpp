@@ -162,6 +162,79 @@ TEST_F(HostileInputTest, AHugeUnknownTaskIdGetsNoSuggestionAndAShortMessage) {
   EXPECT_FALSE(has(r.message, "did you mean"));
 }
 
+// A request the server refuses after reading it (here: ping with an unknown
+// 1 MiB key) costs its client 50 times what it cost the server before the
+// client's next request is read.
+std::string big_bad_ping(uint64_t id, size_t bytes = 1 << 20) {
+  return protocol::encode_request(id, "ping", {{"pad", std::string(bytes, 'p')}});
+}
+
+TEST_F(HostileInputTest, AClientSendingBadRequestsWaitsWhileOthersAreServed) {
+  WireClient flood(server_->endpoint());
+  constexpr int kBad = 40;
+  for (int i = 0; i < kBad; ++i) flood.send_raw(big_bad_ping(static_cast<uint64_t>(i + 1)));
+  EXPECT_EQ(flood.next().code, "bad_request");  // read: its penalty has begun
+  WireClient honest(server_->endpoint());
+  EXPECT_TRUE(honest.ok("ping").contains("uptime_s"));
+  // Each refusal added its penalty: the flood is far from answered when the
+  // honest ping was.
+  EXPECT_LT(flood.arrived(), static_cast<size_t>(kBad / 2));
+  // Nothing is lost: every request gets its refusal, in order.
+  for (int i = 1; i < kBad; ++i) {
+    const protocol::Reply r = flood.next();
+    EXPECT_EQ(r.code, "bad_request");
+    EXPECT_EQ(r.id, json(i + 1));
+  }
+  expect_serving();
+}
+
+TEST_F(HostileInputTest, LargeRequestsAreDecodedAsideAndKeepTheirOrder) {
+  WireClient client(server_->endpoint());
+  // Large (decoded on the decoder thread) and small (on the socket thread)
+  // in turn: the replies come in the order of the requests.
+  client.send_raw(big_bad_ping(1, 200 << 10));
+  client.send_raw(protocol::encode_request(2, "ping", json::object()));
+  client.send_raw(big_bad_ping(3, 100 << 10));
+  client.send_raw(protocol::encode_request(4, "ping", json::object()));
+  for (uint64_t id = 1; id <= 4; ++id) {
+    const protocol::Reply r = client.next();
+    EXPECT_EQ(r.id, json(id));
+    EXPECT_EQ(r.ok, id % 2 == 0) << r.code << ": " << r.message;
+  }
+  expect_serving();
+}
+
+TEST(ServerQueueTest, RequestsBeyondAClientsQueueAreRefusedUnreadAndTheRestAnswered) {
+  ServerConfig config = test_server_config(2);
+  config.max_inflight_per_client = 4;  // its queue holds 8
+  RunningServer server(config);
+  WireClient client(server.server().endpoint());
+  // The refusal's penalty holds the pings in the client's queue.
+  client.send_raw(big_bad_ping(1, 2 << 20));
+  constexpr int kPings = 20;
+  for (int i = 0; i < kPings; ++i) client.send("ping");
+  int ok = 0;
+  int dropped = 0;
+  for (int i = 0; i < kPings + 1; ++i) {
+    const protocol::Reply r = client.next();
+    if (r.ok) {
+      ++ok;
+    } else if (r.code == "too_many_requests") {
+      ++dropped;
+      EXPECT_TRUE(r.id.is_null());
+      EXPECT_TRUE(has(r.message, "wait for their replies")) << r.message;
+    } else {
+      EXPECT_EQ(r.id, json(1));
+      EXPECT_EQ(r.code, "bad_request");
+    }
+  }
+  EXPECT_GE(ok, 8);
+  EXPECT_GE(dropped, 1);
+  EXPECT_EQ(ok + dropped, kPings);
+  // The client is served again once its queue has room.
+  EXPECT_TRUE(client.ok("ping").contains("uptime_s"));
+}
+
 TEST(ServerConfigBoundsTest, ACpuDeviceOtherThanZeroFailsAtStart) {
   ServerConfig config = test_server_config();
   config.env.device = 1;

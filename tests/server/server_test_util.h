@@ -124,6 +124,15 @@ class WireClient {
     }
   }
 
+  // How many replies have arrived and not been taken, without waiting.
+  size_t arrived() {
+    for (;;) {
+      zmq::message_t m;
+      if (!socket_.recv(m, zmq::recv_flags::dontwait)) return buffered_.size();
+      buffered_.push_back(protocol::decode_reply(m.to_string_view()));
+    }
+  }
+
   protocol::Reply call(const std::string& method, const json& params = json::object()) {
     return wait(send(method, params));
   }
