@@ -201,6 +201,27 @@ TEST_F(EnvTest, MalformedToolCallIsAnErrorObservation) {
   EXPECT_EQ(u.info["budget"]["turns_used"], 2);
 }
 
+// The call is echoed in info for small calls only: a 400 KB one doubled
+// every reply of the server (bench/server --flood 4).
+TEST_F(EnvTest, LargeToolCallsAreEchoedAsTheirSizeAndAPreview) {
+  env().reset(task_);
+  const json small = {{"name", "verify"}, {"arguments", "{}"}};
+  EXPECT_EQ(env().step_tool_call(small).info["tool_call"], small);
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  const json large = {{"name", "compile"}, {"arguments", "\u00e9" + deep}};
+  const StepResult r = env().step_tool_call(large);
+  EXPECT_EQ(r.info["error"]["kind"], "invalid_action");
+  EXPECT_FALSE(r.info.contains("tool_call"));
+  const json& preview = r.info["tool_call_preview"];
+  EXPECT_EQ(preview["name"], "compile");
+  const std::string& arguments = large["arguments"].get_ref<const std::string&>();
+  EXPECT_EQ(preview["arguments_bytes"], arguments.size());
+  const std::string head = preview["arguments"];
+  EXPECT_LE(head.size(), 256u);
+  EXPECT_GE(head.size(), 255u);  // cut at a character boundary (the 2-byte é comes first)
+  EXPECT_EQ(arguments.rfind(head, 0), 0u) << head;
+}
+
 TEST_F(EnvTest, TruncationAtMaxTurnsScoresTheLastSolution) {
   config_.max_turns = 2;
   env().reset(task_);

@@ -2,9 +2,76 @@
 
 #include <cmath>
 #include <exception>
+#include <string>
+#include <vector>
 
 namespace kforge::env::internal {
 namespace {
+
+// info.tool_call echoes calls up to this size (JSON text); a larger one is
+// described by its size and the start of its text.
+constexpr size_t kToolCallEchoBytes = 4096;
+constexpr size_t kToolCallPreviewBytes = 256;
+
+// About the size of `value` as JSON text (strings unescaped), counted until
+// it passes `cap`: cheap whatever the value's size or depth.
+size_t approx_json_bytes(const json& value, size_t cap) {
+  size_t bytes = 0;
+  std::vector<const json*> todo = {&value};
+  while (!todo.empty() && bytes <= cap) {
+    const json* v = todo.back();
+    todo.pop_back();
+    if (v->is_string()) {
+      bytes += v->get_ref<const std::string&>().size() + 2;
+    } else if (v->is_object()) {
+      bytes += 2;
+      for (auto it = v->begin(); it != v->end(); ++it) {
+        bytes += it.key().size() + 4;
+        todo.push_back(&it.value());
+      }
+    } else if (v->is_array()) {
+      bytes += 2;
+      for (const auto& item : *v) todo.push_back(&item);
+    } else {
+      bytes += 8;
+    }
+  }
+  return bytes;
+}
+
+// The start of a string, cut at a UTF-8 character boundary.
+std::string head_of(const std::string& text, size_t n) {
+  if (text.size() <= n) return text;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+  return text.substr(0, n);
+}
+
+// What a large call looked like: its name, and its arguments' first bytes
+// and size when they are text (the usual {name, arguments} shape); for any
+// other shape, its type.
+json call_preview(const json& call) {
+  json preview = json::object();
+  if (call.is_object()) {
+    for (const char* key : {"name", "arguments"}) {
+      const auto it = call.find(key);
+      if (it == call.end()) continue;
+      if (it->is_string()) {
+        const std::string& text = it->get_ref<const std::string&>();
+        preview[key] = head_of(text, kToolCallPreviewBytes);
+        preview[std::string(key) + "_bytes"] = text.size();
+      } else {
+        preview[std::string(key) + "_type"] = it->type_name();
+      }
+    }
+  } else if (call.is_string()) {
+    const std::string& text = call.get_ref<const std::string&>();
+    preview["text"] = head_of(text, kToolCallPreviewBytes);
+    preview["text_bytes"] = text.size();
+  } else {
+    preview["type"] = call.type_name();
+  }
+  return preview;
+}
 
 bool judges(ActionType t) { return t == ActionType::kVerify || t == ActionType::kProfile || t == ActionType::kSubmit; }
 bool times(ActionType t) { return t == ActionType::kProfile || t == ActionType::kSubmit; }
@@ -377,7 +444,16 @@ StepResult StepEngine::run(EpisodeState& ep, StepJob& job) const {
   info["error"] = rec.error == StepErrorKind::kNone
                       ? json(nullptr)
                       : json{{"kind", step_error_kind_name(rec.error)}, {"message", rec.error_message}};
-  if (!job.raw_call.is_null()) info["tool_call"] = job.raw_call;
+  if (!job.raw_call.is_null()) {
+    // The call is echoed for the trainer's logs, but not a large one: a
+    // policy's 400 KB of nested brackets doubled every reply and, from 8
+    // clients, slowed every other client's steps 10x (bench/server --flood 4).
+    if (approx_json_bytes(job.raw_call, kToolCallEchoBytes) <= kToolCallEchoBytes) {
+      info["tool_call"] = job.raw_call;
+    } else {
+      info["tool_call_preview"] = call_preview(job.raw_call);
+    }
+  }
   if (eval) info["eval_report"] = to_json(*eval);
   if (!final_info.is_null()) info["final_evaluation"] = final_info;
   if (rec.truncated) info["truncation_reason"] = rec.truncation_reason;
