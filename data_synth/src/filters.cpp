@@ -124,6 +124,20 @@ double time_eager(const TaskSpec& task, const std::vector<at::Tensor>& inputs, c
   return *std::min_element(samples.begin(), samples.end());
 }
 
+}  // namespace
+
+void prepare_device(const at::Device& device) {
+  if (device.is_cpu()) return;
+  (void)at::globalContext().defaultGenerator(device);
+  const at::Tensor x = at::randn({64, 64}, at::TensorOptions().device(device));
+  const at::Tensor image = at::randn({1, 4, 16, 16}, at::TensorOptions().device(device));
+  const at::Tensor weight = at::randn({4, 4, 3, 3}, at::TensorOptions().device(device));
+  (void)at::matmul(x, x).sum().item<float>();
+  (void)at::conv2d(image, weight).sum().item<float>();
+}
+
+namespace {
+
 std::optional<Rejected> filter(const TaskSpec& task, const FilterOptions& o, double* eager_ms) {
   const Tolerance tol = task.tolerance.value_or(Tolerance{});
   std::shared_mutex* lock = o.device.is_cpu() ? nullptr : o.device_lock;

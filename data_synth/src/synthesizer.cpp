@@ -109,6 +109,7 @@ class Run {
     if (c_.backend == "cuda") {
       filter_.device = at::Device(at::kCUDA, 0);
       filter_.device_lock = &device_lock_;
+      prepare_device(filter_.device);
     } else {
       filter_.device = at::Device(at::kCPU);
       // One ATen thread per worker: the judge times the CPU reference on one

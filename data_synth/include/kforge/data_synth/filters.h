@@ -52,6 +52,13 @@ struct FilterVerdict {
 
 FilterVerdict run_filters(const TaskSpec& task, const FilterOptions& options);
 
+// Initializes what ATen creates lazily on first use of a device (its default
+// generator, BLAS and convolution handles, the caching allocator) on the
+// calling thread, before worker threads run filters concurrently: lazy
+// initialization racing between 8 workers is the suspect of a SIGSEGV seen
+// once on the H200 (tests/data_synth/synth_gpu_test.cpp). A no-op on the CPU.
+void prepare_device(const at::Device& device);
+
 // The nondeterminism verdict on the outputs of two runs on the same inputs:
 // why they count as different (more than options.determinism_fraction of the
 // tolerance apart anywhere), or nullopt. Separate from run_filters because no
