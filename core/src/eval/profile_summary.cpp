@@ -2,23 +2,14 @@
 
 #include <cmath>
 
+#include "summary_fields.h"
+
 namespace kforge {
 namespace {
 
-void put(json& j, const char* key, const std::optional<double>& v) {
-  if (v && std::isfinite(*v)) j[key] = *v;
-}
-
-std::optional<double> optional_number(ObjectReader& r, const char* key) {
-  auto f = r.optional(key);
-  if (!f || f->value().is_null()) return std::nullopt;
-  return f->as_number();
-}
-
-json optional_value(ObjectReader& r, const char* key) {
-  auto f = r.optional(key);
-  return f ? f->value() : json(nullptr);
-}
+using internal::optional_number;
+using internal::optional_value;
+using internal::put;
 
 }  // namespace
 

@@ -3,16 +3,18 @@
 #include <cmath>
 #include <limits>
 
+#include "summary_fields.h"
+
 namespace kforge {
 namespace {
+
+using internal::optional_number;
+using internal::optional_value;
+using internal::put;
 
 // NaN and infinities have no JSON form; a statistic that is not finite is
 // reported as absent rather than as a number nobody can parse back.
 json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
-
-void put(json& j, const char* key, const std::optional<double>& v) {
-  if (v && std::isfinite(*v)) j[key] = *v;
-}
 
 void put(json& j, const char* key, const std::optional<SampleStats>& v) {
   if (v) j[key] = to_json(*v);
@@ -20,19 +22,6 @@ void put(json& j, const char* key, const std::optional<SampleStats>& v) {
 
 void put_object(json& j, const char* key, const json& v) {
   if (!v.is_null()) j[key] = v;
-}
-
-std::optional<double> optional_number(ObjectReader& r, const char* key) {
-  auto f = r.optional(key);
-  if (!f || f->value().is_null()) return std::nullopt;
-  return f->as_number();
-}
-
-// Diagnostics are taken as they come: their shape is the producer's business
-// and a new key there must not make a report unreadable.
-json optional_value(ObjectReader& r, const char* key) {
-  auto f = r.optional(key);
-  return f ? f->value() : json(nullptr);
 }
 
 double number(ObjectReader& r, const char* key) {
