@@ -14,36 +14,9 @@ namespace {
 
 const Value& at(const KernelGraph& g, int id) { return g.values[static_cast<size_t>(id)]; }
 
-std::string indent(const std::string& text, int spaces) {
-  const std::string pad(static_cast<size_t>(spaces), ' ');
-  std::string out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    out += pad + text.substr(pos, end - pos) + "\n";
-    pos = end + 1;
-  }
-  return out;
-}
-
 std::string unroll(int n, int spaces) {
   if (n <= 1) return "";
   return std::string(static_cast<size_t>(spaces), ' ') + "#pragma GCC unroll " + std::to_string(n) + "\n";
-}
-
-const char* init_of(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return "0.0f";
-    case ReduceOp::kProd:
-      return "1.0f";
-    case ReduceOp::kMax:
-      return "(-INFINITY)";
-    case ReduceOp::kMin:
-      return "INFINITY";
-  }
-  return "0.0f";
 }
 
 std::string combine(ReduceOp op, const std::string& a, const std::string& b) {

@@ -15,19 +15,6 @@ namespace {
 
 const Value& at(const KernelGraph& g, int id) { return g.values[static_cast<size_t>(id)]; }
 
-std::string indent(const std::string& text, int spaces) {
-  const std::string pad(static_cast<size_t>(spaces), ' ');
-  std::string out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    out += pad + text.substr(pos, end - pos) + "\n";
-    pos = end + 1;
-  }
-  return out;
-}
-
 const char* op_suffix(ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
@@ -40,20 +27,6 @@ const char* op_suffix(ReduceOp op) {
       return "min";
   }
   return "sum";
-}
-
-const char* init_of(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return "0.0f";
-    case ReduceOp::kProd:
-      return "1.0f";
-    case ReduceOp::kMax:
-      return "(-INFINITY)";
-    case ReduceOp::kMin:
-      return "INFINITY";
-  }
-  return "0.0f";
 }
 
 // Block-wide reductions: warp shuffles, one partial per warp in shared

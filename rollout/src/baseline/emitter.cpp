@@ -54,6 +54,33 @@ Q float kf_pow(float a, float b) { return powf(a, b); }
 
 }  // namespace
 
+std::string indent(const std::string& text, int spaces) {
+  const std::string pad(static_cast<size_t>(spaces), ' ');
+  std::string out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    out += pad + text.substr(pos, end - pos) + "\n";
+    pos = end + 1;
+  }
+  return out;
+}
+
+const char* init_of(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return "0.0f";
+    case ReduceOp::kProd:
+      return "1.0f";
+    case ReduceOp::kMax:
+      return "(-INFINITY)";
+    case ReduceOp::kMin:
+      return "INFINITY";
+  }
+  return "0.0f";
+}
+
 std::string float_literal(double v) {
   if (std::isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
   if (std::isnan(v)) return "NAN";

@@ -25,6 +25,12 @@ namespace kforge::rollout::baseline {
 // Float literal for generated code ("0.5f", "INFINITY").
 std::string float_literal(double v);
 
+// `text` with every line indented by `spaces`.
+std::string indent(const std::string& text, int spaces);
+
+// The identity of a reduction, as a float literal ("0.0f", "(-INFINITY)").
+const char* init_of(ReduceOp op);
+
 // The helper functions (kf_relu, kf_add, ...), declared with `qualifier`
 // ("static inline" or "__device__ __forceinline__ static").
 std::string op_functions(const std::string& qualifier);
