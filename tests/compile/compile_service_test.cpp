@@ -309,6 +309,18 @@ TEST(CompileServiceTest, DefaultCacheDirFollowsTheEnvironment) {
   if (saved_xdg) setenv("XDG_CACHE_HOME", keep_xdg.c_str(), 1);
 }
 
+TEST(CompileServiceTest, ARelativeCacheDirIsMadeAbsolute) {
+  TempDir dir;
+  CompileServiceConfig c = config_for(dir);
+  const std::filesystem::path relative =
+      std::filesystem::relative(dir.path() / "relative-cache", std::filesystem::current_path());
+  ASSERT_TRUE(relative.is_relative()) << relative;
+  c.cache_dir = relative;
+  CompileService service(c);
+  EXPECT_TRUE(service.cache_dir().is_absolute()) << service.cache_dir();
+  EXPECT_TRUE(std::filesystem::equivalent(service.cache_dir(), dir.path() / "relative-cache"));
+}
+
 TEST(CompileServiceTest, NvrtcPlansAreValidatedAgainstTheTaskBeforeTheCache) {
   if (!have_nvrtc()) GTEST_FAIL() << "this build has no CUDA toolkit; the cuda backend tests need one";
   TempDir dir;

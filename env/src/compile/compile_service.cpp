@@ -110,7 +110,10 @@ struct CompileService::Impl {
 
   explicit Impl(CompileServiceConfig c)
       : config(std::move(c)),
-        disk(config.cache_dir.empty() ? default_compile_cache_dir() : config.cache_dir),
+        // Absolute: the judge and runner load artifacts from other working
+        // directories, so a relative KFORGE_CACHE_DIR made every candidate
+        // `rejected` (its library "not found").
+        disk(std::filesystem::absolute(config.cache_dir.empty() ? default_compile_cache_dir() : config.cache_dir)),
         memory(config.memory_cache_entries) {}
 
   std::shared_ptr<Compiler> compiler_for(SolutionMode mode) const {
