@@ -295,6 +295,43 @@ TEST(ProtocolTest, MalformedRepliesAreRejected) {
   EXPECT_THROW(decode_reply(msgpack({{"v", 9}, {"id", 1}, {"ok", true}})), ProtocolError);
 }
 
+std::string bytes(std::initializer_list<int> values) {
+  std::string out;
+  for (int v : values) out += static_cast<char>(v);
+  return out;
+}
+
+TEST(ProtocolTest, RequestIdsArePeekedAtWithoutDecoding) {
+  EXPECT_EQ(peek_request_id(encode_request(42, "ping", json::object())), 42u);
+  EXPECT_EQ(peek_request_id(encode_request(UINT64_MAX, "step", {{"env_id", 1}})), UINT64_MAX);
+  // The Python client's order: "v" first; "id" after short scalars.
+  EXPECT_EQ(
+      peek_request_id(bytes({0x84, 0xa1, 'v',  0x01, 0xa2, 'i', 'd', 0xcd, 0x01, 0x00, 0xa6, 'm', 'e', 't', 'h',
+                             'o',  'd',  0xa4, 'p',  'i',  'n', 'g', 0xa6, 'p',  'a',  'r',  'a', 'm', 's', 0x80})),
+      256u);
+  // A non-negative signed integer is an id for decode_request too.
+  EXPECT_EQ(peek_request_id(bytes({0x81, 0xa2, 'i', 'd', 0xd0, 0x05})), 5u);
+  EXPECT_EQ(peek_request_id(bytes({0x81, 0xa2, 'i', 'd', 0xd0, 0xfb})), std::nullopt);  // -5
+  EXPECT_EQ(peek_request_id(bytes({0x81, 0xa2, 'i', 'd', 0xff})), std::nullopt);        // -1
+  EXPECT_EQ(peek_request_id(bytes({0x81, 0xa2, 'i', 'd', 0xa1, 'x'})), std::nullopt);   // a string
+  // Not read past a container, nor past the 4th entry, nor truncated input.
+  EXPECT_EQ(peek_request_id(bytes({0x82, 0xa1, 'p', 0x90, 0xa2, 'i', 'd', 0x01})), std::nullopt);
+  EXPECT_EQ(peek_request_id(bytes(
+                {0x85, 0xa1, 'a', 0x01, 0xa1, 'b', 0x01, 0xa1, 'c', 0x01, 0xa1, 'e', 0x01, 0xa2, 'i', 'd', 0x01})),
+            std::nullopt);
+  EXPECT_EQ(peek_request_id(bytes({0x81, 0xa2, 'i', 'd', 0xcf, 0x01})), std::nullopt);
+  EXPECT_EQ(peek_request_id(bytes({0x81, 0xa2, 'i'})), std::nullopt);
+  EXPECT_EQ(peek_request_id(""), std::nullopt);
+  EXPECT_EQ(peek_request_id(bytes({0x93, 0x01, 0x02, 0x03})), std::nullopt);
+  // What it finds is what decode_request finds.
+  const std::string python_style =
+      bytes({0x84, 0xa1, 'v', 0x01, 0xa2, 'i', 'd',  0x07, 0xa6, 'm', 'e', 't', 'h', 'o',
+             'd',  0xa4, 'p', 'i',  'n',  'g', 0xa6, 'p',  'a',  'r', 'a', 'm', 's', 0x80});
+  json id;
+  EXPECT_EQ(decode_request(python_style, &id).id, 7u);
+  EXPECT_EQ(peek_request_id(python_style), 7u);
+}
+
 // Found by fuzz_policy_wire in CI: an error reply whose message is a number
 // threw json::type_error out of the decoder.
 TEST(ProtocolTest, ErrorReplyFieldsOfTheWrongTypeAreNamed) {

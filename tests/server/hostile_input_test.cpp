@@ -4,6 +4,8 @@
 // serving honest clients.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "kforge/core/input_limits.h"
 #include "server_test_util.h"
 
@@ -210,27 +212,30 @@ TEST(ServerQueueTest, RequestsBeyondAClientsQueueAreRefusedUnreadAndTheRestAnswe
   RunningServer server(config);
   WireClient client(server.server().endpoint());
   // The refusal's penalty holds the pings in the client's queue.
-  client.send_raw(big_bad_ping(1, 2 << 20));
+  client.send_raw(big_bad_ping(1000, 2 << 20));
   constexpr int kPings = 20;
   for (int i = 0; i < kPings; ++i) client.send("ping");
   int ok = 0;
   int dropped = 0;
+  std::set<json> answered;
   for (int i = 0; i < kPings + 1; ++i) {
     const protocol::Reply r = client.next();
+    // Refused unread, but with its id (peeked at): the client knows which.
+    EXPECT_TRUE(answered.insert(r.id).second) << "answered twice: " << r.id;
     if (r.ok) {
       ++ok;
     } else if (r.code == "too_many_requests") {
       ++dropped;
-      EXPECT_TRUE(r.id.is_null());
       EXPECT_TRUE(has(r.message, "wait for their replies")) << r.message;
     } else {
-      EXPECT_EQ(r.id, json(1));
+      EXPECT_EQ(r.id, json(1000));
       EXPECT_EQ(r.code, "bad_request");
     }
   }
   EXPECT_GE(ok, 8);
   EXPECT_GE(dropped, 1);
   EXPECT_EQ(ok + dropped, kPings);
+  for (int id = 1; id <= kPings; ++id) EXPECT_EQ(answered.count(json(id)), 1u) << id;
   // The client is served again once its queue has room.
   EXPECT_TRUE(client.ok("ping").contains("uptime_s"));
 }

@@ -1,5 +1,6 @@
 #include "kforge/core/rpc.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 #include <vector>
@@ -87,6 +88,79 @@ std::vector<std::string> error_code_names() {
   std::vector<std::string> names;
   for (const auto& c : kCodes) names.emplace_back(c.second);
   return names;
+}
+
+std::optional<uint64_t> peek_request_id(std::string_view payload) {
+  size_t at = 0;
+  auto byte = [&](uint8_t* out) {
+    if (at >= payload.size()) return false;
+    *out = static_cast<uint8_t>(payload[at++]);
+    return true;
+  };
+  // A big-endian unsigned integer of `n` bytes.
+  auto be = [&](size_t n, uint64_t* out) {
+    if (payload.size() - at < n) return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; ++i) v = (v << 8) | static_cast<uint8_t>(payload[at + i]);
+    at += n;
+    *out = v;
+    return true;
+  };
+  uint8_t b = 0;
+  uint64_t entries = 0;
+  if (!byte(&b)) return std::nullopt;
+  if ((b & 0xf0) == 0x80) {
+    entries = b & 0x0f;
+  } else if (b == 0xde || b == 0xdf) {
+    if (!be(b == 0xde ? 2 : 4, &entries)) return std::nullopt;
+  } else {
+    return std::nullopt;
+  }
+  for (uint64_t e = 0; e < std::min<uint64_t>(entries, 4); ++e) {
+    // The key: a string of at most 255 bytes.
+    uint64_t key_size = 0;
+    if (!byte(&b)) return std::nullopt;
+    if ((b & 0xe0) == 0xa0) {
+      key_size = b & 0x1f;
+    } else if (b != 0xd9 || !be(1, &key_size)) {
+      return std::nullopt;
+    }
+    if (payload.size() - at < key_size) return std::nullopt;
+    const bool is_id = payload.substr(at, key_size) == "id";
+    at += key_size;
+    // The value: an integer for the id; a scalar or a short string to skip.
+    if (!byte(&b)) return std::nullopt;
+    uint64_t v = 0;
+    bool integer = true;
+    bool negative = false;
+    if (b <= 0x7f) {
+      v = b;
+    } else if (b >= 0xe0) {
+      negative = true;
+    } else if (b >= 0xcc && b <= 0xcf) {
+      if (!be(size_t{1} << (b - 0xcc), &v)) return std::nullopt;
+    } else if (b >= 0xd0 && b <= 0xd3) {
+      const size_t n = size_t{1} << (b - 0xd0);
+      if (!be(n, &v)) return std::nullopt;
+      negative = (v >> (8 * n - 1)) & 1;  // the sign bit of an n-byte two's complement
+    } else {
+      integer = false;
+      uint64_t skip = 0;
+      if (b == 0xc0 || b == 0xc2 || b == 0xc3) {
+        skip = 0;
+      } else if (b == 0xca || b == 0xcb) {
+        skip = b == 0xca ? 4 : 8;
+      } else if ((b & 0xe0) == 0xa0) {
+        skip = b & 0x1f;
+      } else if (b != 0xd9 || !be(1, &skip)) {
+        return std::nullopt;  // a container or a long value: not worth reading past
+      }
+      if (payload.size() - at < skip) return std::nullopt;
+      at += skip;
+    }
+    if (is_id) return integer && !negative ? std::optional<uint64_t>(v) : std::nullopt;
+  }
+  return std::nullopt;
 }
 
 Request decode_request(std::string_view payload, json* id_out) {

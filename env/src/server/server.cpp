@@ -681,12 +681,14 @@ bool Server::Impl::receive_one() {
   if (message.frames == 1) message.payload = std::move(frames.back());
   Peer& peer = peers[routing_id];
   // A client's queue is bounded like its requests in flight: beyond it a
-  // request is refused unread, at the cost of a copy.
+  // request is refused unread, at the cost of a copy (its id is peeked at so
+  // that the client can tell which request it was).
   const size_t max_queued = 2 * static_cast<size_t>(config.max_inflight_per_client);
   const size_t max_queued_bytes = config.max_message_bytes + (size_t{16} << 20);
   if (peer.queue.size() >= max_queued || peer.queued_bytes + message.payload.size() > max_queued_bytes) {
     Envelope to{routing_id, message.delimiter};
-    send_reply(to, protocol::encode_error(nullptr, ErrorCode::kTooManyRequests,
+    const std::optional<uint64_t> id = protocol::peek_request_id(message.payload.to_string_view());
+    send_reply(to, protocol::encode_error(id ? json(*id) : json(nullptr), ErrorCode::kTooManyRequests,
                                           "request dropped unread: " + std::to_string(peer.queue.size()) +
                                               " requests (" + std::to_string(peer.queued_bytes) +
                                               " bytes) from this client are already waiting; wait for their "

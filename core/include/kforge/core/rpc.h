@@ -78,6 +78,13 @@ struct Request {
 // bytes are not a map with a valid id), so the error can still be routed.
 Request decode_request(std::string_view payload, json* id_out);
 
+// The request id of `payload` without decoding it: read only when the id is
+// among the map's first 4 entries and every entry before it is a scalar or a
+// string of at most 255 bytes (as every KernelForge client writes requests);
+// nullopt otherwise. Bounded work whatever the payload; for routing a refusal
+// of a request that is not read (the server's full client queue).
+std::optional<uint64_t> peek_request_id(std::string_view payload);
+
 // Unknown methods are reported by the server, not here: the codec does not
 // know which methods exist.
 std::string encode_request(uint64_t id, const std::string& method, const json& params);
