@@ -676,7 +676,7 @@ bool Server::Impl::receive_one() {
   const std::string routing_id = frames[0].to_string();
   Pending message;
   // DEALER: [id, payload]; REQ: [id, "", payload].
-  message.delimiter = frames.size() == 3 && frames[1].size() == 0;
+  message.delimiter = frames.size() == 3 && frames[1].empty();
   message.frames = frames.size() - (message.delimiter ? 2 : 1);
   if (message.frames == 1) message.payload = std::move(frames.back());
   Peer& peer = peers[routing_id];
