@@ -864,7 +864,9 @@ void Server::Impl::deliver_decodes() {
     if (it == peers.end() || !it->second.decoding) continue;  // forgotten meanwhile
     it->second.decoding = false;
     const auto start = Clock::now();
-    handling_since = start;
+    // The decoder thread's time counts as this request's cost too (a reset
+    // accepted here and refused on its reset thread is charged both).
+    handling_since = start - std::chrono::duration_cast<Clock::duration>(d.cost);
     const Envelope from{d.routing_id, d.delimiter};
     const bool accepted = answer(from, d);
     Peer& peer = peers[d.routing_id];
