@@ -18,6 +18,7 @@
 #define KFORGE_ASAN 1
 #endif
 
+#ifndef KFORGE_ASAN
 namespace {
 
 void write_text(const char* text) { (void)!::write(STDERR_FILENO, text, std::strlen(text)); }
@@ -44,7 +45,6 @@ void on_fatal_signal(int sig) {
 }
 
 [[maybe_unused]] const bool installed = [] {
-#ifndef KFORGE_ASAN
   void* prime[1];
   (void)::backtrace(prime, 1);
   // A stack overflow must still be able to run the handler.
@@ -58,8 +58,8 @@ void on_fatal_signal(int sig) {
   sa.sa_flags = SA_ONSTACK | SA_RESETHAND;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE}) ::sigaction(sig, &sa, nullptr);
-#endif
   return true;
 }();
 
 }  // namespace
+#endif  // KFORGE_ASAN
