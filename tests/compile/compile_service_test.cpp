@@ -321,36 +321,5 @@ TEST(CompileServiceTest, ARelativeCacheDirIsMadeAbsolute) {
   EXPECT_TRUE(std::filesystem::equivalent(service.cache_dir(), dir.path() / "relative-cache"));
 }
 
-TEST(CompileServiceTest, NvrtcPlansAreValidatedAgainstTheTaskBeforeTheCache) {
-  if (!have_nvrtc()) GTEST_FAIL() << "this build has no CUDA toolkit; the cuda backend tests need one";
-  TempDir dir;
-  CompileService service(config_for(dir));
-  add_default_compilers(service, "cuda");
-  TaskSpec task;
-  task.inputs.push_back({"x", {1024}, DType::kFloat32, {}});
-  task.outputs = {"y"};
-  Solution s;
-  s.mode = SolutionMode::kNvrtc;
-  s.source =
-      "__global__ void twice(const float* x, float* y, int n) {\n"
-      "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = 2.0f * x[i];\n}\n";
-  s.launch = json::parse(
-      R"J({"name": "twice", "grid": "cdiv(numel(x), 128)", "block": 128, "args": ["x", "y", "i32(numel(x))"]})J");
-  const CompileContext ctx = compile_context_for(task);
-  const CompileResult r = service.submit(s, ctx).get();
-  ASSERT_TRUE(r.ok) << r.log;
-  EXPECT_EQ(r.artifact.path.filename(), kCubinName);
-  EXPECT_EQ(r.artifact.launch["kernels"][0]["lowered_name"], "_Z5twicePKfPfi");
-  EXPECT_TRUE(service.submit(s, ctx).get().cache_hit);
-
-  // The same solution for a task without "y": the cached artifact must not
-  // make an invalid plan pass.
-  TaskSpec other = task;
-  other.outputs = {"out"};
-  const CompileResult refused = service.submit(s, compile_context_for(other)).get();
-  EXPECT_TRUE(refused.rejected);
-  EXPECT_NE(refused.diagnostics.find("/launch/args/1"), std::string::npos) << refused.diagnostics;
-}
-
 }  // namespace
 }  // namespace kforge::env

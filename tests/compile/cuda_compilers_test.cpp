@@ -9,6 +9,7 @@
 #include "kforge/core/solution.h"
 #include "kforge/core/task_spec.h"
 #include "kforge/env/compile/compilers.h"
+#include "kforge/env/compile_service.h"
 #include "kforge/env/cuda/launch_plan.h"
 #include "test_support.h"
 
@@ -319,6 +320,41 @@ TEST(NvrtcCompilerTest, CompilesConcurrentlyFromSeveralThreads) {
     ASSERT_TRUE(r.ok) << r.log;
     EXPECT_EQ(r.artifact.launch["kernels"][0]["lowered_name"], "_Z2k" + std::to_string(i) + "Pf");
   }
+}
+
+// Moved from compile_service_test.cpp: it needs NVRTC, so it lives with the
+// suites that are built only where the toolkit is (a sanitize build has none).
+TEST(CompileServiceTest, NvrtcPlansAreValidatedAgainstTheTaskBeforeTheCache) {
+  TempDir dir;
+  CompileServiceConfig config;
+  config.cache_dir = dir.path();
+  config.threads = 2;
+  CompileService service(config);
+  add_default_compilers(service, "cuda");
+  TaskSpec task;
+  task.inputs.push_back({"x", {1024}, DType::kFloat32, {}});
+  task.outputs = {"y"};
+  Solution s;
+  s.mode = SolutionMode::kNvrtc;
+  s.source =
+      "__global__ void twice(const float* x, float* y, int n) {\n"
+      "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = 2.0f * x[i];\n}\n";
+  s.launch = json::parse(
+      R"J({"name": "twice", "grid": "cdiv(numel(x), 128)", "block": 128, "args": ["x", "y", "i32(numel(x))"]})J");
+  const CompileContext ctx = compile_context_for(task);
+  const CompileResult r = service.submit(s, ctx).get();
+  ASSERT_TRUE(r.ok) << r.log;
+  EXPECT_EQ(r.artifact.path.filename(), kCubinName);
+  EXPECT_EQ(r.artifact.launch["kernels"][0]["lowered_name"], "_Z5twicePKfPfi");
+  EXPECT_TRUE(service.submit(s, ctx).get().cache_hit);
+
+  // The same solution for a task without "y": the cached artifact must not
+  // make an invalid plan pass.
+  TaskSpec other = task;
+  other.outputs = {"out"};
+  const CompileResult refused = service.submit(s, compile_context_for(other)).get();
+  EXPECT_TRUE(refused.rejected);
+  EXPECT_NE(refused.diagnostics.find("/launch/args/1"), std::string::npos) << refused.diagnostics;
 }
 
 }  // namespace
