@@ -232,7 +232,9 @@ TEST(ServerQueueTest, RequestsBeyondAClientsQueueAreRefusedUnreadAndTheRestAnswe
       EXPECT_EQ(r.code, "bad_request");
     }
   }
-  EXPECT_GE(ok, 8);
+  // The queue holds 8; the large request may still be one of them when the
+  // pings arrive (it leaves the queue when its turn comes).
+  EXPECT_GE(ok, 7);
   EXPECT_GE(dropped, 1);
   EXPECT_EQ(ok + dropped, kPings);
   for (int id = 1; id <= kPings; ++id) EXPECT_EQ(answered.count(json(id)), 1u) << id;
