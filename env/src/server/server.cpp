@@ -47,8 +47,8 @@ constexpr std::chrono::milliseconds kHousekeeping{500};
 // Requests handled per wake-up before finished steps get their replies: at
 // most this many, and for at most kTurn. A count alone let 256 large hostile
 // requests (~6 ms each to decode) hold every finished step back 1.5 s
-// (bench/server, --flood 5); ZeroMQ's fair queueing across clients then
-// bounds what an honest request waits for to one message per other client.
+// (bench/server, --flood 5); the clients' queues, served in turn, then
+// bound what an honest request waits for to one request per other client.
 constexpr int kRequestsPerTurn = 256;
 constexpr std::chrono::microseconds kTurn{1000};
 // Messages read off the socket per turn into the clients' queues. Reading
@@ -57,9 +57,11 @@ constexpr int kReadsPerTurn = 1024;
 // A refused request costs its client this many times what it cost the
 // server before the client's next request is read: a client that sends only
 // bad requests gets at most 1/kRefusalPenalty (2%) of the socket thread,
-// and, waiting for its replies, stops sending. The cost is the socket
-// thread's time for the request, plus the reset thread's CPU time for a
-// refused reset. An honest client's occasional error (env_busy, ~10 us)
+// and, waiting for its replies, stops sending. Refused: an error reply, a
+// reset refused on its reset thread, a step whose action was invalid. The
+// cost is the socket thread's time for the request, plus the decoder's and
+// the reset thread's CPU time where they had a part. An honest client's
+// occasional error (env_busy, ~10 us)
 // costs it half a millisecond. (bench/server: 8 hostile clients took honest
 // p99 from 5.8 ms to 109 ms before this; see docs/threat-model.md.)
 constexpr int kRefusalPenalty = 50;
