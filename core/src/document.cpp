@@ -184,6 +184,12 @@ std::string describe_value(const json& value) {
   return type_name(value) + " " + s;
 }
 
+size_t utf8_prefix_bytes(std::string_view text, size_t max_bytes) {
+  size_t cut = std::min(text.size(), max_bytes);
+  while (cut < text.size() && cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return cut;
+}
+
 // ---- Field ----
 
 void Field::fail(const std::string& expected) const {

@@ -326,5 +326,18 @@ TEST(TaskLimitsTest, TaskSetLoadRunsTheSameChecks) {
   EXPECT_TRUE(contains(err, "limits::kMaxTensorElements")) << err;
 }
 
+TEST(DocumentLimitsTest, Utf8PrefixesNeverEndInsideACharacter) {
+  const std::string text = "ab\xc3\xa9\xe2\x82\xac";  // "ab", e-acute (2 bytes), euro sign (3 bytes)
+  EXPECT_EQ(utf8_prefix_bytes(text, 2), 2u);
+  EXPECT_EQ(utf8_prefix_bytes(text, 3), 2u);  // inside the e-acute
+  EXPECT_EQ(utf8_prefix_bytes(text, 4), 4u);
+  EXPECT_EQ(utf8_prefix_bytes(text, 5), 4u);  // inside the euro sign
+  EXPECT_EQ(utf8_prefix_bytes(text, 6), 4u);
+  EXPECT_EQ(utf8_prefix_bytes(text, 7), 7u);
+  EXPECT_EQ(utf8_prefix_bytes(text, 100), 7u);
+  EXPECT_EQ(utf8_prefix_bytes(text, 0), 0u);
+  EXPECT_EQ(utf8_prefix_bytes("", 5), 0u);
+}
+
 }  // namespace
 }  // namespace kforge

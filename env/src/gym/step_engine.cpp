@@ -40,11 +40,7 @@ size_t approx_json_bytes(const json& value, size_t cap) {
 }
 
 // The start of a string, cut at a UTF-8 character boundary.
-std::string head_of(const std::string& text, size_t n) {
-  if (text.size() <= n) return text;
-  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
-  return text.substr(0, n);
-}
+std::string head_of(const std::string& text, size_t n) { return text.substr(0, utf8_prefix_bytes(text, n)); }
 
 // What a large call looked like: its name, and its arguments' first bytes
 // and size when they are text (the usual {name, arguments} shape); for any

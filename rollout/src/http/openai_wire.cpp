@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "kforge/core/document.h"
+
 namespace kforge::rollout {
 namespace {
 
@@ -315,11 +317,8 @@ std::string error_body_message(std::string_view body, size_t max_chars) {
   if (!from_json) message.assign(body.substr(0, std::min(body.size(), max_chars)));
   // One line, printable, bounded, valid UTF-8: it ends up in logs and in
   // trajectories, whose serialization rejects broken UTF-8.
-  size_t cut = std::min(message.size(), max_chars);
-  if (from_json) {
-    // The JSON parser validated UTF-8; do not cut a sequence in half.
-    while (cut < message.size() && cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut;
-  }
+  // The JSON parser validated UTF-8; do not cut a sequence in half.
+  const size_t cut = from_json ? utf8_prefix_bytes(message, max_chars) : std::min(message.size(), max_chars);
   std::string out;
   out.reserve(cut + 3);
   for (size_t i = 0; i < cut; ++i) {

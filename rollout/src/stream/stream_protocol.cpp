@@ -4,6 +4,7 @@
 #include <array>
 #include <nlohmann/json.hpp>
 
+#include "kforge/core/document.h"
 #include "kforge/core/msgpack.h"
 
 namespace kforge::rollout::stream {
@@ -520,10 +521,7 @@ std::string encode(const Message& message, int version) {
           w.kv("credit", m.credit);
         } else if constexpr (std::is_same_v<T, Error>) {
           // Cut at a character boundary so that the message stays UTF-8.
-          size_t cut = std::min(m.message.size(), kMaxErrorMessageBytes);
-          while (cut < m.message.size() && cut > 0 && (static_cast<unsigned char>(m.message[cut]) & 0xc0) == 0x80) {
-            --cut;
-          }
+          const size_t cut = utf8_prefix_bytes(m.message, kMaxErrorMessageBytes);
           w.map(4 + (m.seq ? 1 : 0) + (m.versions.empty() ? 0 : 1));
           w.kv("v", v);
           w.kv("type", "error");

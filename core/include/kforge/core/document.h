@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -122,6 +123,10 @@ std::string closest_match(const std::string& word, const std::vector<std::string
 
 // Short rendering of a value for error messages (long strings cut).
 std::string describe_value(const json& value);
+
+// How many bytes of `text`, at most `max_bytes`, make a prefix that does not
+// end inside a UTF-8 sequence: where to cut a string that must stay UTF-8.
+size_t utf8_prefix_bytes(std::string_view text, size_t max_bytes);
 
 // Reads a whole file of at most `max_bytes`; InputError naming the path if it
 // cannot, or if it is larger (checked before reading a regular file; a device
