@@ -10,6 +10,18 @@ find_package(CLI11 REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
+# Capstone decodes a candidate's machine code for the system-call check
+# (env/src/common/syscall_scan.h). Debian's libcapstone-dev; on the GPU
+# machine an unpacked .deb (scripts/gpu/fetch_extra_debs.sh).
+pkg_check_modules(CAPSTONE REQUIRED IMPORTED_TARGET capstone)
+# libiberty's callback demangler, whose output can be bounded (kforge/core/
+# demangle.h): Debian's libiberty-dev, a static library (on the GPU machine an
+# unpacked .deb, needed at build time only).
+find_path(LIBIBERTY_INCLUDE_DIR libiberty/demangle.h REQUIRED)
+find_library(LIBIBERTY_LIBRARY NAMES libiberty.a iberty REQUIRED)
+add_library(kforge_libiberty INTERFACE)
+target_include_directories(kforge_libiberty SYSTEM INTERFACE ${LIBIBERTY_INCLUDE_DIR})
+target_link_libraries(kforge_libiberty INTERFACE ${LIBIBERTY_LIBRARY})
 # libcurl: the OpenAI-compatible HTTP policy (rollout/). Debian's
 # libcurl4-openssl-dev on dev/CI; where it is missing (the GPU machine may
 # lack the headers) that policy is left out and everything else builds.

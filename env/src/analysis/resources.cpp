@@ -1,7 +1,5 @@
 #include "kforge/env/analysis/resources.h"
 
-#include <cxxabi.h>
-
 #include <cstdlib>
 #include <memory>
 #include <sstream>
@@ -273,12 +271,5 @@ std::vector<KernelResources> resources_from_json(const json& resources) {
   return out;
 }
 
-std::string demangle(const std::string& name) {
-  if (!starts_with(name, "_Z")) return name;
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
-  if (status != 0 || !d) return name;
-  return d.get();
-}
 
 }  // namespace kforge::env

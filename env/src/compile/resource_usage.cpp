@@ -1,11 +1,11 @@
 #include "kforge/env/compile/resource_usage.h"
 
-#include <cxxabi.h>
-
 #include <cstdlib>
 #include <memory>
 #include <regex>
 #include <sstream>
+
+#include "kforge/core/demangle.h"
 
 namespace kforge::env {
 namespace {
@@ -45,12 +45,6 @@ json empty_kernel(const std::string& mangled) {
 
 }  // namespace
 
-std::string demangle_symbol(const std::string& symbol) {
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status), std::free);
-  return status == 0 && out ? std::string(out.get()) : symbol;
-}
-
 json parse_ptxas_resource_usage(const std::string& log) {
   json by_mangled = json::object();
   std::string entry;       // the entry function being compiled
@@ -83,7 +77,7 @@ json parse_ptxas_resource_usage(const std::string& log) {
     }
   }
   json out = json::object();
-  for (auto& [mangled, kernel] : by_mangled.items()) out[demangle_symbol(mangled)] = kernel;
+  for (auto& [mangled, kernel] : by_mangled.items()) out[demangle(mangled)] = kernel;
   return out;
 }
 

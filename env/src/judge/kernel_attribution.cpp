@@ -1,13 +1,12 @@
 #include "judge/kernel_attribution.h"
 
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <optional>
 
+#include "kforge/core/demangle.h"
 #include "kforge/env/analysis.h"
 #include "kforge/env/analysis/occupancy.h"
 
@@ -70,18 +69,6 @@ void add_occupancy(const json& record, const AttributionDevice& device, json* ou
 }
 
 }  // namespace
-
-std::string demangle(const std::string& name) {
-  int status = 0;
-  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
-  if (status != 0 || out == nullptr) {
-    std::free(out);
-    return name;
-  }
-  std::string s(out);
-  std::free(out);
-  return s;
-}
 
 KernelAttribution attribute_kernels(const json& activity, const std::set<std::string>& own_kernels,
                                     const AttributionDevice& device) {

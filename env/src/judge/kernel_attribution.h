@@ -47,8 +47,4 @@ struct AttributionDevice {
 KernelAttribution attribute_kernels(const nlohmann::json& activity, const std::set<std::string>& own_kernels,
                                     const AttributionDevice& device);
 
-// "void scale<float>(float const*, float*, long)" for "_Z5scaleIfEvPKfPfl";
-// the input when it does not demangle.
-std::string demangle(const std::string& name);
-
 }  // namespace kforge::judge

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kforge/core/document.h"
+#include "kforge/core/demangle.h"  // demangle(): kernel names in reports
 
 namespace kforge::env {
 
@@ -66,9 +67,5 @@ int remove_reserved_shared(std::vector<KernelResources>& kernels, const std::str
 json resources_to_json(const std::vector<KernelResources>& kernels);
 std::vector<KernelResources> resources_from_json(const json& resources);
 json to_json(const KernelResources& kernel);
-
-// "foo(float*, int)" for "_Z3fooPfi"; the input unchanged if it is not a
-// mangled C++ name.
-std::string demangle(const std::string& name);
 
 }  // namespace kforge::env

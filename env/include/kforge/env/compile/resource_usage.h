@@ -10,13 +10,9 @@
 
 namespace kforge::env {
 
-// {"<demangled signature>": {"mangled", "registers", "barriers", "shared_bytes",
+// {"<demangled signature>" (kforge/core/demangle.h, bounded): {"mangled", "registers", "barriers", "shared_bytes",
 // "constant_bytes", "stack_bytes", "spill_store_bytes", "spill_load_bytes"}}
 // for every entry function (kernel) in the log; device functions are left out.
 json parse_ptxas_resource_usage(const std::string& log);
-
-// The C++ name for an Itanium-mangled symbol; the symbol itself when it is not
-// mangled (extern "C" kernels) or cannot be demangled.
-std::string demangle_symbol(const std::string& symbol);
 
 }  // namespace kforge::env
