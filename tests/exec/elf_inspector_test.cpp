@@ -37,7 +37,7 @@ TEST(ElfInspector, AcceptsAPlainKernel) {
   EXPECT_TRUE(r.accepted) << ::testing::PrintToString(checks_of(r));
   EXPECT_NE(std::find(r.facts.exported_functions.begin(), r.facts.exported_functions.end(), "kf_forward"),
             r.facts.exported_functions.end());
-  EXPECT_TRUE(r.facts.syscall_offsets.empty());
+  EXPECT_TRUE(r.facts.syscalls.sites.empty());
 }
 
 TEST(ElfInspector, AcceptsCxxRuntimeUse) {
@@ -63,9 +63,61 @@ TEST(ElfInspector, NamesForbiddenSymbols) {
 TEST(ElfInspector, FindsRawSyscallInstructions) {
   ElfInspection r = inspect_candidate(testing::compile_candidate(cand::kRawOpenat), cpu());
   EXPECT_FALSE(r.accepted);
-  EXPECT_EQ(r.facts.syscall_offsets.size(), 1u);
-  EXPECT_TRUE(has_violation(r, "raw_syscall", "system-call instruction"));
+  ASSERT_EQ(r.facts.syscalls.sites.size(), 1u);
+  EXPECT_EQ(r.facts.syscalls.sites[0].instruction, "syscall");
+  // The report says whose code it is.
+  EXPECT_TRUE(has_violation(r, "raw_syscall", "1 system-call instruction(s): syscall in kf_forward+0x"))
+      << r.violations[0].detail;
 }
+
+#if defined(__x86_64__)
+// Honest code whose bytes hold `0f 05` (syscall), `0f 34` (sysenter) and
+// `cd 80` (int 0x80) inside longer instructions: a 64-bit immediate and a
+// 32-bit displacement. Decoded, they are a movabs and loads, not system calls
+// (issue 20: the template policy's kernels were refused for such bytes).
+const char* kSyscallBytesInConstants = R"(#include <kforge/kernel_abi.h>
+#include <stdint.h>
+extern "C" int kf_forward(const kf_tensor* in, int, kf_tensor* out, int, void*) {
+  volatile uint64_t mix = 0x80cd340f050f050fULL;  // movabs with the bytes in its immediate
+  const unsigned char* bytes = static_cast<const unsigned char*>(in[0].data);
+  float* y = static_cast<float*>(out[0].data);
+  // Byte loads at displacements 0x050f, 0x340f and 0x80cd: each a disp32 holding the pattern.
+  y[0] = static_cast<float>(bytes[0x050f] + bytes[0x340f] + bytes[0x80cd] + (mix & 1));
+  return 0;
+}
+)";
+
+TEST(ElfInspector, SyscallBytesInsideLongerInstructionsAreNotSyscalls) {
+  ElfInspection r = inspect_candidate(testing::compile_candidate(kSyscallBytesInConstants), cpu());
+  EXPECT_FALSE(has_violation(r, "raw_syscall", "")) << ::testing::PrintToString(checks_of(r));
+  EXPECT_TRUE(r.accepted) << ::testing::PrintToString(checks_of(r));
+  // The bytes are there (else this test would prove nothing), and decoding
+  // is what told them apart.
+  EXPECT_GE(r.facts.syscalls.pattern_hits_not_instructions, 4);
+  EXPECT_GT(r.facts.syscalls.instructions_decoded, 0);
+}
+
+// A syscall hidden inside a movabs's immediate and reached by a jump into
+// the middle of that instruction: a linear reading sees only the movabs; the
+// jump target is decoded too.
+const char* kSyscallBehindAnOverlappingJump = R"(#include <kforge/kernel_abi.h>
+extern "C" int kf_forward(const kf_tensor*, int, kf_tensor*, int, void*) {
+  long ret = 39;  // getpid
+  __asm__ volatile(
+      "jmp 1f + 2\n"
+      "1: .byte 0x48, 0xb8, 0x0f, 0x05, 0xeb, 0x04, 0x90, 0x90, 0x90, 0x90\n"
+      : "+a"(ret) : : "rcx", "r11", "memory");
+  return ret > 0 ? 0 : 1;
+}
+)";
+
+TEST(ElfInspector, FindsASyscallReachedByAJumpIntoAnotherInstruction) {
+  ElfInspection r = inspect_candidate(testing::compile_candidate(kSyscallBehindAnOverlappingJump), cpu());
+  EXPECT_FALSE(r.accepted);
+  EXPECT_TRUE(has_violation(r, "raw_syscall", "1 system-call instruction(s): syscall in kf_forward+0x"))
+      << ::testing::PrintToString(checks_of(r));
+}
+#endif
 
 TEST(ElfInspector, RequiresTheEntryPoint) {
   ElfInspection r = inspect_candidate(testing::compile_candidate(cand::kNoEntryPoint), cpu());

@@ -56,27 +56,6 @@ std::vector<uint8_t> read_file(const std::filesystem::path& path) {
   return bytes;
 }
 
-// Byte patterns of instructions that enter the kernel directly.
-std::vector<std::vector<uint8_t>> syscall_patterns(uint16_t machine) {
-  if (machine == EM_X86_64) return {{0x0f, 0x05}, {0x0f, 0x34}, {0xcd, 0x80}};
-  if (machine == EM_AARCH64) return {{0x01, 0x00, 0x00, 0xd4}};  // svc #0, little-endian
-  return {};
-}
-
-void scan_for_syscalls(const ElfImage& img, uint64_t offset, uint64_t size, uint16_t machine,
-                       std::vector<uint64_t>* out) {
-  const auto& b = img.bytes();
-  if (offset >= b.size()) return;
-  uint64_t end = std::min<uint64_t>(b.size(), offset + size);
-  bool aligned_words = machine == EM_AARCH64;  // A64 instructions are 4-byte aligned
-  for (const auto& pattern : syscall_patterns(machine)) {
-    for (uint64_t i = offset; i + pattern.size() <= end; i += aligned_words ? 4 : 1) {
-      if (std::equal(pattern.begin(), pattern.end(), b.begin() + static_cast<std::ptrdiff_t>(i))) out->push_back(i);
-    }
-  }
-  std::sort(out->begin(), out->end());
-}
-
 std::string hex(uint64_t v) {
   std::ostringstream s;
   s << "0x" << std::hex << v;
@@ -339,9 +318,8 @@ void read_plt_stubs(const ElfImage& img, const std::vector<SectionInfo>& section
 }
 
 void read_load_time_code(const ElfImage& img, const Elf64_Ehdr& eh, const LoadTags& tags, const DynamicSymbols& dynsym,
-                         const AddressToOffset& to_offset, ElfFacts* facts) {
-  const std::vector<SectionInfo> sections = read_sections(img, eh);
-  const FunctionNames names = read_function_names(img, sections, dynsym, &facts->has_symbol_table);
+                         const AddressToOffset& to_offset, const std::vector<SectionInfo>& sections,
+                         const FunctionNames& names, ElfFacts* facts) {
   const RelocTypes types = reloc_types(eh.e_machine);
   CallGraph graph{&img, &to_offset, &names.size_at, {}, {}};
   auto describe = [&](ElfLoadTimeCode code) {
@@ -560,6 +538,38 @@ std::string load_time_code_problem(const ElfLoadTimeCode& code, bool has_symbol_
   return "";
 }
 
+// The executable bytes to decode: code sections inside executable segments,
+// and whatever else those segments hold (a gap between sections is still
+// mapped executable, so it is decoded too). Section headers only guide where
+// decoding starts; the segments decide what is executable.
+std::vector<CodeRegion> code_regions(const std::vector<Elf64_Phdr>& loads, const std::vector<SectionInfo>& sections) {
+  std::vector<CodeRegion> out;
+  for (size_t i = 0; i < loads.size(); ++i) {
+    const Elf64_Phdr& ph = loads[i];
+    if (!(ph.p_flags & PF_X)) continue;
+    std::vector<CodeRegion> inside;
+    for (const auto& sec : sections) {
+      const Elf64_Shdr& h = sec.header;
+      if (!(h.sh_flags & SHF_EXECINSTR) || h.sh_type == SHT_NOBITS || h.sh_size == 0) continue;
+      if (h.sh_offset < ph.p_offset || h.sh_offset + h.sh_size > ph.p_offset + ph.p_filesz) continue;
+      inside.push_back({h.sh_addr, h.sh_offset, h.sh_size, sec.name.empty() ? "a code section" : sec.name});
+    }
+    std::sort(inside.begin(), inside.end(),
+              [](const CodeRegion& a, const CodeRegion& b) { return a.file_offset < b.file_offset; });
+    uint64_t at = ph.p_offset;
+    const std::string segment = "executable segment " + std::to_string(i);
+    for (const auto& r : inside) {
+      if (r.file_offset < at) continue;  // overlapping sections: the first one covers it
+      if (r.file_offset > at) out.push_back({ph.p_vaddr + (at - ph.p_offset), at, r.file_offset - at, segment});
+      out.push_back(r);
+      at = r.file_offset + r.size;
+    }
+    const uint64_t end = ph.p_offset + ph.p_filesz;
+    if (at < end) out.push_back({ph.p_vaddr + (at - ph.p_offset), at, end - at, segment});
+  }
+  return out;
+}
+
 }  // namespace
 
 ElfFacts read_elf_facts(const std::filesystem::path& path) {
@@ -587,7 +597,6 @@ ElfFacts read_elf_facts(const std::filesystem::path& path) {
         facts.wx_segments.push_back("segment " + std::to_string(i) + " at " + hex(ph.p_vaddr) + " (" +
                                     ((ph.p_flags & PF_R) ? "R" : "") + "WX)");
       }
-      if (ph.p_flags & PF_X) scan_for_syscalls(img, ph.p_offset, ph.p_filesz, eh.e_machine, &facts.syscall_offsets);
     } else if (ph.p_type == PT_DYNAMIC) {
       dyn_offset = ph.p_offset;
       dyn_size = ph.p_filesz;
@@ -690,7 +699,12 @@ ElfFacts read_elf_facts(const std::filesystem::path& path) {
   }
 
   DynamicSymbols dynsym{sym_off, nsyms, str_off, strsz};
-  read_load_time_code(img, eh, tags, dynsym, to_offset, &facts);
+  const std::vector<SectionInfo> sections = read_sections(img, eh);
+  const FunctionNames names = read_function_names(img, sections, dynsym, &facts.has_symbol_table);
+  read_load_time_code(img, eh, tags, dynsym, to_offset, sections, names, &facts);
+  std::map<uint64_t, std::string> functions;
+  for (const auto& [address, name] : names.at) functions.emplace(address, name);
+  facts.syscalls = scan_syscalls(b, eh.e_machine, code_regions(loads, sections), functions);
   return facts;
 }
 
@@ -738,13 +752,15 @@ ElfInspection inspect_candidate(const std::filesystem::path& path, const SymbolP
     if (!problem.empty()) r.violations.push_back({"load_constructor", problem});
   }
   for (const auto& hazard : f.load_hazards) r.violations.push_back({"load_section", hazard});
-  if (!f.syscall_offsets.empty()) {
+  if (const auto& sites = f.syscalls.sites; !sites.empty()) {
     std::string where;
-    for (size_t i = 0; i < f.syscall_offsets.size() && i < 4; ++i) where += (i ? ", " : "") + hex(f.syscall_offsets[i]);
-    if (f.syscall_offsets.size() > 4) where += ", ...";
-    r.violations.push_back({"raw_syscall", std::to_string(f.syscall_offsets.size()) +
-                                               " system-call instruction(s) in executable code at file offset " +
-                                               where + " (kernels must not enter the OS directly)"});
+    for (size_t i = 0; i < sites.size() && i < 4; ++i) {
+      where += (i ? ", " : "") + sites[i].instruction + " in " + sites[i].where + " (file offset " +
+               hex(sites[i].file_offset) + ")";
+    }
+    if (sites.size() > 4) where += ", ...";
+    r.violations.push_back({"raw_syscall", std::to_string(sites.size()) + " system-call instruction(s): " + where +
+                                               " (kernels must not enter the OS directly)"});
   }
   r.accepted = r.violations.empty();
   return r;

@@ -6,7 +6,8 @@
 //   forbidden_library    a DT_NEEDED library outside the allow-list
 //   missing_entry_point  no defined, exported kf_forward function
 //   writable_executable  a loadable segment that is both writable and executable
-//   raw_syscall          a system-call instruction in an executable segment
+//   raw_syscall          a system-call instruction in the executable code (decoded,
+//                        see syscall_scan.h)
 //   load_constructor     code the dynamic loader would run before kf_forward that the
 //                        toolchain did not generate (see below)
 //   load_section         a dynamic-section entry, segment or section that changes how
@@ -40,11 +41,10 @@
 // judged (the environment's compilers never strip). The loading filter still
 // applies: no writes, network or processes.
 //
-// raw_syscall is a heuristic: it scans bytes, not decoded instructions (x86-64:
-// 0f 05 syscall, 0f 34 sysenter, cd 80 int 0x80; AArch64: the svc #0 word), so
-// an immediate that happens to contain those bytes is a false positive. We
-// accept that: compiled kernels almost never contain them, and the runner's
-// seccomp filter is the real guarantee.
+// raw_syscall decodes the instructions (syscall_scan.h): bytes that only look
+// like one (inside a longer instruction, in padding) are not refused. Code
+// reached only through computed jumps is not decoded; the runner's seccomp
+// filter is the guarantee there.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "common/symbol_policy.h"
+#include "common/syscall_scan.h"
 #include "kforge/core/measurement.h"
 
 namespace kforge::exec {
@@ -84,7 +85,7 @@ struct ElfFacts {
   std::vector<std::string> exported_functions;  // defined global/weak STT_FUNC in .dynsym
   std::vector<std::string> needed;              // DT_NEEDED sonames
   std::vector<std::string> wx_segments;         // "segment 2 at 0x4000 (RWX)"
-  std::vector<uint64_t> syscall_offsets;        // file offsets of system-call instructions
+  SyscallScan syscalls;                         // system-call instructions of the code
   std::vector<ElfLoadTimeCode> load_time_code;  // constructors, DT_INIT, IFUNC resolvers
   // Entries that change how the object is loaded, described for a report
   // ("DT_RUNPATH /tmp/x: ..."); every one is refused.
