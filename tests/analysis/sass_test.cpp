@@ -13,9 +13,9 @@ namespace {
 // checks the parser against real cuobjdump and nvdisasm output.
 std::string fixture() { return read_text_file(std::string(KFORGE_ANALYSIS_FIXTURES) + "/sass_sm90a_handwritten.txt"); }
 
-const SassFunction& find(const std::vector<SassFunction>& fns, const std::string& name) {
+const SassFunction& find(const std::vector<SassFunction>& fns, const char* name) {
   auto it = std::find_if(fns.begin(), fns.end(), [&](const SassFunction& f) { return f.name == name; });
-  if (it == fns.end()) throw std::runtime_error("no function " + name);
+  if (it == fns.end()) throw std::runtime_error(std::string("no function ") + name);
   return *it;
 }
 

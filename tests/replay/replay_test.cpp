@@ -29,18 +29,18 @@ using testing::source_dir;
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-const RecordedEpisode& episode(const RecordedSet& set, const std::string& id) {
+const RecordedEpisode& episode(const RecordedSet& set, const char* id) {
   for (const auto& e : set.episodes) {
     if (e.id == id) return e;
   }
-  throw std::runtime_error("no episode " + id);
+  throw std::runtime_error(std::string("no episode ") + id);
 }
 
-const GroupSummary& group(const std::vector<GroupSummary>& groups, const std::string& key) {
+const GroupSummary& group(const std::vector<GroupSummary>& groups, const char* key) {
   for (const auto& g : groups) {
     if (g.key == key) return g;
   }
-  throw std::runtime_error("no group " + key);
+  throw std::runtime_error(std::string("no group ") + key);
 }
 
 class TempDir {
