@@ -41,6 +41,8 @@ class DeviceClockClaimingCpu final : public JudgeDevice {
   double time_ms(const std::function<void()>& fn) override { return inner_->time_ms(fn); }
   json clocks() override { return inner_->clocks(); }
   double peak_memory_bytes_per_s() const override { return inner_->peak_memory_bytes_per_s(); }
+  uint64_t task_memory_bytes() const override { return inner_->task_memory_bytes(); }
+  PeakRates peak_rates() const override { return inner_->peak_rates(); }
   uint64_t arena_alignment() const override { return inner_->arena_alignment(); }
 
  private:

@@ -160,6 +160,24 @@ TEST(CliTest, TaskCheckRunsTheReferenceAndRefusesTasksNoSolutionCanPass) {
   EXPECT_TRUE(has(r.output, "reference not run")) << r.output;
 }
 
+// KernelBench level1/19_ReLU at its own size (two 6 GiB tensors): a verdict
+// that names the need and the limit, exit 2, before anything is allocated;
+// `kforge eval` on it too (issue 20: it was "lost the judge ... SIGKILL").
+TEST(CliTest, TaskCheckAndEvalRefuseATaskTooLargeForTheJudgeWithFigures) {
+  const std::string task = (kData / "kernelbench_level1_19_relu_full_size.json").string();
+  const std::string limits = "--config '" + (kData / "judge_limits.yaml").string() + "'";
+  const std::string verdict =
+      "task 'kernelbench/level1/19_ReLU' cannot be judged: the task is too large for a judge on the cpu backend: "
+      "checking its reference needs about 24.0 GiB of memory (the base shape), and the judge may use 8.0 GiB "
+      "(judge_memory_limit_bytes): shrink its shapes or check it with --backend cuda";
+  CmdResult r = run_kforge("task check " + limits + " '" + task + "'");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, verdict)) << r.output;
+  r = run_kforge("eval " + limits + " --task '" + task + "' " + solution_arg("correct"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(has(r.output, verdict)) << r.output;
+}
+
 TEST(CliTest, BundledExamplesPassTheReferenceCheck) {
   int checked = 0;
   for (const auto& entry : fs::directory_iterator(fs::path(KFORGE_SOURCE_DIR) / "examples")) {
@@ -215,6 +233,28 @@ fs::path fresh_dir(const std::string& name) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
+}
+
+// DIR/task.json beside DIR/*.cpp, and the results file in the same folder:
+// neither is taken for a solution (issue 20: the task was reported as a bad
+// solution).
+TEST(CliTest, EvalBatchSkipsTheTaskAndResultsFilesInTheSolutionsFolder) {
+  const fs::path dir = fresh_dir("batch-folder-with-task");
+  fs::create_directories(dir);
+  fs::copy_file(kData / "scale_bias_relu.json", dir / "task.json", fs::copy_options::overwrite_existing);
+  for (const char* name : {"correct.cpp", "wrong.cpp"}) {
+    fs::copy_file(kData / name, dir / name, fs::copy_options::overwrite_existing);
+  }
+  const CmdResult r = run_kforge("eval --task '" + (dir / "task.json").string() + "' --solutions '" + dir.string() +
+                                     "' --results '" + (dir / "results.jsonl").string() + "' " + config_arg() +
+                                     " --json",
+                                 /*merge_stderr=*/false);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const json summary = json::parse(r.out);
+  EXPECT_EQ(summary["evaluated_now"], 2) << summary.dump();
+  EXPECT_EQ(summary["verdicts"]["correct"], 1) << summary.dump();
+  EXPECT_EQ(summary["verdicts"]["wrong"], 1) << summary.dump();
+  EXPECT_EQ(summary["verdicts"].size(), 2u) << "no bad-input row for task.json or results.jsonl: " << summary.dump();
 }
 
 TEST(CliTest, EvalBatchOverAFolderWritesResultsAndResumes) {

@@ -320,13 +320,17 @@ INSTANTIATE_TEST_SUITE_P(
                       FaultCase{"out_of_memory", &kOutOfMemory, Outcome::kRuntimeError, "out of memory", true}),
     [](const ::testing::TestParamInfo<FaultCase>& p) { return std::string(p.param.name); });
 
-TEST_F(CudaExecutorTest, ATaskTooLargeForTheGpuIsASystemErrorAndTheJudgeCarriesOn) {
+TEST_F(CudaExecutorTest, ATaskTooLargeForTheGpuIsNotRunAndSaysWhyAndTheJudgeCarriesOn) {
   // Statically valid (each tensor within the limits), 160 GiB in all: the
-  // inputs do not fit. The affine candidate never gets to run: the reference
-  // fails first.
+  // inputs do not fit. Reset refuses such a task (reference_probe); a
+  // candidate sent straight to the executor is not run, with the figures.
   EvalReport r = evaluate(kAffineCorrect, task_larger_than_the_gpu());
   EXPECT_EQ(r.outcome, Outcome::kNotRun) << r.summary;
-  EXPECT_EQ(r.summary.rfind("system error", 0), 0u) << r.summary;
+  EXPECT_EQ(r.summary.rfind("task cannot be judged: the task is too large for a judge on the cuda backend: judging a "
+                            "candidate needs about ",
+                            0),
+            0u)
+      << r.summary;
   expect_correct_next("a task that does not fit");
 }
 

@@ -69,10 +69,29 @@ TEST_F(CudaReferenceTest, NanReferenceIsRefusedNamingTheNode) {
   EXPECT_FALSE(r.timing.has_value());
 }
 
-TEST_F(CudaReferenceTest, AReferenceThatDoesNotFitIsInvalidAndTheJudgeCarriesOn) {
-  // Statically valid (each tensor within the limits), 160 GiB in all: the
-  // inputs cannot be allocated.
+TEST_F(CudaReferenceTest, ATaskTooLargeForTheJudgeIsRefusedWithFiguresBeforeItRuns) {
+  // Statically valid (each tensor within the limits), 160 GiB of inputs:
+  // the check keeps them, the 19 node outputs and a float64 temporary of one
+  // (41 tensors of 8 GiB).
   const ReferenceReport r = probe(testing::task_larger_than_the_gpu(), /*time=*/false);
+  ASSERT_EQ(r.status, ReferenceStatus::kInvalid) << r.problem;
+  EXPECT_EQ(r.problem.rfind("the task is too large for a judge on the cuda backend: checking its reference needs about "
+                            "328.0 GiB of memory (the base shape), and the judge may use ",
+                            0),
+            0u)
+      << r.problem;
+  EXPECT_TRUE(r.nodes.empty()) << "refused before anything ran: " << r.nodes.dump();
+  EXPECT_TRUE(probe(testing::affine_task(256, 256), /*time=*/false).ok());
+}
+
+TEST_F(CudaReferenceTest, AReferenceThatRunsOutOfMemoryAnywayIsInvalidAndTheJudgeCarriesOn) {
+  // With the judge told it may use a petabyte, the estimate lets the task
+  // through and the allocation itself fails: still the task's verdict.
+  ReferenceRequest req;
+  req.task = testing::task_larger_than_the_gpu();
+  req.check = true;
+  req.options.judge_memory_limit_bytes = uint64_t{1} << 50;
+  const ReferenceReport r = executor_->submit_reference(req).get();
   ASSERT_EQ(r.status, ReferenceStatus::kInvalid) << r.problem;
   EXPECT_TRUE(has(r.problem, "the reference failed on the base shape")) << r.problem;
   EXPECT_TRUE(has(r.problem, "out of memory")) << r.problem;

@@ -124,6 +124,8 @@ class StaticCudaDevice final : public judge::JudgeDevice {
     return 0;
   }
   json clocks() override { return json::object(); }
+  uint64_t task_memory_bytes() const override { return uint64_t{1} << 30; }
+  PeakRates peak_rates() const override { return {1e15, 1e12}; }
 };
 
 env::EvalReport evaluate_statically(SolutionMode mode, const fs::path& path, json launch) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -244,6 +245,69 @@ TEST_F(ReferenceProbeTest, ReportRoundTripsThroughJson) {
   EXPECT_FALSE(back.timing.has_value());
   EXPECT_THROW(reference_report_from_json({{"status", "maybe"}}), InputError);
   EXPECT_THROW(reference_request_from_json({{"task", to_json(fixture("nan_reference"))}, {"chek", true}}), InputError);
+}
+
+// Tasks too large or too slow for a judge get a verdict with figures, before
+// anything runs, never a system error (issue 20: KernelBench problems at
+// their own sizes were a SIGKILLed judge or a timeout). The judge's limits
+// are fixed here so that the figures read the same on every machine.
+TEST_F(ReferenceProbeTest, KernelBenchReluAtItsOwnSizeIsRefusedNamingItsNeedAndTheLimit) {
+  EvalOptions o = testing::quick_options();
+  o.judge_memory_limit_bytes = uint64_t{8} << 30;
+  const ReferenceReport r = probe(fixture("kernelbench_level1_19_relu_full_size"), true, false, o);
+  ASSERT_EQ(r.status, ReferenceStatus::kInvalid) << r.problem;
+  // x and y (6 GiB each) and the measurement's float64 copy of y.
+  EXPECT_EQ(r.problem,
+            "the task is too large for a judge on the cpu backend: checking its reference needs about 24.0 GiB of "
+            "memory (the base shape), and the judge may use 8.0 GiB (judge_memory_limit_bytes): shrink its shapes or "
+            "check it with --backend cuda");
+  EXPECT_TRUE(r.nodes.empty()) << "nothing ran: " << r.nodes.dump();
+}
+
+TEST_F(ReferenceProbeTest, AReferenceTooSlowEvenAtPeakRatesIsRefusedBeforeItRuns) {
+  // KernelBench level2/40: a 16384 x 4096 x 4096 GEMM, 550 GFLOP a call; the
+  // check of one case needs at least 2.7 s at 0.2 TFLOP/s.
+  EvalOptions o = testing::quick_options();
+  o.judge_memory_limit_bytes = uint64_t{64} << 30;
+  o.eval_timeout_ms = 2000;
+  const auto start = std::chrono::steady_clock::now();
+  const ReferenceReport r = probe(fixture("kernelbench_level2_40_matmul_full_size"), true, false, o);
+  ASSERT_EQ(r.status, ReferenceStatus::kInvalid) << r.problem;
+  EXPECT_EQ(r.problem,
+            "the task's reference is too slow for a judge on the cpu backend: checking its reference takes at least "
+            "2.7 s even at the device's peak rates, and a request may take 2.0 s (eval_timeout_ms): shrink its shapes "
+            "or check it with --backend cuda");
+  EXPECT_TRUE(r.nodes.empty());
+  RecordProperty("refusal_ms", std::to_string(std::chrono::duration<double, std::milli>(
+                                                  std::chrono::steady_clock::now() - start)
+                                                  .count()));
+}
+
+TEST_F(ReferenceProbeTest, AReferenceSlowerThanItsBoundIsStoppedBetweenCasesWithWhatItTook) {
+  // Eight transcendental ops over 8M floats: at the bound's rates well under
+  // a millisecond per case, on one real CPU thread tens of milliseconds; the
+  // request may take 20 ms, so the second of three cases does not start.
+  json nodes = json::array();
+  std::string prev = "x";
+  for (int i = 0; i < 8; ++i) {
+    const std::string out = i == 7 ? "y" : "t" + std::to_string(i);
+    nodes.push_back({{"op", i % 2 == 0 ? "tanh" : "exp"}, {"in", {prev}}, {"out", out}});
+    prev = out;
+  }
+  const json j = {{"id", "test/slow_pointwise"},
+                  {"inputs", {{{"name", "x"}, {"shape", {8, 1048576}}, {"dtype", "float32"}, {"init", "normal"}}}},
+                  {"nodes", nodes},
+                  {"outputs", {"y"}},
+                  {"shape_variants", {{{"x", {8, 1048576}}}, {{"x", {4, 1048576}}}}}};
+  EvalOptions o = testing::quick_options();
+  o.eval_timeout_ms = 20;
+  const ReferenceReport r = probe(parse_task(Document::from_json_text(j.dump(), "<slow task>")), true, false, o);
+  ASSERT_EQ(r.status, ReferenceStatus::kInvalid) << r.problem;
+  EXPECT_EQ(r.problem.rfind("the task's reference is too slow for a judge on the cpu backend: it took ", 0), 0u)
+      << r.problem;
+  EXPECT_TRUE(has(r.problem, " for 1 of 3 shape cases, more than half of the 20 ms a request may take (eval_timeout_ms)"))
+      << r.problem;
+  EXPECT_EQ(r.nodes.size(), 1u) << "the first case ran: " << r.nodes.dump();
 }
 
 TEST(ReferenceProbeSetup, MissingToolsGiveAnErrorReportThatIsNotKept) {

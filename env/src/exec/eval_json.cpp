@@ -56,7 +56,8 @@ json to_json(const EvalOptions& o) {
           {"energy_window_ms", o.energy_window_ms},
           {"call_timeout_ms", o.call_timeout_ms},
           {"eval_timeout_ms", o.eval_timeout_ms},
-          {"memory_limit_bytes", o.memory_limit_bytes}};
+          {"memory_limit_bytes", o.memory_limit_bytes},
+          {"judge_memory_limit_bytes", o.judge_memory_limit_bytes}};
 }
 
 EvalOptions parse_eval_options(const Field& field, EvalOptions base) {
@@ -93,6 +94,9 @@ EvalOptions parse_eval_options(const Field& field, EvalOptions base) {
   if (auto f = r.optional("eval_timeout_ms")) o.eval_timeout_ms = duration_ms(*f, true);
   if (auto f = r.optional("memory_limit_bytes")) {
     o.memory_limit_bytes = static_cast<uint64_t>(f->as_int_in(1 << 20, std::numeric_limits<int64_t>::max()));
+  }
+  if (auto f = r.optional("judge_memory_limit_bytes")) {
+    o.judge_memory_limit_bytes = static_cast<uint64_t>(f->as_int_in(0, std::numeric_limits<int64_t>::max()));
   }
   r.finish();
   if (o.max_samples < o.min_samples) {

@@ -82,13 +82,13 @@ nlohmann::json JudgeConnection::exchange(const nlohmann::json& message, Deadline
     return recv_frame(control_.get(), deadline).body;
   } catch (const WireError& e) {
     if (e.kind() == WireError::Kind::kTimeout) {
-      fail("judge did not answer in time; killed");
+      fail("judge did not answer in time; killed", /*timed_out=*/true);
     }
     fail(std::string("lost the judge: ") + e.what());
   }
 }
 
-void JudgeConnection::fail(const std::string& what) {
+void JudgeConnection::fail(const std::string& what, bool timed_out) {
   {
     std::lock_guard<std::mutex> lock(control_mutex_);
     control_.reset();
@@ -99,7 +99,7 @@ void JudgeConnection::fail(const std::string& what) {
     auto s = child_.wait_for(200);
     status = describe_exit_status(s ? *s : child_.kill_and_reap());
   }
-  throw JudgeFailure(what + (status.empty() ? "" : " (judge exit: " + status + ")"));
+  throw JudgeFailure(what + (status.empty() ? "" : " (judge exit: " + status + ")"), timed_out);
 }
 
 void JudgeConnection::stop() {

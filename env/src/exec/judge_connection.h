@@ -20,7 +20,13 @@ namespace kforge::exec {
 
 class JudgeFailure : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit JudgeFailure(const std::string& what, bool timed_out = false)
+      : std::runtime_error(what), timed_out_(timed_out) {}
+  // The judge did not answer within the request's deadline (and was killed).
+  bool timed_out() const { return timed_out_; }
+
+ private:
+  bool timed_out_ = false;
 };
 
 struct JudgeLaunch {
@@ -63,7 +69,7 @@ class JudgeConnection {
   bool fatal() const { return fatal_; }
 
  private:
-  [[noreturn]] void fail(const std::string& what);
+  [[noreturn]] void fail(const std::string& what, bool timed_out = false);
 
   ChildProcess child_;
   UniqueFd control_;

@@ -191,6 +191,18 @@ LaneFault JudgeLane::reference(const env::ReferenceRequest& request, env::Refere
     return LaneFault::kNone;
   } catch (const JudgeFailure& e) {
     judge_pid_ = 0;
+    if (e.timed_out()) {
+      // A reference request runs no candidate: the task is all there is to
+      // blame when its reference outlives the request (the judge's own guards,
+      // task_fit.h, stop most such tasks first, with figures).
+      report->status = env::ReferenceStatus::kInvalid;
+      report->problem = "the task's reference is too slow for a judge on the " + launch_.backend +
+                        " backend: it did not finish within the " +
+                        std::to_string(static_cast<long long>(request.options.eval_timeout_ms / 1000)) +
+                        " s a request may take (eval_timeout_ms) and the judge's grace: shrink its shapes" +
+                        (launch_.backend == "cpu" ? " or check it with --backend cuda" : "");
+      return LaneFault::kNone;
+    }
     *report = reference_system_report(std::string(e.what()) + "; the judge will be restarted for the next request");
     return LaneFault::kJudgeLost;
   } catch (const std::exception& e) {

@@ -99,6 +99,7 @@ class CudaJudgeDevice final : public JudgeDevice {
     cudaDeviceProp prop{};
     check(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
     name_ = prop.name;
+    total_memory_bytes_ = prop.totalGlobalMem;
     sm_count_ = prop.multiProcessorCount;
     cc_ = std::to_string(prop.major) + "." + std::to_string(prop.minor);
     flush_ = plan_l2_flush(attribute(cudaDevAttrL2CacheSize, index));
@@ -198,6 +199,17 @@ class CudaJudgeDevice final : public JudgeDevice {
     return 2.0 * mhz * 1e6 * bus_width_bits_ / 8.0;
   }
 
+  // All of the card but what the contexts of its judges and runners take
+  // (about 0.5 GiB each, several per GPU).
+  uint64_t task_memory_bytes() const override {
+    constexpr uint64_t kContexts = uint64_t{4} << 30;
+    return total_memory_bytes_ > kContexts ? total_memory_bytes_ - kContexts : total_memory_bytes_;
+  }
+  // Above any rate eager PyTorch reaches on a GPU of this generation (the
+  // H200's dense FP8 tensor-core peak is about 2e15); the memory rate from
+  // the clock and bus width, as the roofline check reads it.
+  PeakRates peak_rates() const override { return {2e15, peak_memory_bytes_per_s()}; }
+
   json versions() const override {
     json v = JudgeDevice::versions();
     int runtime = 0, driver = 0;
@@ -253,6 +265,7 @@ class CudaJudgeDevice final : public JudgeDevice {
   int index_;
   std::string name_, cc_;
   int sm_count_ = 0;
+  uint64_t total_memory_bytes_ = 0;
   L2FlushPlan flush_;
   std::unique_ptr<cuda_timing::ReadFlush> cache_flush_;
   std::unique_ptr<cuda_timing::LaunchGate> gate_;

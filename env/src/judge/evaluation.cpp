@@ -9,6 +9,7 @@
 #include "judge/candidate_session.h"
 #include "judge/case_plan.h"
 #include "judge/profile.h"
+#include "judge/task_fit.h"
 #include "judge/timing.h"
 #include "judge/verification.h"
 
@@ -111,6 +112,14 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
   if (!request.verify && !request.time) {
     report.outcome = Outcome::kNotRun;
     report.summary = "inspected only: neither verify nor time was requested";
+    return finish(report);
+  }
+  // A task too large or too slow for this judge (task_fit.h). Reset refuses
+  // such tasks before any candidate is charged; a request that reaches the
+  // judge anyway is not run, and says why with figures.
+  if (const TaskFit fit = check_task_fit(request.task, JudgeWork::kEvaluation, options, *device); !fit.fits()) {
+    report.outcome = Outcome::kNotRun;
+    report.summary = "task cannot be judged: " + fit.problem;
     return finish(report);
   }
 

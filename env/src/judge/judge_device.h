@@ -72,6 +72,16 @@ class JudgeDevice {
   // underestimating flags honest kernels, so implementations must err high.
   // Cheap: called once per timed request, never measured there.
   virtual double peak_memory_bytes_per_s() const { return 0; }
+  // What a task's tensors may occupy on this device, and upper bounds on
+  // its arithmetic and memory rates (task_fit.h: a task that cannot fit or
+  // cannot finish is refused before it runs). Fixed per machine, never
+  // measured, so that the refusal does not depend on load.
+  struct PeakRates {
+    double flops_per_s = 0;
+    double bytes_per_s = 0;
+  };
+  virtual uint64_t task_memory_bytes() const = 0;
+  virtual PeakRates peak_rates() const = 0;
 
   // Whether the runner's `done` reply carries the candidate's device time
   // (`device_ns`: CUDA events on the runner's stream around kf_forward). The

@@ -12,6 +12,7 @@
 #include "common/deadline.h"
 #include "common/sample_stats.h"
 #include "judge/timing_inputs.h"
+#include "judge/task_fit.h"
 #include "judge/timing_protocol.h"
 #include "kforge/core/error.h"
 #include "kforge/core/op_registry.h"
@@ -249,9 +250,34 @@ env::ReferenceReport probe_reference(const env::ReferenceRequest& request, Judge
   report.status = env::ReferenceStatus::kOk;
   const TaskSpec& task = request.task;
   try {
+    // Before anything is allocated: a task too large or too slow for this
+    // judge is refused with figures (task_fit.h). The check also asks
+    // whether a candidate could be judged (reset's check is what lets
+    // candidates be charged for the task).
+    for (auto [asked, work] : {std::pair{request.check, JudgeWork::kReferenceCheck},
+                               std::pair{request.check, JudgeWork::kEvaluation},
+                               std::pair{request.time, JudgeWork::kReferenceTiming}}) {
+      if (!asked) continue;
+      const TaskFit fit = check_task_fit(task, work, request.options, *device);
+      if (!fit.fits()) throw TaskInvalid{fit.problem};
+    }
     if (request.check) {
       const auto phase = Clock::now();
-      for (int v = -1; v < static_cast<int>(task.shape_variants.size()); ++v) {
+      const int variants = static_cast<int>(task.shape_variants.size());
+      for (int v = -1; v < variants; ++v) {
+        // The bound above is a lower bound; a reference that is slower than
+        // it by far (a CPU without vector units, an op ATen runs slowly)
+        // is stopped here, between cases, with what it took, before the
+        // environment's deadline turns it into a system error.
+        const double elapsed = ms_since(phase);
+        if (v >= 0 && elapsed > request.options.eval_timeout_ms / 2) {
+          throw TaskInvalid{"the task's reference is too slow for a judge on the " + device->backend() +
+                            " backend: it took " + format_duration(elapsed) + " for " + std::to_string(v + 1) + " of " +
+                            std::to_string(variants + 1) + " shape cases, more than half of the " +
+                            format_duration(request.options.eval_timeout_ms) +
+                            " a request may take (eval_timeout_ms): shrink its shapes" +
+                            (device->backend() == "cpu" ? " or check it with --backend cuda" : "")};
+        }
         report.nodes.push_back(json::object());
         try {
           check_case(v, v < 0 ? task : task.with_variant(static_cast<size_t>(v)), device, &report.nodes.back());

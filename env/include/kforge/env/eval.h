@@ -47,6 +47,10 @@ struct EvalOptions {
   double call_timeout_ms = 10000.0;          // one kf_forward call, including sync
   double eval_timeout_ms = 120000.0;         // the whole request
   uint64_t memory_limit_bytes = 4ull << 30;  // runner address space (CPU backend)
+  // Memory a task's tensors may take in the judge (judge/task_fit.h): a task
+  // that needs more is refused with figures. 0: the device decides (80% of
+  // the host's memory on the CPU, the GPU's memory less 4 GiB).
+  uint64_t judge_memory_limit_bytes = 0;
 };
 
 json to_json(const EvalOptions& o);

@@ -1,0 +1,152 @@
+#include "judge/task_fit.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "kforge/core/op_registry.h"
+
+namespace kforge::judge {
+namespace {
+
+double type_bytes(const TensorType& t) {
+  return static_cast<double>(t.numel()) * static_cast<double>(dtype_size(t.dtype));
+}
+
+// The tensors of one shape case, by role.
+struct CaseBytes {
+  double kernel_inputs = 0;    // inputs and params
+  double outputs = 0;          // the task's outputs
+  double node_outputs = 0;     // every node's output (outputs included)
+  double largest_output = 0;   // the largest single node output
+};
+
+CaseBytes case_bytes(const TaskSpec& task) {
+  const std::map<std::string, TensorType> types = infer_graph(task);
+  CaseBytes c;
+  for (const auto& t : task.kernel_inputs()) c.kernel_inputs += static_cast<double>(t.nbytes());
+  for (const auto& o : task.outputs) c.outputs += type_bytes(types.at(o));
+  for (const auto& n : task.nodes) {
+    const double b = type_bytes(types.at(n.out));
+    c.node_outputs += b;
+    c.largest_output = std::max(c.largest_output, b);
+  }
+  return c;
+}
+
+// What the judge holds at once for one case. Counted from what each piece of
+// work keeps alive (measured: bench/exec's judge memory figures in
+// docs/execution.md, "Tasks too large for a judge"):
+//   check:      the inputs, every node's output (all kept for measurement),
+//               and the measurement's temporaries (a float64 copy of the
+//               largest output, so 2x its float32 bytes);
+//   timing:     the inputs, the graph's outputs while it runs, and the
+//               timing input sets (timing_input_sets copies of the inputs);
+//   evaluation: the shared arena (inputs and outputs), the pristine inputs
+//               kept to detect mutation, the reference's node outputs, and
+//               the comparison's temporaries (2x the outputs); a float64
+//               reference doubles the reference's part.
+double need_bytes(const CaseBytes& c, JudgeWork work, const env::EvalOptions& o) {
+  switch (work) {
+    case JudgeWork::kReferenceCheck:
+      return c.kernel_inputs + c.node_outputs + 2 * c.largest_output;
+    case JudgeWork::kReferenceTiming:
+      return c.kernel_inputs * (1 + std::max(1, o.timing_input_sets)) + c.node_outputs;
+    case JudgeWork::kEvaluation: {
+      const double reference = c.kernel_inputs + c.node_outputs;
+      return (c.kernel_inputs + c.outputs) + c.kernel_inputs + reference * (o.float64_reference ? 3 : 1) +
+             2 * c.outputs;
+    }
+  }
+  return 0;
+}
+
+// Reference runs the work needs at least: one per case for the check, the
+// minimum sample count for timing, one per seed and case for verification.
+double reference_runs(JudgeWork work, const env::EvalOptions& o, size_t cases) {
+  switch (work) {
+    case JudgeWork::kReferenceCheck:
+      return static_cast<double>(cases);
+    case JudgeWork::kReferenceTiming:
+      return std::max(1, o.min_samples);
+    case JudgeWork::kEvaluation:
+      return static_cast<double>(std::max(1, o.seeds)) * static_cast<double>(cases);
+  }
+  return 1;
+}
+
+const char* work_name(JudgeWork work) {
+  switch (work) {
+    case JudgeWork::kReferenceCheck:
+      return "checking its reference";
+    case JudgeWork::kReferenceTiming:
+      return "timing its reference";
+    case JudgeWork::kEvaluation:
+      return "judging a candidate";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string format_duration(double ms) {
+  char buf[32];
+  if (ms < 1000) {
+    std::snprintf(buf, sizeof(buf), "%.0f ms", ms);
+  } else {
+    std::snprintf(buf, sizeof(buf), ms < 10000 ? "%.1f s" : "%.0f s", ms / 1000);
+  }
+  return buf;
+}
+
+std::string format_bytes(double bytes) {
+  char buf[32];
+  if (bytes >= double(uint64_t{1} << 30)) {
+    std::snprintf(buf, sizeof(buf), "%.1f GiB", bytes / double(uint64_t{1} << 30));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.0f MiB", bytes / double(uint64_t{1} << 20));
+  }
+  return buf;
+}
+
+TaskFit check_task_fit(const TaskSpec& task, JudgeWork work, const env::EvalOptions& options,
+                       const JudgeDevice& device) {
+  TaskFit fit;
+  fit.limit_bytes = options.judge_memory_limit_bytes > 0 ? options.judge_memory_limit_bytes
+                                                         : device.task_memory_bytes();
+  fit.limit_ms = options.eval_timeout_ms;
+  const size_t cases = 1 + task.shape_variants.size();
+  double need = 0, largest_case_ms = 0;
+  std::string largest_case;
+  const JudgeDevice::PeakRates peak = device.peak_rates();
+  for (size_t i = 0; i < cases; ++i) {
+    const TaskSpec one = i == 0 ? task : task.with_variant(i - 1);
+    const double case_need = need_bytes(case_bytes(one), work, options);
+    if (case_need > need) {
+      need = case_need;
+      largest_case = i == 0 ? "the base shape" : "shape variant " + std::to_string(i - 1);
+    }
+    const WorkEstimate w = estimate_work(one);
+    largest_case_ms = std::max(largest_case_ms, 1000 * std::max(w.flops / peak.flops_per_s, w.bytes / peak.bytes_per_s));
+  }
+  fit.need_bytes = static_cast<uint64_t>(need);
+  // Every run at the largest case's time: a lower bound only up to the
+  // mix of cases, which is close enough for a refusal this coarse.
+  fit.min_reference_ms = largest_case_ms * reference_runs(work, options, cases);
+  const std::string backend = device.backend();
+  if (fit.limit_bytes > 0 && need > static_cast<double>(fit.limit_bytes)) {
+    fit.problem = "the task is too large for a judge on the " + backend + " backend: " + work_name(work) +
+                  " needs about " + format_bytes(need) + " of memory (" + largest_case + "), and the judge may use " +
+                  format_bytes(static_cast<double>(fit.limit_bytes)) +
+                  (options.judge_memory_limit_bytes > 0 ? " (judge_memory_limit_bytes)" : "") +
+                  ": shrink its shapes" + (backend == "cpu" ? " or check it with --backend cuda" : "");
+  } else if (fit.min_reference_ms > fit.limit_ms) {
+    fit.problem = "the task's reference is too slow for a judge on the " + backend + " backend: " +
+                  work_name(work) + " takes at least " + format_duration(fit.min_reference_ms) +
+                  " even at the device's peak rates, and a request may take " + format_duration(fit.limit_ms) +
+                  " (eval_timeout_ms): shrink its shapes" + (backend == "cpu" ? " or check it with --backend cuda" : "");
+  }
+  return fit;
+}
+
+}  // namespace kforge::judge

@@ -1,0 +1,54 @@
+// Whether a task fits what this judge may use, decided before anything is
+// allocated or run: a task whose tensors outgrow the judge's memory, or
+// whose reference cannot finish within the request's time, gets a verdict
+// that names the need and the limit. Before this, KernelBench problems at
+// their own sizes ended as "system error: lost the judge (SIGKILL)" (the
+// kernel's OOM killer) or "judge did not answer in time" (issue 20): a
+// system error that said nothing about the task, charged to nobody, retried
+// forever.
+//
+// Both figures come from the task's shapes and fixed device limits, never
+// from a measurement, so the verdict does not depend on how busy the machine
+// is: the memory need is counted from the tensors the judge holds (below),
+// the time is a lower bound (the work at the device's peak rates).
+// The reference probe adds a measured guard for what the bound misses
+// (reference_probe.cpp): a reference that ran past half the request's time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "judge/judge_device.h"
+#include "kforge/core/task_spec.h"
+#include "kforge/env/eval.h"
+
+namespace kforge::judge {
+
+// What the judge is asked to do with the task.
+enum class JudgeWork {
+  kReferenceCheck,   // the reference probe's check: every node kept and measured
+  kReferenceTiming,  // the reference timed alone
+  kEvaluation,       // a candidate verified (and timed) against the reference
+};
+
+struct TaskFit {
+  // Bytes the judge holds at once for the largest shape case, and what it
+  // may use (JudgeDevice::task_memory_bytes or the request's override).
+  uint64_t need_bytes = 0;
+  uint64_t limit_bytes = 0;
+  // The least time the reference's runs need at the device's peak rates,
+  // and the request's time limit.
+  double min_reference_ms = 0;
+  double limit_ms = 0;
+  std::string problem;  // empty: it fits; else the verdict, with figures
+  bool fits() const { return problem.empty(); }
+};
+
+TaskFit check_task_fit(const TaskSpec& task, JudgeWork work, const env::EvalOptions& options,
+                       const JudgeDevice& device);
+
+// "12.9 GiB", "340 MiB"; "153 ms", "2.7 s", "44 s": for the verdicts.
+std::string format_bytes(double bytes);
+std::string format_duration(double ms);
+
+}  // namespace kforge::judge
