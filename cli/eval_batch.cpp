@@ -102,9 +102,18 @@ std::vector<BatchPair> folder_pairs(const BatchArgs& a, SolutionMode mode) {
                      " is a folder: give the task its solutions are for with "
                      "--task (or list task/solution pairs in a list file or a .jsonl file)");
   }
+  // The task file and the results file may live in the folder too (a
+  // KernelBench-style layout: DIR/task.json beside DIR/*.cu): neither is a
+  // solution.
+  auto same_file = [](const fs::path& file, const fs::path& other) {
+    std::error_code ec;
+    return !other.empty() && fs::equivalent(file, other, ec) && !ec;
+  };
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(a.solutions)) {
-    if (e.is_regular_file() && e.path().filename().string().front() != '.') files.push_back(e.path());
+    if (!e.is_regular_file() || e.path().filename().string().front() == '.') continue;
+    if (same_file(e.path(), a.task) || same_file(e.path(), a.results)) continue;
+    files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
   TaskFiles tasks;
