@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "kforge/core/demangle.h"
 #include "kforge/core/solution.h"
 #include "kforge/env/compile/compilers.h"
 #include "kforge/env/compile/subprocess.h"
@@ -117,6 +118,55 @@ TEST(CompileLimits, PreprocessorBombUnderNvrtcIsACompileErrorAndOthersKeepCompil
                                  json::parse(R"J({"name": "k", "grid": 1, "block": 1, "args": ["y"]})J")),
                         ctx, after.path());
   EXPECT_TRUE(next.ok) << next.log;
+}
+
+// A bomb through another path: no macro, but a kernel instantiated over a
+// type that doubles `depth` times (typedef P<T39, T39> T40). Its mangled name
+// is short (substitutions), its demangled one 2^depth characters; demangling
+// it in the parent (ptxas' resource usage, CUPTI, SASS) once took minutes and
+// died (issue 20). NVRTC's own work also doubles with each level.
+std::string type_doubling_kernel(int depth) {
+  std::string source = "template <class A, class B> struct P {};\ntypedef int T0;\n";
+  for (int i = 1; i <= depth; ++i) {
+    const std::string prev = "T" + std::to_string(i - 1);
+    source += "typedef P<" + prev + ", " + prev + "> T" + std::to_string(i) + ";\n";
+  }
+  const std::string top = "T" + std::to_string(depth);
+  return source + "template <class T> __global__ void k(float* y, T* unused) { y[threadIdx.x] = 1.0f; }\n" +
+         "template __global__ void k<" + top + ">(float*, " + top + "*);\n";
+}
+
+CompileResult compile_type_doubling(int depth) {
+  auto compiler = make_nvrtc_compiler();
+  TempDir dir;
+  json plan = json::parse(R"J({"grid": 1, "block": 32, "args": ["y", "y"]})J");
+  plan["name"] = "k<T" + std::to_string(depth) + ">";
+  return compiler->compile(solution(SolutionMode::kNvrtc, type_doubling_kernel(depth), plan), tight_context(),
+                           dir.path());
+}
+
+TEST(CompileLimits, TypeDoublingKernelNamesAreKeptMangledInTheParent) {
+  // 2^24: NVRTC compiles it in seconds; its demangled name would be tens of
+  // megabytes in every resource-usage key.
+  const CompileResult r = compile_type_doubling(24);
+  ASSERT_TRUE(r.system_error.empty()) << r.system_error;
+  ASSERT_TRUE(r.ok) << r.diagnostics;
+  ASSERT_FALSE(r.artifact.resources.empty()) << r.log;
+  for (const auto& [name, usage] : r.artifact.resources.items()) {
+    EXPECT_LE(name.size(), kMaxDemangledChars);
+    EXPECT_EQ(name.rfind("_Z", 0), 0u) << "left mangled: its demangled form is over the bound";
+  }
+  EXPECT_LE(r.log.size() + r.diagnostics.size(), size_t{1} << 20);
+}
+
+TEST(CompileLimits, TypeDoublingBombIsStoppedAtTheCompileLimit) {
+  // 2^40: NVRTC itself runs away; the limit stops it and says so.
+  const CompileResult r = compile_type_doubling(40);
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.system_error.empty()) << r.system_error;
+  EXPECT_TRUE(r.limit_hit());
+  EXPECT_TRUE(says_limit_exceeded(r)) << r.diagnostics;
+  EXPECT_LE(r.log.size() + r.diagnostics.size(), size_t{1} << 20);
 }
 
 TEST(CompileLimits, NvrtcTimeLimitStopsACompileThatIsSlowButSmall) {
