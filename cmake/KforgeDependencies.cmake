@@ -12,8 +12,16 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
 # Capstone decodes a candidate's machine code for the system-call check
 # (env/src/common/syscall_scan.h). Debian's libcapstone-dev; on the GPU
-# machine an unpacked .deb (scripts/gpu/fetch_extra_debs.sh).
-pkg_check_modules(CAPSTONE REQUIRED IMPORTED_TARGET capstone)
+# machine an unpacked .deb (scripts/gpu/fetch_extra_debs.sh). Linked
+# statically (Debian's archive is position-independent): the judge and the
+# tools then need no libcapstone.so at run time, inside a sandbox or on a
+# machine without the package. Not through pkg-config: its .pc names
+# /usr/include/capstone, which an unpacked .deb does not have.
+find_path(CAPSTONE_INCLUDE_DIR capstone/capstone.h REQUIRED)
+find_library(CAPSTONE_LIBRARY NAMES libcapstone.a capstone REQUIRED)
+add_library(kforge_capstone INTERFACE)
+target_include_directories(kforge_capstone SYSTEM INTERFACE ${CAPSTONE_INCLUDE_DIR})
+target_link_libraries(kforge_capstone INTERFACE ${CAPSTONE_LIBRARY})
 # libiberty's callback demangler, whose output can be bounded (kforge/core/
 # demangle.h): Debian's libiberty-dev, a static library (on the GPU machine an
 # unpacked .deb, needed at build time only).
