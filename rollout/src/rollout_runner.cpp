@@ -160,7 +160,11 @@ struct RolloutRunner::Impl {
     json tools = json::array();
     Trajectory traj;
     State state = State::kNeedPolicy;
+    // When the first observation was ready: the episode's wall clock
+    // (wall_time_s) starts there, so a slow reset (the task's reference check
+    // on a busy judge) cannot end an episode before its first turn.
     Clock::time_point started;
+    double reset_ms = 0.0;
     // The turn in flight.
     json assistant;
     json call;
@@ -305,7 +309,7 @@ struct RolloutRunner::Impl {
     Episode ep;
     ep.spec = spec;
     ep.env_id = env_id;
-    ep.started = Clock::now();
+    const auto reset_at = Clock::now();
     ep.traj.id = g.id + "-e" + std::to_string(spec.member) +
                  (g.requeues[static_cast<size_t>(spec.member)]
                       ? "r" + std::to_string(g.requeues[static_cast<size_t>(spec.member)])
@@ -360,6 +364,8 @@ struct RolloutRunner::Impl {
       abandon_group(spec.group);
       return;
     }
+    ep.started = Clock::now();
+    ep.reset_ms = std::chrono::duration<double, std::milli>(ep.started - reset_at).count();
     if (!g.fork) ep.messages = rr.observation.data.value("messages", json::array());
     prompt_messages = g.fork ? g.fork->parent.info.at("prompt").at("messages") : ep.messages;
     ep.tools = rr.observation.data.value("tools", json::array());
@@ -566,8 +572,10 @@ struct RolloutRunner::Impl {
     double total = 0;
     for (const auto& t : ep.traj.turns) total += t.reward;
     ep.traj.total_reward = total;
-    ep.traj.info["timings"] = {
-        {"episode_ms", ms_since(ep.started)}, {"policy_ms", ep.policy_total_ms}, {"env_step_ms", ep.env_total_ms}};
+    ep.traj.info["timings"] = {{"reset_ms", ep.reset_ms},
+                               {"episode_ms", ms_since(ep.started)},
+                               {"policy_ms", ep.policy_total_ms},
+                               {"env_step_ms", ep.env_total_ms}};
     const int env_id = ep.env_id;
     const std::string start_version = ep.traj.policy_version_start;
     // Staleness: judged against the newest version seen when it finishes.

@@ -16,6 +16,7 @@
 #include "kforge/rollout/baseline_policy.h"
 #include "kforge/rollout/jsonl_sink.h"
 #include "rollout_test_util.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::rollout {
 namespace {
@@ -70,7 +71,7 @@ class RolloutRunnerTest : public ::testing::Test {
   void SetUp() override {
     dir_ = fs::path(KFORGE_BINARY_DIR) / "tests/rollout/tmp" /
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::remove_all(dir_);
+    kforge::remove_tree(dir_);
     fs::create_directories(dir_);
   }
 
@@ -255,13 +256,16 @@ TEST_F(RolloutRunnerTest, WallTimeTruncatesBetweenTurns) {
   });
   RolloutConfig c = config(1, 1);
   c.max_turns = 50;
-  // Room for the reset (it now waits for the task's reference check) on a
-  // loaded machine; the policy's first answer alone overruns it.
+  // The clock starts at the first observation, so however long the reset
+  // took on a loaded machine the first turn is played; the policy's first
+  // answer alone overruns the limit.
   c.wall_time_s = 2.0;
   const std::vector<Trajectory> trajectories = run(c, policy);
   ASSERT_EQ(trajectories.size(), 1u);
   EXPECT_EQ(trajectories[0].info["truncation_reason"], "wall_time");
   EXPECT_EQ(trajectories[0].turns.size(), 1u);
+  EXPECT_GE(trajectories[0].info["timings"]["episode_ms"].get<double>(), 2500.0);
+  EXPECT_GE(trajectories[0].info["timings"]["reset_ms"].get<double>(), 0.0);
 }
 
 TEST_F(RolloutRunnerTest, APolicyErrorTruncatesWithoutPenalty) {

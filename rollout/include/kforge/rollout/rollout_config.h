@@ -73,7 +73,7 @@ struct RolloutConfig {
   int concurrency = 8;  // episodes in flight (the EnvPool's size)
   // Budgets: the environment's (turns, environment time) apply; these
   // override them when set, and wall_time_s bounds an episode's wall clock
-  // including the policy's time (0: none).
+  // from its first observation, including the policy's time (0: none).
   std::optional<int> max_turns;
   std::optional<double> time_budget_s;
   double wall_time_s = 0.0;
