@@ -29,6 +29,7 @@
 #include "kforge/env/compile/compilers.h"
 #include "kforge/env/compile/subprocess.h"
 #include "kforge/env/compile_service.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::env {
 namespace {
@@ -85,8 +86,7 @@ class Scratch {
     std::filesystem::create_directories(dir_);
   }
   ~Scratch() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
+    kforge::remove_tree(dir_);
   }
   const std::filesystem::path& path() const { return dir_; }
 

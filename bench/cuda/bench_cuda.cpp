@@ -47,6 +47,7 @@
 #include "kforge/core/task_spec.h"
 #include "kforge/env/compile_service.h"
 #include "kforge/env/executor.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::env {
 namespace {
@@ -190,8 +191,7 @@ void BM_EvalThroughput(benchmark::State& state) {
     if (!counters && g_with_counters_per_minute > 0) {
       state.counters["over_with_counters"] = per_minute / g_with_counters_per_minute;
     }
-    std::error_code ec;
-    fs::remove_all(config.cache_dir, ec);
+    kforge::remove_tree(config.cache_dir);
   }
 }
 // With counters first, so that the submit run reports its ratio to it.

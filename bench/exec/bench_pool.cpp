@@ -43,6 +43,7 @@
 #include "kforge/core/task_spec.h"
 #include "kforge/env/compile_service.h"
 #include "kforge/env/device_pool.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::env {
 namespace {
@@ -175,8 +176,7 @@ std::unique_ptr<CompileService> make_compiler(const std::string& name) {
 }
 
 void remove_cache(const CompileService& c) {
-  std::error_code ec;
-  fs::remove_all(c.cache_dir(), ec);
+  kforge::remove_tree(c.cache_dir());
 }
 
 // Candidates per minute over `job_list`, compiled and judged as they come.

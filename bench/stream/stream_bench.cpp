@@ -41,6 +41,7 @@
 #include "kforge/rollout/trajectory_receiver.h"
 #include "kforge/rollout/trajectory_sender.h"
 #include "kforge/rollout/trajectory_spool.h"
+#include "kforge/core/remove_tree.h"
 
 #ifndef KFORGE_PYTHON
 #define KFORGE_PYTHON "/usr/bin/python3"
@@ -91,7 +92,7 @@ Trajectory make_trajectory(const std::string& id) {
 
 fs::path scratch(const std::string& name) {
   const fs::path p = fs::temp_directory_path() / ("kforge-bench-stream-" + std::to_string(::getpid()) + "-" + name);
-  fs::remove_all(p);
+  kforge::remove_tree(p);
   fs::create_directories(p);
   return p;
 }
@@ -135,7 +136,7 @@ void BM_SpoolAppendAndAcknowledge(benchmark::State& state) {
     for (auto _ : state) spool.acknowledge({spool.append("t", data)});
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * data.size()));
-  fs::remove_all(dir);
+  kforge::remove_tree(dir);
 }
 BENCHMARK(BM_SpoolAppendAndAcknowledge);
 
@@ -340,7 +341,7 @@ Rate stream_cpp(int per_worker, double rate_per_worker, Latency* latency, Input 
     std::printf("  WARNING: the receiver delivered %llu, expected %llu\n",
                 static_cast<unsigned long long>(received.load()), static_cast<unsigned long long>(r.trajectories));
   }
-  fs::remove_all(dir);
+  kforge::remove_tree(dir);
   return r;
 }
 
@@ -364,7 +365,7 @@ Rate stream_python(int per_worker, double* python_seconds) {
   while (std::fgets(line, sizeof line, child)) summary = json::parse(line, nullptr, false);
   ::pclose(child);
   *python_seconds = summary.is_object() ? summary.value("seconds", 0.0) : 0.0;
-  fs::remove_all(dir);
+  kforge::remove_tree(dir);
   return r;
 }
 

@@ -12,11 +12,12 @@
 
 #include "kforge/core/error.h"
 #include "kforge/rollout/receiver_state.h"
+#include "kforge/core/remove_tree.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace fs = std::filesystem;
   static const fs::path dir = fs::temp_directory_path() / ("kforge-fuzz-rstate-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  kforge::remove_tree(dir);
   fs::create_directories(dir);
   std::ofstream(dir / "acks.log", std::ios::binary) << std::string(reinterpret_cast<const char*>(data), size);
   try {

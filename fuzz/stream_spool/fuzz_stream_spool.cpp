@@ -13,11 +13,12 @@
 
 #include "kforge/core/error.h"
 #include "kforge/rollout/trajectory_spool.h"
+#include "kforge/core/remove_tree.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace fs = std::filesystem;
   static const fs::path dir = fs::temp_directory_path() / ("kforge-fuzz-spool-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
+  kforge::remove_tree(dir);
   fs::create_directories(dir);
   // Input: a 4-byte little-endian length, that many bytes of segment, and
   // the rest as the ack log.

@@ -13,6 +13,7 @@
 #include "kforge/env/analysis/sass.h"
 #include "nvcc_helper.h"
 #include "test_kernels.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::env {
 namespace {
@@ -54,8 +55,7 @@ class AnalysisGpuTest : public ::testing::Test {
     hopper_ = new NvccBuild(nvcc_build(kforge::testing::kHopperKernel, *dir_, "hopper", NvccOutput::kCubin));
   }
   static void TearDownTestSuite() {
-    std::error_code ec;
-    std::filesystem::remove_all(*dir_, ec);
+    kforge::remove_tree(*dir_);
     delete mixed_;
     delete spill_;
     delete cubin_;
@@ -218,7 +218,7 @@ TEST_F(AnalysisGpuTest, NvdisasmReadsACubin) {
   in.artifact = &a;
   in.config.tool_dirs = {only};
   const AnalysisResult r = AnalysisRegistry::global().run("sass_mix", in);
-  std::filesystem::remove_all(only);
+  kforge::remove_tree(only);
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.facts["disassembler"], "nvdisasm");
   ASSERT_EQ(r.facts["kernels"].size(), 1u);

@@ -10,6 +10,7 @@
 #include "kforge/env/analysis/resources.h"
 #include "nvcc_helper.h"
 #include "test_kernels.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::env {
 namespace {
@@ -33,8 +34,7 @@ class ResourceUsageTest : public ::testing::Test {
         nvcc_build(kforge::testing::kStackKernel, *dir_, "spill", NvccOutput::kCubin, {"-maxrregcount=16"}));
   }
   static void TearDownTestSuite() {
-    std::error_code ec;
-    std::filesystem::remove_all(*dir_, ec);
+    kforge::remove_tree(*dir_);
     delete smem_;
     delete stack_;
     delete spill_;
@@ -171,7 +171,7 @@ TEST_F(ResourceUsageTest, WithoutAReportOrCuobjdumpTheToolSaysWhy) {
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.error.find("SASS is not available: cuobjdump not found on this machine"), std::string::npos) << r.error;
   EXPECT_NE(r.error.find("nvdisasm not found on this machine"), std::string::npos) << r.error;
-  std::filesystem::remove_all(empty_dir);
+  kforge::remove_tree(empty_dir);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "judge/evaluation.h"
 #include "judge/runner_pool.h"
 #include "test_support.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::judge {
 namespace {
@@ -93,7 +94,7 @@ TEST(DeviceClockFallback, ADeviceTimeTheRoundTripCannotExplainIsNeitherBelievedN
   ASSERT_TRUE(t.speedup && t.speedup_wall) << dump;
   EXPECT_DOUBLE_EQ(*t.speedup, *t.speedup_wall);
   EXPECT_GT(t.candidate.median_ms, 0.0);
-  std::filesystem::remove_all(config.scratch_root);
+  kforge::remove_tree(config.scratch_root);
 }
 
 }  // namespace

@@ -96,6 +96,8 @@ TEST(CliTest, EvalOfAForgedControlFrameIsTheCandidatesViolation) {
   ASSERT_NE(f, nullptr);
   std::fputs(R"(#include <kforge/kernel_abi.h>
 #include <stdio.h>
+
+#include "kforge/core/remove_tree.h"
 extern "C" int kf_forward(const kf_tensor*, int, kf_tensor*, int, void*) {
   static const unsigned char frame[] = {7, 0, 0, 0, 0x81, 0xa4, 't', 'y', 'p', 'e', 0x07};
   fputc('\n', stdout); fflush(stdout);
@@ -230,7 +232,7 @@ std::map<std::string, json> results_by_key(const fs::path& path, size_t* lines =
 
 fs::path fresh_dir(const std::string& name) {
   const fs::path dir = fs::path(KFORGE_BINARY_DIR) / "tests" / "cli" / name;
-  fs::remove_all(dir);
+  kforge::remove_tree(dir);
   fs::create_directories(dir);
   return dir;
 }
@@ -388,7 +390,7 @@ TEST(CliTest, EvalBatchReadsListAndJsonlPairsAndReportsBadInput) {
 
 TEST(CliTest, ServeRefusesATaskSetWithATaskNoSolutionCanPass) {
   const fs::path dir = fs::path(KFORGE_BINARY_DIR) / "tests/cli/serve-invalid-tasks";
-  fs::remove_all(dir);
+  kforge::remove_tree(dir);
   fs::create_directories(dir);
   fs::copy_file(kData / "scale_bias_relu.json", dir / "a.json");
   fs::copy_file(kData / "nan_reference.json", dir / "b.json");
@@ -439,7 +441,7 @@ class HostileFiles : public ::testing::Test {
     std::string pattern = (fs::temp_directory_path() / "kforge-cli-hostile-XXXXXX").string();
     dir_ = ::mkdtemp(pattern.data());
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { kforge::remove_tree(dir_); }
   std::string write(const std::string& name, const std::string& text) {
     std::FILE* f = std::fopen((dir_ / name).c_str(), "wb");
     std::fwrite(text.data(), 1, text.size(), f);
@@ -601,7 +603,7 @@ TEST(CliTest, DemoEvaluatesEveryExample) {
   // A small examples tree in the layout of examples/: <task>/task.json and
   // <task>/cpu/*.cpp.
   const fs::path root = fs::path(KFORGE_BINARY_DIR) / "tests/cli/demo-examples";
-  fs::remove_all(root);
+  kforge::remove_tree(root);
   fs::create_directories(root / "scale_bias_relu/cpu");
   fs::copy_file(kData / "scale_bias_relu.json", root / "scale_bias_relu/task.json");
   fs::copy_file(kData / "correct.cpp", root / "scale_bias_relu/cpu/correct.cpp");

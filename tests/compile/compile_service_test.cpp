@@ -12,6 +12,7 @@
 #include "kforge/core/error.h"
 #include "kforge/env/compile/compilers.h"
 #include "test_support.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::env {
 namespace {
@@ -255,7 +256,7 @@ TEST(CompileServiceTest, AnArtifactDeletedBehindItsBackIsRebuilt) {
   auto service = cpu_service(dir);
   const CompileResult r = service->submit(cpp(kSource), {}).get();
   ASSERT_TRUE(r.ok);
-  std::filesystem::remove_all(r.artifact.path.parent_path());
+  kforge::remove_tree(r.artifact.path.parent_path());
   const CompileResult again = service->submit(cpp(kSource), {}).get();
   ASSERT_TRUE(again.ok) << again.log;
   EXPECT_FALSE(again.cache_hit);

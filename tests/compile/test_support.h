@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "kforge/core/remove_tree.h"
+
 namespace kforge::env::testing {
 
 class TempDir {
@@ -20,12 +22,11 @@ class TempDir {
     static std::atomic<int> counter{0};
     path_ = std::filesystem::temp_directory_path() /
             ("kforge-compile-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
-    std::filesystem::remove_all(path_);
+    kforge::remove_tree(path_);
     std::filesystem::create_directories(path_);
   }
   ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
+    kforge::remove_tree(path_);
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;

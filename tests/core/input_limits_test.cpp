@@ -15,6 +15,7 @@
 #include "kforge/core/op_registry.h"
 #include "kforge/core/task_set.h"
 #include "kforge/core/task_spec.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge {
 namespace {
@@ -41,7 +42,7 @@ class TempDir {
     std::string pattern = (fs::temp_directory_path() / "kforge-limits-XXXXXX").string();
     path_ = ::mkdtemp(pattern.data());
   }
-  ~TempDir() { fs::remove_all(path_); }
+  ~TempDir() { kforge::remove_tree(path_); }
   fs::path write(const std::string& name, const std::string& text) const {
     std::ofstream(path_ / name, std::ios::binary) << text;
     return path_ / name;

@@ -9,13 +9,14 @@
 
 #include "kforge/core/sha256.h"
 #include "kforge/core/task_set.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge {
 namespace {
 
 std::filesystem::path fresh_dir(const std::string& name) {
   const auto dir = std::filesystem::path(KFORGE_BINARY_DIR) / "tests/core" / name;
-  std::filesystem::remove_all(dir);
+  kforge::remove_tree(dir);
   std::filesystem::create_directories(dir);
   return dir;
 }

@@ -13,6 +13,7 @@
 #include "cuda_timing/read_flush.h"
 #include "kforge/env/compile/compilers.h"
 #include "kforge/env/compile/subprocess.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge {
 namespace {
@@ -35,7 +36,7 @@ std::string assemble(const char* ptx, const std::string& name) {
   EXPECT_TRUE(r.ok()) << r.output;
   std::error_code ec;
   EXPECT_GT(std::filesystem::file_size(dir / "k.cubin", ec), 0u);
-  std::filesystem::remove_all(dir);
+  kforge::remove_tree(dir);
   return r.output;
 }
 

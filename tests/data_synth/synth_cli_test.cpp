@@ -22,6 +22,7 @@
 #include "kforge/core/task_set.h"
 #include "kforge/data_synth/exporters.h"
 #include "kforge/data_synth/graph_hash.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::synth {
 namespace {
@@ -29,7 +30,7 @@ namespace fs = std::filesystem;
 
 fs::path scratch(const std::string& name) {
   fs::path p = fs::temp_directory_path() / ("kforge_synth_cli_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(p);
+  kforge::remove_tree(p);
   fs::create_directories(p);
   return p;
 }
@@ -85,8 +86,8 @@ TEST(SynthCliTest, SameSeedSameFileWhateverTheThreadCount) {
   const fs::path c = scratch("other_seed");
   ASSERT_EQ(run(synth_cmd(c, 3, 12, 2), &out), 0) << out;
   EXPECT_NE(read(c / "tasks.jsonl").substr(0, 200), read(a / "tasks.jsonl").substr(0, 200));
-  fs::remove_all(b);
-  fs::remove_all(c);
+  kforge::remove_tree(b);
+  kforge::remove_tree(c);
 }
 
 TEST(SynthCliTest, EveryTaskIsValidUniqueAndRecordsItsNearestKernelBenchProblem) {
@@ -164,7 +165,7 @@ TEST(SynthCliTest, RenderedPythonRunsUnderPyTorchAndMatchesTheReference) {
   const json results = json::parse(read(work / "results.json"));
   ASSERT_EQ(results.size(), manifest.size());
   for (const auto& [label, r] : results.items()) EXPECT_TRUE(r["ok"].get<bool>()) << label << ": " << r["detail"];
-  fs::remove_all(work);
+  kforge::remove_tree(work);
 }
 
 TEST(SynthCliTest, ResumesAfterSigkillToTheSameFile) {
@@ -203,7 +204,7 @@ TEST(SynthCliTest, ResumesAfterSigkillToTheSameFile) {
   // A resume with another seed into the same directory is refused, by name.
   ASSERT_EQ(run(synth_cmd(dir, 8, 12, 2), &out), 2) << out;
   EXPECT_NE(out.find("other options"), std::string::npos) << out;
-  fs::remove_all(dir);
+  kforge::remove_tree(dir);
 }
 
 // Eager baselines from the CPU judge's reference request: every task gets
@@ -253,7 +254,7 @@ TEST(SynthCliTest, JudgeBaselinesLeaveTheSetAsItIs) {
   EXPECT_NE(compile["reason"].get<std::string>().find("no torch.compile"), std::string::npos) << compile.dump();
   EXPECT_NE(read(dir / "DATASET_CARD.md").find("torch.compile baselines: unavailable"), std::string::npos);
   EXPECT_NE(read(dir / "DATASET_CARD.md").find("Eager baselines from the judge: 3 of 3"), std::string::npos);
-  fs::remove_all(dir);
+  kforge::remove_tree(dir);
 }
 
 // SIGINT (what the GPU script's deadline sends): the run stops after the
@@ -299,7 +300,7 @@ TEST(SynthCliTest, SigintStopsCleanlyAndARerunCompletes) {
   std::string out;
   ASSERT_EQ(run(synth_cmd(dir, 8, 11, 2), &out), 0) << out;
   EXPECT_EQ(read(dir / "tasks.jsonl"), read(full / "tasks.jsonl"));
-  fs::remove_all(dir);
+  kforge::remove_tree(dir);
   fs::remove(summary);
 }
 
@@ -328,7 +329,7 @@ TEST(SynthCliTest, ServeAcceptsTheSynthesizedJsonl) {
   ::waitpid(pid, nullptr, 0);
   EXPECT_TRUE(ready) << read(log);
   EXPECT_NE(read(log).find("tasks from"), std::string::npos) << read(log);
-  fs::remove_all(log.parent_path());
+  kforge::remove_tree(log.parent_path());
 }
 
 TEST(SynthCliTest, ImportsKernelBenchFilesAndReportsWhatItCannot) {
@@ -396,7 +397,7 @@ def get_init_inputs():
     }
   }
   EXPECT_TRUE(lstm_listed) << report.dump();
-  fs::remove_all(dir);
+  kforge::remove_tree(dir);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "kforge/core/task_set.h"
 #include "kforge/data_synth/synthesizer.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::synth {
 namespace {
@@ -27,8 +28,8 @@ TEST(SynthGpuTest, TasksFromTheGpuAreDeterministicAndInTheWindow) {
   c.shapes.window = default_window("cuda");
   const fs::path a = fs::temp_directory_path() / ("kforge_synth_gpu_a_" + std::to_string(::getpid()));
   const fs::path b = fs::temp_directory_path() / ("kforge_synth_gpu_b_" + std::to_string(::getpid()));
-  fs::remove_all(a);
-  fs::remove_all(b);
+  kforge::remove_tree(a);
+  kforge::remove_tree(b);
   c.workers = 8;
   const SynthProgress pa = synthesize(c, a, {}, {});
   c.workers = 3;
@@ -47,8 +48,8 @@ TEST(SynthGpuTest, TasksFromTheGpuAreDeterministicAndInTheWindow) {
     ++n;
   }
   EXPECT_EQ(n, 24);
-  fs::remove_all(a);
-  fs::remove_all(b);
+  kforge::remove_tree(a);
+  kforge::remove_tree(b);
 }
 
 }  // namespace

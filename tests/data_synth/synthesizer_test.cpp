@@ -11,6 +11,7 @@
 
 #include "kforge/core/task_set.h"
 #include "kforge/data_synth/exporters.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::synth {
 namespace {
@@ -18,7 +19,7 @@ namespace fs = std::filesystem;
 
 fs::path scratch(const std::string& name) {
   fs::path p = fs::temp_directory_path() / ("kforge_synth_run_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(p);
+  kforge::remove_tree(p);
   return p;
 }
 
@@ -90,8 +91,8 @@ TEST(SynthesizerTest, SameFileForOneAndThreeWorkersWithCallbackBaselines) {
   if (s.plots) {
     EXPECT_TRUE(fs::exists(a / "plots" / "op_histogram.png"));
   }
-  fs::remove_all(a);
-  fs::remove_all(b);
+  kforge::remove_tree(a);
+  kforge::remove_tree(b);
 }
 
 // The judge's reference check is the last word: a task it refuses is
@@ -133,9 +134,9 @@ TEST(SynthesizerTest, TasksTheJudgeRefusesAreRejectedDeterministically) {
     EXPECT_GE(hash[0], '8') << t.id;
     EXPECT_EQ(*t.baselines->eager_ms, 0.25);
   }
-  fs::remove_all(a);
-  fs::remove_all(b);
-  fs::remove_all(first);
+  kforge::remove_tree(a);
+  kforge::remove_tree(b);
+  kforge::remove_tree(first);
 }
 
 // SynthConfig::cancel (what SIGINT sets in `kforge synth`): the run stops
@@ -168,8 +169,8 @@ TEST(SynthesizerTest, CancelStopsCleanlyAndARerunCompletesTheSameSet) {
   EXPECT_TRUE(q.done);
   EXPECT_EQ(q.resumed, p.accepted);
   EXPECT_EQ(read(part / "tasks.jsonl"), read(full / "tasks.jsonl"));
-  fs::remove_all(full);
-  fs::remove_all(part);
+  kforge::remove_tree(full);
+  kforge::remove_tree(part);
 }
 
 }  // namespace

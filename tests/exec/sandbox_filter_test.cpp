@@ -19,6 +19,7 @@
 
 #include "runner/landlock.h"
 #include "runner/sandbox.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::runner {
 namespace {
@@ -66,7 +67,7 @@ class TwoFiles {
     std::ofstream(granted()) << "granted";
     std::ofstream(other()) << "other";
   }
-  ~TwoFiles() { std::filesystem::remove_all(dir_); }
+  ~TwoFiles() { kforge::remove_tree(dir_); }
   std::string granted() const { return (dir_ / "granted").string(); }
   std::string other() const { return (dir_ / "other").string(); }
   std::string created() const { return (dir_ / "created").string(); }

@@ -17,6 +17,7 @@
 #include "kforge/env/analysis/sass.h"
 #include "kforge/rollout/replay/replay_report.h"
 #include "recorded_episodes.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::rollout::replay {
 namespace {
@@ -51,8 +52,7 @@ class TempDir {
     path_ = p;
   }
   ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
+    kforge::remove_tree(path_);
   }
   const fs::path& path() const { return path_; }
 

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "test_util.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::reward {
 namespace {
@@ -126,7 +127,7 @@ TEST(RewardPresetTest, EnvironmentVariableIsTheOnlyPlaceSearchedWhenSet) {
     EXPECT_NE(err.find("KFORGE_CONFIG_DIR="), std::string::npos) << err;
     EXPECT_NE(err.find("not a directory"), std::string::npos) << err;
   }
-  std::filesystem::remove_all(dir);
+  kforge::remove_tree(dir);
 }
 
 // ---- config errors ----

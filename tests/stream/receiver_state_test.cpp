@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "kforge/core/error.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::rollout {
 namespace {
@@ -17,7 +18,7 @@ namespace fs = std::filesystem;
 
 fs::path fresh_dir(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("kforge-rstate-" + std::to_string(::getpid()) + "-" + name);
-  fs::remove_all(dir);
+  kforge::remove_tree(dir);
   return dir;
 }
 
@@ -66,7 +67,7 @@ TEST(ReceiverStateTest, AcknowledgementsSurviveARestart) {
   EXPECT_TRUE(s.claim("w1", "inst1", &known));
   EXPECT_FALSE(s.claim("w1", "other", &known));
   EXPECT_EQ(known, "inst1");
-  fs::remove_all(dir);
+  kforge::remove_tree(dir);
 }
 
 TEST(ReceiverStateTest, ATornLastLineIsIgnoredAndCutAway) {
@@ -87,7 +88,7 @@ TEST(ReceiverStateTest, ATornLastLineIsIgnoredAndCutAway) {
   ReceiverState s(dir);
   EXPECT_TRUE(s.acknowledged("w1", 5));
   EXPECT_FALSE(s.acknowledged("w1", 4));
-  fs::remove_all(dir);
+  kforge::remove_tree(dir);
 }
 
 TEST(ReceiverStateTest, ADamagedLineIsAnErrorNamingFileAndLine) {
@@ -103,7 +104,7 @@ TEST(ReceiverStateTest, ADamagedLineIsAnErrorNamingFileAndLine) {
   } catch (const SystemError& e) {
     EXPECT_NE(std::string(e.what()).find("acks.log:2"), std::string::npos) << e.what();
   }
-  fs::remove_all(dir);
+  kforge::remove_tree(dir);
 }
 
 TEST(ReceiverStateTest, TheLogIsCompactedIntoASnapshot) {
@@ -128,7 +129,7 @@ TEST(ReceiverStateTest, TheLogIsCompactedIntoASnapshot) {
   std::string known;
   EXPECT_FALSE(s.claim("w1", "i2", &known));
   EXPECT_EQ(known, "i1");
-  fs::remove_all(dir);
+  kforge::remove_tree(dir);
 }
 
 TEST(ReceiverStateTest, InMemoryStateWritesNothing) {

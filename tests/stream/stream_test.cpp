@@ -21,6 +21,7 @@
 #include "kforge/rollout/stream_protocol.h"
 #include "kforge/rollout/trajectory_receiver.h"
 #include "kforge/rollout/trajectory_sender.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::rollout {
 namespace {
@@ -34,10 +35,10 @@ class StreamTest : public ::testing::Test {
   void SetUp() override {
     root_ = fs::temp_directory_path() / ("kforge-stream-" + std::to_string(::getpid()) + "-" +
                                          ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
+    kforge::remove_tree(root_);
     fs::create_directories(root_);
   }
-  void TearDown() override { fs::remove_all(root_); }
+  void TearDown() override { kforge::remove_tree(root_); }
 
   SenderConfig sender_config(const std::string& endpoint, const std::string& worker) {
     SenderConfig c;

@@ -13,6 +13,7 @@
 
 #include "crc32c.h"
 #include "kforge/core/error.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::rollout {
 namespace {
@@ -24,9 +25,9 @@ class SpoolTest : public ::testing::Test {
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("kforge-spool-" + std::to_string(::getpid()) + "-" +
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    kforge::remove_tree(dir_);
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { kforge::remove_tree(dir_); }
 
   SpoolOptions options(uint64_t max_bytes = 1 << 20, uint64_t segment = 64 << 10) {
     SpoolOptions o;

@@ -19,7 +19,7 @@
 
 #include "common/errno_text.h"
 #include "common/json_fields.h"
-#include "common/remove_tree.h"
+#include "kforge/core/remove_tree.h"
 #include "common/runner_protocol.h"
 #include "common/wire.h"
 #include "kforge/core/error.h"

@@ -56,9 +56,20 @@ std::filesystem::path resolve_torch_ext_include_dir() {
 }
 
 std::string directory_hash(const std::filesystem::path& dir) {
+  // Walked level by level: recursive_directory_iterator is among the
+  // std::filesystem symbols libtorch's wheels interpose (kforge/core/remove_tree.h).
   std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
-    if (e.is_regular_file()) files.push_back(e.path());
+  std::vector<std::filesystem::path> pending{dir};
+  while (!pending.empty()) {
+    const std::filesystem::path here = pending.back();
+    pending.pop_back();
+    for (const auto& e : std::filesystem::directory_iterator(here)) {
+      if (e.is_directory() && !e.is_symlink()) {
+        pending.push_back(e.path());
+      } else if (e.is_regular_file()) {
+        files.push_back(e.path());
+      }
+    }
   }
   std::sort(files.begin(), files.end());
   std::string all;

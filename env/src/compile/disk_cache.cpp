@@ -11,6 +11,7 @@
 
 #include "build_support.h"
 #include "kforge/core/error.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::env::detail {
 namespace {
@@ -81,7 +82,7 @@ DiskCache::DiskCache(fs::path dir) : dir_(std::move(dir)) {
   const auto cutoff = fs::file_time_type::clock::now() - std::chrono::hours(1);
   for (const auto& e : fs::directory_iterator(dir_ / ".tmp", ec)) {
     std::error_code ignore;
-    if (fs::last_write_time(e.path(), ignore) < cutoff) fs::remove_all(e.path(), ignore);
+    if (fs::last_write_time(e.path(), ignore) < cutoff) kforge::remove_tree(e.path());
   }
 }
 
@@ -132,14 +133,13 @@ CompileResult DiskCache::commit(const std::string& key, const fs::path& work_dir
     fs::remove(stale);
     std::error_code ec;
     fs::rename(entry, stale, ec);
-    fs::remove_all(stale, ec);
+    kforge::remove_tree(stale);
   }
   throw SystemError("cannot publish " + entry.string() + ": it keeps reappearing");
 }
 
 void DiskCache::discard(const fs::path& work_dir) const {
-  std::error_code ec;
-  fs::remove_all(work_dir, ec);
+  kforge::remove_tree(work_dir);
 }
 
 }  // namespace kforge::env::detail

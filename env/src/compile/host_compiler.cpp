@@ -6,6 +6,7 @@
 #include "kforge/core/error.h"
 #include "kforge/env/compile/compilers.h"
 #include "kforge/env/compile/options.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::env {
 namespace {
@@ -49,7 +50,7 @@ class HostCompiler : public Compiler {
     argv.insert(argv.end(), {kCppSourceName, "-o", kSharedObjectName});
 
     const ProcessResult process = run_process(argv, detail::compiler_process_options(out_dir, ctx));
-    std::filesystem::remove_all(out_dir / "tmp");
+    kforge::remove_tree(out_dir / "tmp");
     CompileResult r =
         detail::result_from_process(process, "g++", kCppSourceName, solution.source, out_dir / kSharedObjectName, ctx);
     r.log = detail::command_line(argv) + r.log;

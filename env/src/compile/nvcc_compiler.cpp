@@ -11,6 +11,7 @@
 #include "kforge/env/compile/options.h"
 #include "kforge/env/compile/resource_usage.h"
 #include "kforge/env/compile/torch_ext_source.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::env {
 namespace {
@@ -117,7 +118,7 @@ class NvccCompiler : public Compiler {
     }
 
     const ProcessResult process = run_process(argv, detail::compiler_process_options(out_dir, ctx));
-    std::filesystem::remove_all(out_dir / "tmp");
+    kforge::remove_tree(out_dir / "tmp");
     CompileResult r =
         detail::result_from_process(process, "nvcc", file_name, solution.source, out_dir / kSharedObjectName, ctx);
     r.log = detail::command_line(argv) + r.log;

@@ -16,7 +16,7 @@
 #include <optional>
 #include <thread>
 
-#include "common/remove_tree.h"
+#include "kforge/core/remove_tree.h"
 #include "exec/baseline_cache.h"
 #include "exec/judge_lane.h"
 #include "exec/tool_paths.h"
@@ -245,7 +245,7 @@ Pool::~Pool() {
   }
   for (auto& job : left) job->abandon("executor is shutting down");
   lanes_.clear();  // stops any judge still running
-  if (own_scratch_) exec::remove_tree(scratch_);
+  if (own_scratch_) remove_tree(scratch_);
 }
 
 void Pool::lane_loop(size_t lane_index) {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/remove_tree.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::exec {
 namespace {

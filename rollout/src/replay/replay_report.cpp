@@ -7,6 +7,7 @@
 
 #include "kforge/core/error.h"
 #include "kforge/env/compile/subprocess.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::rollout::replay {
 namespace {
@@ -67,7 +68,7 @@ std::vector<std::pair<std::string, std::string>> draw_plots(const fs::path& dir,
     *error = std::string("could not run ") + python.string() + ": " + e.what();
     return {};
   }
-  fs::remove_all(dir / ".matplotlib", ec);
+  kforge::remove_tree(dir / ".matplotlib");
   if (!r.ok()) {
     *error = r.timed_out
                  ? "the plot script did not finish within " + std::to_string(static_cast<int>(po.timeout_s)) + " s"

@@ -11,6 +11,7 @@
 #include "kforge/core/error.h"
 #include "kforge/env/analysis.h"
 #include "kforge/env/compile/compilers.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::rollout::replay {
 namespace {
@@ -242,8 +243,7 @@ class TempDir {
     path_ = pattern;
   }
   ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
+    kforge::remove_tree(path_);
   }
   const fs::path& path() const { return path_; }
 

@@ -1,18 +1,18 @@
 // Scratch-directory removal: nested content goes, symbolic links are removed
 // without touching what they point to.
-#include "common/remove_tree.h"
+#include "kforge/core/remove_tree.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <fstream>
 
-namespace kforge::exec {
+namespace kforge {
 namespace {
 
 TEST(RemoveTree, RemovesNestedContentButNotLinkTargets) {
   auto root =
-      std::filesystem::path(KFORGE_BINARY_DIR) / "tests" / "exec" / ("remove-tree-" + std::to_string(::getpid()));
+      std::filesystem::path(KFORGE_BINARY_DIR) / "tests" / "core" / ("remove-tree-" + std::to_string(::getpid()));
   auto outside = root.string() + "-outside";
   std::filesystem::create_directories(root / "a" / "b");
   std::filesystem::create_directories(outside);
@@ -29,4 +29,4 @@ TEST(RemoveTree, RemovesNestedContentButNotLinkTargets) {
 }
 
 }  // namespace
-}  // namespace kforge::exec
+}  // namespace kforge

@@ -1,4 +1,4 @@
-#include "common/remove_tree.h"
+#include "kforge/core/remove_tree.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace kforge::exec {
+namespace kforge {
 namespace {
 
 // Empties the directory open as `dir_fd` (which this call closes).
@@ -47,4 +47,4 @@ bool remove_tree(const std::filesystem::path& path) {
   return ::lstat(path.c_str(), &st) != 0 && errno == ENOENT;
 }
 
-}  // namespace kforge::exec
+}  // namespace kforge
