@@ -1,6 +1,7 @@
-// Shape variants against hard-coding (DESIGN.md §3, §7): verification plans
-// one case per shape (the base shape, then every variant of the task), and
-// the production settings verify each with at least 5 seeds.
+// Shape variants against hard-coding (docs/architecture.md#tasks,
+// #verification): verification plans one case per shape (the base shape, then
+// every variant of the task), and the production settings verify each with at
+// least 5 seeds.
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -105,7 +105,7 @@ TEST(RewardTieredTest, ViolationWithHugeSpeedupGetsFailureValue) {
   EXPECT_EQ(term_value("{type: tiered}", with_violation(timed_correct(1000.0, 1000.0), "foreign_stream")), -1.0);
 }
 
-// DESIGN.md §9: a correct kernel gets the correctness tier ("1 otherwise")
+// docs/architecture.md#rewards: a correct kernel gets the correctness tier ("1 otherwise")
 // even when its timing could not be used; it is never paid as a fast one.
 TEST(RewardTieredTest, UnusableOrMissingTimingOnATimedStepGetsTheCorrectnessTier) {
   for (double bad : {kNan, kInf, -kInf, 0.0, -2.0}) {

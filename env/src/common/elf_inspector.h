@@ -1,5 +1,5 @@
 // Static inspection of a candidate shared object before anything loads it
-// (DESIGN.md §6): the first line of defence, the runner's sandbox the second.
+// (docs/architecture.md#isolation): the first line of defence, the runner's sandbox the second.
 //
 // The checks, each reported as a Violation with a stable `check` name:
 //   forbidden_symbol     an undefined dynamic symbol outside the backend's allow-list

@@ -1,5 +1,5 @@
 // Statistics of timing samples and the rule that decides when to stop
-// sampling (DESIGN.md §8, after nvbench's stopping criterion).
+// sampling (docs/architecture.md#timing, after nvbench's stopping criterion).
 //
 // Noise handling: we summarize by the median and judge its precision by a
 // robust relative standard error, RSE = 1.2533 * (IQR / 1.349) / sqrt(n) /

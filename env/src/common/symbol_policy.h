@@ -1,5 +1,5 @@
 // Which external symbols and libraries a candidate shared object may use, per
-// backend (DESIGN.md §6). The lists are data: tables of exact names and glob
+// backend (docs/architecture.md#isolation). The lists are data: tables of exact names and glob
 // patterns in symbol_policy.cpp, one per backend plus optional groups a task
 // may enable (TaskSpec::libraries, e.g. "cublas").
 #pragma once

@@ -1,4 +1,4 @@
-// CUPTI Activity tracing in the runner's profiler process (DESIGN.md §8):
+// CUPTI Activity tracing in the runner's profiler process (docs/architecture.md#timing):
 // which kernels, copies and memsets one call of kf_forward put on the GPU, on
 // which streams, and when they ran. The judge turns the records into kernel
 // attribution (judge/kernel_attribution.h).

@@ -1,5 +1,5 @@
 // Hardware metrics of one kf_forward call through the CUPTI range profiler
-// (DESIGN.md §8): SM and memory throughput as % of peak, DRAM bytes, achieved
+// (docs/architecture.md#timing): SM and memory throughput as % of peak, DRAM bytes, achieved
 // occupancy, the duration and the SM clock. One user range around the whole
 // call, replayed by calling kf_forward again once per pass (its outputs are
 // rewritten from the same inputs, so replays are harmless).

@@ -1,6 +1,6 @@
 // The shapes a request exercises: the base shape and every shape variant of
 // the task, with the kernel inputs and outputs of each, and the one arena
-// layout that holds any of them (DESIGN.md §7).
+// layout that holds any of them (docs/architecture.md#verification).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // The CPU's last-level cache, and evicting it between timed samples (the CPU
-// counterpart of DESIGN.md §8's L2 flush).
+// counterpart of docs/architecture.md#timing's L2 flush).
 #pragma once
 
 #include <cstdint>

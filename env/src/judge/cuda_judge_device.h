@@ -1,9 +1,9 @@
-// The CUDA backend of the judge (DESIGN.md §6-§8): one cudaMalloc'd arena per
-// request exported to the runner as a CUDA IPC handle, arena views as CUDA
-// tensors over it (at::from_blob, so the generic verification and comparison
-// code runs unchanged on the GPU), the L2 flush sized from the device, CUDA
-// event timing of the reference on ATen's stream, and clocks, power and
-// energy from NVML.
+// The CUDA backend of the judge (docs/architecture.md#isolation, #verification,
+// #timing): one cudaMalloc'd arena per request exported to the runner as a CUDA
+// IPC handle, arena views as CUDA tensors over it (at::from_blob, so the
+// generic verification and comparison code runs unchanged on the GPU), the L2
+// flush sized from the device, CUDA event timing of the reference on ATen's
+// stream, and clocks, power and energy from NVML.
 //
 // Only the CUDA runtime API and portable ATen calls are used, so this builds
 // against libtorch 1.13 (CPU-only, CI) and 2.x with CUDA (GPU machines). Built

@@ -1,10 +1,10 @@
-// Kernel attribution of one traced kf_forward call (DESIGN.md §8, §12): from
-// the CUPTI activity records the profiler runner sends (activity_trace.h),
-// which kernels ran, how often and for how long, which of them are the
-// candidate's own (compiled from its source) rather than a library's, and
-// whether anything ran outside the stream passed to kf_forward or was still
-// running after the call returned. Pure logic over JSON, unit-tested without
-// a GPU.
+// Kernel attribution of one traced kf_forward call
+// (docs/architecture.md#timing, #reward-hacking): from the CUPTI activity
+// records the profiler runner sends (activity_trace.h), which kernels ran, how
+// often and for how long, which of them are the candidate's own (compiled from
+// its source) rather than a library's, and whether anything ran outside the
+// stream passed to kf_forward or was still running after the call returned.
+// Pure logic over JSON, unit-tested without a GPU.
 #pragma once
 
 #include <cstdint>

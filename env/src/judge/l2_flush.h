@@ -1,4 +1,4 @@
-// Sizing the GPU L2 flush of DESIGN.md §8: a buffer of twice the L2 that the
+// Sizing the GPU L2 flush of docs/architecture.md#timing: a buffer of twice the L2 that the
 // device reports, written before every timed sample. Pure arithmetic here (unit
 // tested without a GPU); the CUDA device does the writing.
 #pragma once

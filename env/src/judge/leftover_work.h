@@ -1,4 +1,4 @@
-// Work a call leaves running after kf_forward returned (DESIGN.md §12: "work
+// Work a call leaves running after kf_forward returned (docs/architecture.md#reward-hacking: "work
 // on another stream"), seen without CUPTI: after the runner has synchronized
 // the candidate's stream it times cudaDeviceSynchronize (`drain_ns`), which
 // waits for everything else the process still has in flight. An honest call

@@ -1,4 +1,4 @@
-// kforge-judge: the per-device evaluation process (DESIGN.md §6). Started by
+// kforge-judge: the per-device evaluation process (docs/architecture.md#isolation). Started by
 // the Executor with its control socket on fd 3; makes inputs, computes
 // references, drives sandboxed kforge-runner processes, compares and times.
 #include <ATen/Parallel.h>

@@ -1,5 +1,5 @@
 // GPU clocks, power and energy from NVML, recorded with every timing result
-// (DESIGN.md §8) and used for the optional energy-per-call figure.
+// (docs/architecture.md#timing) and used for the optional energy-per-call figure.
 //
 // NVML is loaded with dlopen at run time: the CUDA toolkit on dev/CI machines
 // ships no nvml.h or libnvidia-ml, and a judge whose machine lacks the driver's

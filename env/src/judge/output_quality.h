@@ -1,5 +1,5 @@
 // Checks that run after allclose passed, so that a loose tolerance cannot be
-// farmed (DESIGN.md §12: constant/zero outputs that pass loose tolerances).
+// farmed (docs/architecture.md#reward-hacking: constant/zero outputs that pass loose tolerances).
 //
 // allclose bounds each element by atol + rtol·|expected|. When a task's
 // outputs are small next to atol, an output of zeros, or of one constant,

@@ -1,4 +1,4 @@
-// The profile stage of a CUDA evaluation (DESIGN.md §8), after timing:
+// The profile stage of a CUDA evaluation (docs/architecture.md#timing), after timing:
 //   * energy per call from the NVML energy counter, over back-to-back calls
 //     of the candidate (runner `call` with `repeat`) and of the reference;
 //   * one traced call in a separate profiler runner (CUPTI Activity): kernel

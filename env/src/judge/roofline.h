@@ -1,4 +1,4 @@
-// The roofline floor (DESIGN.md §8): a candidate's median time below the
+// The roofline floor (docs/architecture.md#timing): a candidate's median time below the
 // time its bytes need at the device's peak memory bandwidth is not a record,
 // it is the violation below_roofline: the measurement was fooled.
 //

@@ -1,4 +1,4 @@
-// Timing (DESIGN.md §8), run only after verification passed.
+// Timing (docs/architecture.md#timing), run only after verification passed.
 //
 // The reference (libtorch in the judge) and the candidate (in the runner) are
 // sampled interleaved, one of each per round, each preceded by a cache flush.

@@ -1,6 +1,7 @@
-// Inputs for timed calls: different contents for every call (DESIGN.md §8,
-// §12), so that caching outputs across calls, keyed on anything (pointers,
-// shapes, or the contents themselves), never pays during timing.
+// Inputs for timed calls: different contents for every call
+// (docs/architecture.md#timing, #reward-hacking), so that caching outputs
+// across calls, keyed on anything (pointers, shapes, or the contents
+// themselves), never pays during timing.
 //
 // Rotating a few fixed input sets is not enough: a candidate that remembers
 // the outputs of each set (keyed on a few input values, or by comparing whole

@@ -1,4 +1,4 @@
-// The parts of the timing protocol (DESIGN.md §8) that every timed request
+// The parts of the timing protocol (docs/architecture.md#timing) that every timed request
 // shares: a candidate's timing (timing.h), whose reference side is the
 // speedup's denominator, and the reference timed alone (reference_probe.h),
 // which synthesized tasks record as their eager baseline. Defined once here,

@@ -1,4 +1,4 @@
-// Verification (DESIGN.md §7): for every shape case (base, then each variant)
+// Verification (docs/architecture.md#verification): for every shape case (base, then each variant)
 // and every seed, fresh inputs and a fresh reference; inputs copied into the
 // arena, outputs poisoned, kf_forward called, then checked: return code,
 // inputs untouched (bitwise), outputs against the reference (allclose with

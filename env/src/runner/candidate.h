@@ -1,5 +1,5 @@
 // The candidate as the request loop sees it, whatever its solution mode
-// (DESIGN.md §4): tensors are bound once per shape case, and forward() is one
+// (docs/architecture.md#solutions): tensors are bound once per shape case, and forward() is one
 // call on the device's stream. Two kinds, loaded during the sandbox's loading
 // phase and never unloaded (the runner exits after one candidate):
 //  - cpp, cuda: a shared object exporting kf_forward (candidate_library.h);

@@ -1,5 +1,5 @@
 // kforge-runner: loads one candidate shared object in a sandbox and calls its
-// kf_forward on arena memory shared with the judge (DESIGN.md §6). Started
+// kf_forward on arena memory shared with the judge (docs/architecture.md#isolation). Started
 // only by the judge; speaks runner_protocol.h on fd 3. Never links libtorch.
 #include <signal.h>
 #include <unistd.h>

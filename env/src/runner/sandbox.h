@@ -1,4 +1,4 @@
-// The runner's confinement (DESIGN.md §6), applied in steps because loading
+// The runner's confinement (docs/architecture.md#isolation), applied in steps because loading
 // the candidate needs more than running it:
 //
 //   at startup       die with the judge, close stray fds, own network namespace

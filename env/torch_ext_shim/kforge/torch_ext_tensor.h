@@ -4,7 +4,7 @@
 //
 // Why a shim and not libtorch: a candidate must not fall back to PyTorch's
 // own kernels (torch::matmul is not here, so using it is a compile error the
-// policy sees), the runner stays free of libtorch (DESIGN.md §6), and the
+// policy sees), the runner stays free of libtorch (docs/architecture.md#isolation), and the
 // build takes nvcc's ~2 s instead of the ~80 s that <torch/extension.h> costs.
 //
 // Memory for tensors the candidate creates (torch::empty and friends) comes

@@ -43,7 +43,7 @@ class Tiered final : public SpeedTerm {
 
  protected:
   double failure_value() const override { return failed_; }
-  // DESIGN.md §9: "1 otherwise". A correct kernel whose timing could not be
+  // docs/architecture.md#rewards: "1 otherwise". A correct kernel whose timing could not be
   // used is correct and not shown to be faster: the correctness tier.
   double untimed_pass_value() const override { return correct_; }
 

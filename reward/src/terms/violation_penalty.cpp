@@ -1,4 +1,4 @@
-// A penalty for each hack check that fired (DESIGN.md §12), on top of the
+// A penalty for each hack check that fired (docs/architecture.md#reward-hacking), on top of the
 // failure value the speed terms already give, so that cheating always scores
 // below an honest failure.
 #include <algorithm>

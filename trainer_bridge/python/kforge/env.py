@@ -15,7 +15,7 @@ Info = Dict[str, Any]
 
 
 def load_task(path: "os.PathLike[str] | str") -> Dict[str, Any]:
-    """Reads a task JSON file (DESIGN.md §3 format) into a dict for ``reset``."""
+    """Reads a task JSON file (docs/architecture.md#tasks format) into a dict for ``reset``."""
     with open(path, encoding="utf-8") as f:
         return json.load(f)
 

@@ -1,4 +1,4 @@
-// What the policy asks the environment to do in one step (DESIGN.md §5).
+// What the policy asks the environment to do in one step (docs/architecture.md#environment).
 #pragma once
 
 #include <optional>

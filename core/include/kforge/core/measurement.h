@@ -11,7 +11,7 @@
 namespace kforge {
 
 // A check that caught the candidate doing something a correct, honest kernel
-// never does (DESIGN.md §12). A violation forfeits any speed reward.
+// never does (docs/architecture.md#reward-hacking). A violation forfeits any speed reward.
 struct Violation {
   std::string check;   // stable name, e.g. "foreign_stream", "input_mutation"
   std::string detail;  // human-readable evidence

@@ -1,7 +1,7 @@
 // The operator vocabulary: every op a task graph may use, with its category,
-// attributes and shape/dtype inference (DESIGN.md §3, §10). No libtorch here:
-// data synthesis and validation use it without executing anything. The ATen
-// implementations live in reference.h.
+// attributes and shape/dtype inference (docs/architecture.md#tasks,
+// #data-synthesis). No libtorch here: data synthesis and validation use it
+// without executing anything. The ATen implementations live in reference.h.
 #pragma once
 
 #include <functional>

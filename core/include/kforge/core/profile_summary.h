@@ -1,4 +1,4 @@
-// The profile part of the judge's report (DESIGN.md §8, CUDA profile and
+// The profile part of the judge's report (docs/architecture.md#timing, CUDA profile and
 // submit steps) as a typed, versioned value. Like TimingSummary
 // (timing_summary.h) its JSON form travels from the judge into step infos and
 // trajectories; docs/schemas.md documents it field by field and a change that

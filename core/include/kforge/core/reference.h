@@ -1,5 +1,5 @@
 // The reference implementation of a task: a libtorch (ATen) interpreter over
-// the operator graph (DESIGN.md §3). Lives in the kforge_reference target so
+// the operator graph (docs/architecture.md#tasks). Lives in the kforge_reference target so
 // that only code that needs libtorch links it.
 #pragma once
 

@@ -1,5 +1,5 @@
 // A candidate solution: source code plus how to build and launch it
-// (DESIGN.md §4).
+// (docs/architecture.md#solutions).
 #pragma once
 
 #include <filesystem>

@@ -1,4 +1,4 @@
-// Observations and step results (Gymnasium semantics, DESIGN.md §5).
+// Observations and step results (Gymnasium semantics, docs/architecture.md#environment).
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
 // A task: an operator graph plus everything needed to judge a solution
-// (DESIGN.md §3). This is the unit the environment resets to.
+// (docs/architecture.md#tasks). This is the unit the environment resets to.
 #pragma once
 
 #include <filesystem>

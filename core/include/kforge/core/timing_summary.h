@@ -1,4 +1,4 @@
-// The timing part of the judge's report (DESIGN.md §8) as a typed, versioned
+// The timing part of the judge's report (docs/architecture.md#timing) as a typed, versioned
 // value: what observations, measurements, the CLI, trajectories and replay
 // read, instead of looking keys up in free-form JSON.
 //

@@ -1,6 +1,6 @@
 // The shape sampler: picks the batch size at which a composed graph's eager
 // time lands in the target device's runtime window, under a memory cap, and
-// adds shape variants (DESIGN.md §10).
+// adds shape variants (docs/architecture.md#data-synthesis).
 //
 // Sizes other than the batch are drawn log-uniformly by the composer; the
 // batch is chosen on a log grid with the cost model (cost_model.h) so that

@@ -44,7 +44,7 @@ struct DeviceProperties {
   int64_t reserved_shared_bytes_per_block = 0;
   int64_t l2_bytes = 0;
 
-  // The H200 of DESIGN.md (132 SMs, 60 MiB L2, candidates built for sm_90a).
+  // The target GPU, an H200 (132 SMs, 60 MiB L2, candidates built for sm_90a).
   static DeviceProperties h200();
 };
 

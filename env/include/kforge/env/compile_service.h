@@ -1,4 +1,4 @@
-// Content-hash compile cache plus a bounded compile pool (DESIGN.md §4).
+// Content-hash compile cache plus a bounded compile pool (docs/architecture.md#solutions).
 //
 // submit() returns at once; compiles run on worker threads so they overlap
 // with GPU work of other episodes. Each mode has its own concurrency limit

@@ -1,4 +1,4 @@
-// Turning a Solution into something a runner can load (DESIGN.md §4).
+// Turning a Solution into something a runner can load (docs/architecture.md#solutions).
 //
 // Each solution mode has one Compiler. Compilers never load candidate code;
 // they only produce files. CompileService (compile_service.h) adds the content

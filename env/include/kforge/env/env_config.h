@@ -1,4 +1,4 @@
-// Configuration of an environment (DESIGN.md §5): backend, episode budgets,
+// Configuration of an environment (docs/architecture.md#environment): backend, episode budgets,
 // evaluation protocol, reward schedule, prompt material and the services the
 // environment runs on. Read from YAML or JSON (configs/env/*.yaml); unknown
 // keys are errors that name the file, field and line.

@@ -1,5 +1,5 @@
 // EnvPool: many episodes of the kernel environment in flight at once
-// (DESIGN.md §5), in the style of EnvPool's async API.
+// (docs/architecture.md#environment), in the style of EnvPool's async API.
 //
 //   EnvPool pool(config, 32);
 //   auto [obs, info] = pool.reset(3, task, seed);

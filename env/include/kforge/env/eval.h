@@ -16,14 +16,14 @@
 
 namespace kforge::env {
 
-// Protocol knobs (DESIGN.md §7, §8). Defaults are the production settings;
-// tests shrink the time budgets, never the checks.
+// Protocol knobs (docs/architecture.md#verification, #timing). Defaults are the
+// production settings; tests shrink the time budgets, never the checks.
 struct EvalOptions {
-  // Verification (§7).
+  // Verification.
   int seeds = 5;                   // fresh random inputs per seed, per shape variant
   bool float64_reference = false;  // also judge against a float64 reference
   bool check_determinism = true;   // run every check twice and compare
-  // Timing (§8), all in milliseconds of wall time.
+  // Timing, all in milliseconds of wall time.
   double warmup_ms = 50.0;      // warm-up by time, before samples are kept
   double max_time_ms = 2000.0;  // cap on the sampling phase (both sides)
   int min_samples = 10;
@@ -61,8 +61,8 @@ EvalOptions parse_eval_options(const Field& field, EvalOptions base = {});
 struct EvalRequest {
   TaskSpec task;
   Artifact artifact;
-  bool verify = true;    // §7 checks
-  bool time = false;     // §8 timing (only when verification passed)
+  bool verify = true;    // verification checks
+  bool time = false;     // timing (only when verification passed)
   bool profile = false;  // CUDA: kernel attribution + hardware metrics
   EvalOptions options;
   // Verification seed k (0 <= k < options.seeds) draws its inputs with
@@ -79,7 +79,7 @@ inline constexpr uint64_t kMaxVerificationSeeds = 1000;  // the bound on EvalOpt
 uint64_t verification_input_seed(uint64_t episode_seed);
 
 // The request as it travels to the judge process. `time` implies verification:
-// a candidate is only timed after it verified (DESIGN.md §7).
+// a candidate is only timed after it verified (docs/architecture.md#verification).
 json to_json(const EvalRequest& r);
 // Throws InputError naming the field for malformed requests.
 EvalRequest eval_request_from_json(const json& j);

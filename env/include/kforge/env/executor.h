@@ -1,4 +1,4 @@
-// The evaluation service (DESIGN.md §6).
+// The evaluation service (docs/architecture.md#isolation).
 //
 // The environment host never loads candidate code. An Executor owns
 // long-lived judge processes (libtorch: inputs, reference, comparison, timing

@@ -1,4 +1,4 @@
-// Step observations (DESIGN.md §5): short, actionable text for the policy plus
+// Step observations (docs/architecture.md#environment): short, actionable text for the policy plus
 // the same facts as JSON, built from what one step established.
 //
 // Observation::data of a step:

@@ -1,4 +1,4 @@
-// The first observation of an episode: a complete prompt (DESIGN.md §5).
+// The first observation of an episode: a complete prompt (docs/architecture.md#environment).
 //
 // The user message holds, in order: the task as KernelBench-format PyTorch,
 // the candidate ABI (kforge/kernel_abi.h verbatim plus this task's table of

@@ -1,4 +1,4 @@
-// The env server (DESIGN.md §5): one EnvPool exposed over a ZeroMQ ROUTER
+// The env server (docs/architecture.md#environment): one EnvPool exposed over a ZeroMQ ROUTER
 // socket with MessagePack messages, for trainers that run their own agent loop
 // (the Python `kforge.RemoteEnv` is its client). Protocol:
 // trainer_bridge/PROTOCOL.md.

@@ -1,4 +1,4 @@
-// The environment's actions as OpenAI-style tool definitions (DESIGN.md §5),
+// The environment's actions as OpenAI-style tool definitions (docs/architecture.md#environment),
 // and the decoding of a policy's tool calls into Actions.
 //
 // An LLM's malformed call is not an exception for the caller: decode() throws

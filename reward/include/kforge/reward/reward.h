@@ -1,4 +1,4 @@
-// Rewards (DESIGN.md §9): functions of one step's Measurement, composed from
+// Rewards (docs/architecture.md#rewards): functions of one step's Measurement, composed from
 // named terms by a YAML config (configs/rewards/*.yaml).
 //
 // Invariant, enforced here and not by configs: a step that is not correct, or

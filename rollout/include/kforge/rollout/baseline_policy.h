@@ -1,4 +1,4 @@
-// The built-in baseline policy (DESIGN.md §11): no model, kernel templates
+// The built-in baseline policy (docs/architecture.md#rollouts): no model, kernel templates
 // generated from the task's graph, so that the whole system runs, trains and
 // is tested without an LLM.
 //

@@ -1,4 +1,4 @@
-// What a rollout worker asks a policy, and what it gets back (DESIGN.md §11).
+// What a rollout worker asks a policy, and what it gets back (docs/architecture.md#rollouts).
 //
 // Three policies implement this interface: a trainer-served policy over
 // ZeroMQ (the trainer holds the model and answers batches), an

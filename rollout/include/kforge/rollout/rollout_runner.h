@@ -1,4 +1,4 @@
-// Rollout workers (DESIGN.md §11): episodes of the environment driven by a
+// Rollout workers (docs/architecture.md#rollouts): episodes of the environment driven by a
 // policy, recorded as trajectories and handed to sinks group by group.
 //
 //   RolloutConfig config = load_rollout_config("configs/rollout.yaml");

@@ -1,4 +1,4 @@
-// The rollout worker's end of the trajectory stream (DESIGN.md §11,
+// The rollout worker's end of the trajectory stream (docs/architecture.md#rollouts,
 // trainer_bridge/STREAM.md): a TrajectorySink that delivers every trajectory
 // to the trainer's receiver exactly once, whatever is killed when.
 //

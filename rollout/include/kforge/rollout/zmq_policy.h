@@ -1,4 +1,4 @@
-// The trainer-served policy (DESIGN.md §11): the trainer holds the model and
+// The trainer-served policy (docs/architecture.md#rollouts): the trainer holds the model and
 // answers batches of requests over ZeroMQ. This is the workers' client; the
 // trainer side is `kforge.PolicyServer` (Python) or PolicyServer
 // (policy_server.h, C++). Schema: trainer_bridge/POLICY.md.

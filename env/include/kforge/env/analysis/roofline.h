@@ -2,7 +2,7 @@
 // from the bytes it must move, the floating-point work it does and its
 // measured time, decide whether it is compute-, memory-, latency- or
 // launch-bound, and say what to do about it. A helper for the profile step
-// (DESIGN.md §8) and for analysis tools; no GPU needed.
+// (docs/architecture.md#timing) and for analysis tools; no GPU needed.
 #pragma once
 
 #include <string>
@@ -13,7 +13,7 @@
 namespace kforge::env {
 
 // Ceilings of a device. Use measured values where they exist: datasheet
-// numbers are leads (DESIGN.md, .library/device/H200.md).
+// numbers are leads (the H200's: docs/analysis-tools.md).
 struct DevicePeaks {
   std::string name;
   double memory_bytes_per_s = 0.0;  // device memory, read + write

@@ -1,4 +1,4 @@
-// Compiler output condensed for the policy (DESIGN.md §5: "compiler errors
+// Compiler output condensed for the policy (docs/architecture.md#environment: "compiler errors
 // trimmed to what matters").
 //
 // A policy reads the first few errors, each with line:col in its own source

@@ -1,4 +1,4 @@
-// The declarative launch plan of an nvrtc solution (DESIGN.md §4): which
+// The declarative launch plan of an nvrtc solution (docs/architecture.md#solutions): which
 // kernels of the CUBIN to launch, in order, on the harness's stream, with
 // grid / block / dynamic shared memory given as expressions over the task's
 // tensor shapes and a typed argument list. Full grammar: docs/launch-plan.md.

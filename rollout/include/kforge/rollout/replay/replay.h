@@ -1,4 +1,4 @@
-// Replay (DESIGN.md §11): what `kforge replay FILE...` does, as a library.
+// Replay (docs/architecture.md#rollouts): what `kforge replay FILE...` does, as a library.
 //
 //   ReplayOptions options;
 //   options.task_sets = {"examples"};
