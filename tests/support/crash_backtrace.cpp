@@ -20,12 +20,13 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <execinfo.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -55,6 +56,17 @@ void write_unsigned(uintptr_t v, int base) {
   } while (v > 0 && i > 0);
   if (base == 16) write_text("0x");
   write_text(digits + i);
+}
+
+// Reads `size` bytes at `address` of this process, or returns false. Through
+// process_vm_readv, which reports an unmapped or unreadable address as EFAULT
+// instead of faulting: mincore() said "mapped" for pages that then raised
+// SIGBUS when read (a file mapping past its end), killing the handler halfway
+// through its report on the H200.
+bool safe_read(uintptr_t address, void* out, size_t size) {
+  iovec local{out, size};
+  iovec remote{reinterpret_cast<void*>(address), size};
+  return ::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
 }
 
 uintptr_t context_pc(const ucontext_t* uc) {
@@ -90,8 +102,10 @@ void write_frame(int n, uintptr_t pc, const char* how) {
   write_text(" ");
   Dl_info info{};
   if (::dladdr(reinterpret_cast<void*>(pc), &info) != 0 && info.dli_fname != nullptr) {
-    const auto* header = static_cast<const Elf64_Ehdr*>(info.dli_fbase);
-    const bool relative = header != nullptr && header->e_type == ET_DYN;
+    Elf64_Half type = 0;
+    const bool relative =
+        safe_read(reinterpret_cast<uintptr_t>(info.dli_fbase) + offsetof(Elf64_Ehdr, e_type), &type, sizeof(type)) &&
+        type == ET_DYN;
     write_text(info.dli_fname[0] != '\0' ? info.dli_fname : "(main program)");
     write_text("(+");
     write_unsigned(relative ? pc - reinterpret_cast<uintptr_t>(info.dli_fbase) : pc, 16);
@@ -110,26 +124,20 @@ void write_frame(int n, uintptr_t pc, const char* how) {
   write_text("]\n");
 }
 
-bool readable(uintptr_t address) {
-  const long page = ::sysconf(_SC_PAGESIZE);
-  unsigned char vec = 0;
-  void* start = reinterpret_cast<void*>(address & ~static_cast<uintptr_t>(page - 1));
-  return ::mincore(start, static_cast<size_t>(page), &vec) == 0;
-}
-
 // Whether `ret` follows a call instruction of a loaded module: the bytes
 // before it encode one (x86-64: e8 rel32; ff /2 with a register, a disp8 or
 // a disp32 operand; AArch64: bl or blr).
 bool follows_a_call(uintptr_t ret) {
   Dl_info info{};
   if (ret < 8 || ::dladdr(reinterpret_cast<void*>(ret), &info) == 0 || info.dli_fname == nullptr) return false;
-  if (!readable(ret - 8)) return false;
-  const auto* b = reinterpret_cast<const unsigned char*>(ret);
+  unsigned char code[8];
+  if (!safe_read(ret - 8, code, sizeof(code))) return false;
+  const unsigned char* b = code + 8;  // b[-k]: the k-th byte before `ret`
 #if defined(__x86_64__)
   if (b[-5] == 0xe8) return true;
   const bool reg_or_plain_memory =
       (b[-1] & 0xc0) == 0xc0 || ((b[-1] & 0xc0) == 0 && (b[-1] & 0x07) != 4 && (b[-1] & 0x07) != 5);
-  if (b[-2] == 0xff && (b[-1] & 0x38) == 0x10 && reg_or_plain_memory) return true;  // call reg, call [reg]
+  if (b[-2] == 0xff && (b[-1] & 0x38) == 0x10 && reg_or_plain_memory) return true;     // call reg, call [reg]
   if (b[-3] == 0xff && (b[-2] & 0x38) == 0x10 && (b[-2] & 0xc0) == 0x40) return true;  // call [reg+disp8]
   if (b[-6] == 0xff && (b[-5] & 0x38) == 0x10 && ((b[-5] & 0xc0) == 0x80 || (b[-5] & 0xc7) == 0x05)) return true;
   return b[-7] == 0xff && (b[-6] & 0xf8) == 0x90 && (b[-6] & 0x07) == 0x04;  // call [sib+disp32]
@@ -148,15 +156,9 @@ void scan_stack(uintptr_t sp, int first_frame) {
   constexpr uintptr_t kScanBytes = 256 * 1024;
   constexpr int kMaxFrames = 32;
   int n = first_frame;
-  uintptr_t checked_page = 0;
   for (uintptr_t at = sp & ~uintptr_t{7}; at < sp + kScanBytes && n < first_frame + kMaxFrames; at += 8) {
-    const uintptr_t page = at & ~uintptr_t{4095};
-    if (page != checked_page) {
-      if (!readable(at)) break;
-      checked_page = page;
-    }
     uintptr_t word = 0;
-    std::memcpy(&word, reinterpret_cast<const void*>(at), sizeof(word));
+    if (!safe_read(at, &word, sizeof(word))) break;  // the end of the stack's mapping
     if (follows_a_call(word)) write_frame(n++, word, "scanned");
   }
   if (n == first_frame) write_text("  (no return addresses found on the stack)\n");
