@@ -76,6 +76,8 @@ env::Exemplar exemplar_from_json(const json& j) {
   return e;
 }
 
+// An explicit `group_normalization` of the rollout config: sample standard
+// deviation, eps 1e-6. (`auto` uses the reward function's settings instead.)
 std::vector<double> normalize(GroupNormalization mode, const std::vector<double>& totals) {
   if (totals.empty()) return {};
   std::vector<double> out = totals;
@@ -184,6 +186,9 @@ struct RolloutRunner::Impl {
   std::unique_ptr<env::EnvPool> pool;
   std::unique_ptr<reward::RewardFunction> reward;
   GroupNormalization normalization = GroupNormalization::kNone;
+  // group_normalization: auto takes the reward function's own settings whole
+  // (mode, std kind, eps): RewardFunction::normalize_group computes them.
+  bool normalize_as_reward = false;
   std::vector<TaskSpec> tasks;
   std::vector<bool> task_rejected;
   std::string run_id;
@@ -215,6 +220,7 @@ struct RolloutRunner::Impl {
       normalization = mode == "mean_std" ? GroupNormalization::kMeanStd
                       : mode == "mean"   ? GroupNormalization::kMean
                                          : GroupNormalization::kNone;
+      normalize_as_reward = true;
     }
     if (config.tasks.empty()) throw InputError(config.source + ": \"tasks\" names no task set");
     std::vector<TaskSpec> all = load_task_set(config.tasks);
@@ -619,7 +625,8 @@ struct RolloutRunner::Impl {
         totals.push_back(g.done[m]->total_reward);
       }
     }
-    const std::vector<double> advantages = normalize(normalization, totals);
+    const std::vector<double> advantages =
+        normalize_as_reward ? reward->normalize_group(totals) : normalize(normalization, totals);
     json rewards = json::array();
     for (size_t m = 0; m < g.done.size(); ++m)
       rewards.push_back(g.done[m] ? json(g.done[m]->total_reward) : json(nullptr));

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <functional>
@@ -12,11 +13,11 @@
 #include <set>
 #include <thread>
 
+#include "kforge/core/remove_tree.h"
 #include "kforge/reward/reward.h"
 #include "kforge/rollout/baseline_policy.h"
 #include "kforge/rollout/jsonl_sink.h"
 #include "rollout_test_util.h"
-#include "kforge/core/remove_tree.h"
 
 namespace kforge::rollout {
 namespace {
@@ -174,6 +175,28 @@ TEST_F(RolloutRunnerTest, TheContrastivePresetsGroupNormalizationIsUsedByDefault
   // mean_std over the group's totals, sample std, as RewardFunction computes it.
   const std::vector<double> expected = reward::RewardFunction::load("contrastive").normalize_group(totals);
   for (size_t i = 0; i < totals.size(); ++i) EXPECT_NEAR(advantages[i], expected[i], 1e-6);
+}
+
+TEST_F(RolloutRunnerTest, AutoNormalizationUsesTheRewardsStdKindAndEps) {
+  // The reward file asks for the population std and eps 0.5; the advantages
+  // must be what RewardFunction::normalize_group computes with those, not a
+  // sample std with eps 1e-6.
+  auto policy = std::make_shared<BaselinePolicy>(BaselineConfig{"cpp", 0, 3});
+  RolloutConfig c = config(1, 3);
+  c.env = (testing::data_dir() / "env_population_std.yaml").string();
+  const std::vector<Trajectory> trajectories = run(c, policy);
+  ASSERT_EQ(trajectories.size(), 3u);
+  std::vector<double> totals, advantages;
+  for (const auto& t : trajectories) {
+    EXPECT_EQ(t.info["group"]["normalization"], "mean_std");
+    totals.push_back(t.total_reward);
+    advantages.push_back(t.info["group"]["advantage"].get<double>());
+  }
+  // Distinct totals, or every normalization gives zeros.
+  ASSERT_NE(*std::min_element(totals.begin(), totals.end()), *std::max_element(totals.begin(), totals.end()));
+  const auto reward = reward::RewardFunction::load((testing::data_dir() / "reward_population_std.yaml").string());
+  const std::vector<double> expected = reward.normalize_group(totals);
+  for (size_t i = 0; i < totals.size(); ++i) EXPECT_NEAR(advantages[i], expected[i], 1e-9) << i;
 }
 
 TEST_F(RolloutRunnerTest, ContrastivePromptsShowEarlierSolutionsWithTheirSpeedups) {
