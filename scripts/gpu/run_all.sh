@@ -4,9 +4,14 @@
 #
 #   build  ./run gpu-build of EVERY target (GCC 13 there: the warnings that
 #          Debian 12's GCC 12 on CI cannot see fail the build here), -k 0
-#   test   every GPU test (ctest -L gpu), several at a time: the GPU gate
+#   test   every GPU test (ctest -L gpu), eight at a time: the GPU gate
 #          keeps timing exclusive across processes; the tests that read
-#          device-wide state or time work outside the gate are RUN_SERIAL
+#          device-wide state or time work outside the gate are RUN_SERIAL.
+#          The longest start first: ctest orders by the durations in
+#          scripts/gpu/ctest_costs.txt (ctest's own cost file, kept from the
+#          last H200 run; the run writes the new one to $OUT). ctest is told
+#          when the deadline is (--stop-time), so it always ends in time to
+#          write its JUnit file and the summary.
 #   bench  (not by default) bench_cuda and bench_compile; the throughput
 #          figures are scripts/gpu/throughput.sh's, a separate command
 #
@@ -18,7 +23,7 @@
 # Knobs:
 #   STAGES                 which of build,test,bench (default build,test)
 #   KFORGE_DEADLINE_S      seconds all stages may use together (default 540)
-#   KFORGE_GPU_TEST_JOBS   GPU tests at a time (default 4)
+#   KFORGE_GPU_TEST_JOBS   GPU tests at a time (default 8)
 #   KFORGE_GPU_TEST_REGEX / KFORGE_GPU_TEST_EXCLUDE  ctest -R / -E
 #   KFORGE_GPU_LEAK_EVALS  evaluations in the GPU-memory drift test (300 here;
 #                          the test alone defaults to 1000)
@@ -73,11 +78,19 @@ regex=()
 [ -n "${KFORGE_GPU_TEST_EXCLUDE:-}" ] && regex+=(-E "$KFORGE_GPU_TEST_EXCLUDE")
 if stage test; then
   start=$SECONDS
-  say "GPU tests (ctest -L gpu, ${KFORGE_GPU_TEST_JOBS:-4} at a time)"
-  # What is left of the deadline, less a margin for the summary.
-  budget=$(($(left) - 10))
-  timeout "$budget" ctest --test-dir build/gpu -L gpu -j "${KFORGE_GPU_TEST_JOBS:-4}" --output-on-failure \
-    --timeout 300 "${regex[@]}" --output-junit "$OUT/gpu-tests.xml" >"$OUT/gpu-tests.log" 2>&1 || status=1
+  jobs=${KFORGE_GPU_TEST_JOBS:-8}
+  say "GPU tests (ctest -L gpu, $jobs at a time)"
+  costs=build/gpu/Testing/Temporary/CTestCostData.txt
+  mkdir -p "$(dirname "$costs")"
+  [ -f "$costs" ] || cp scripts/gpu/ctest_costs.txt "$costs"
+  # What is left of the deadline, less a margin for the summary: ctest stops
+  # the tests still running then and writes its JUnit file; `timeout` is the
+  # backstop 15 s later.
+  budget=$(($(left) - 25))
+  stop_at=$(date -d "+$budget seconds" +%H:%M:%S)
+  timeout $((budget + 15)) ctest --test-dir build/gpu -L gpu -j "$jobs" --output-on-failure --timeout 300 \
+    --stop-time "$stop_at" "${regex[@]}" --output-junit "$OUT/gpu-tests.xml" >"$OUT/gpu-tests.log" 2>&1 || status=1
+  cp "$costs" "$OUT/ctest_costs.txt" 2>/dev/null
   grep -E 'tests passed|tests failed|Total Test time|\*\*\*Failed|\*\*\*Timeout|Not Run' "$OUT/gpu-tests.log" |
     tee -a "$OUT/summary.log"
   if [ -f "$OUT/gpu-tests.xml" ]; then
