@@ -26,10 +26,10 @@
 #include <string>
 #include <vector>
 
+#include "kforge/core/remove_tree.h"
 #include "kforge/env/compile/compilers.h"
 #include "kforge/env/compile/subprocess.h"
 #include "kforge/env/compile_service.h"
-#include "kforge/core/remove_tree.h"
 
 namespace kforge::env {
 namespace {
@@ -85,9 +85,7 @@ class Scratch {
            ("kforge-bench-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
     std::filesystem::create_directories(dir_);
   }
-  ~Scratch() {
-    kforge::remove_tree(dir_);
-  }
+  ~Scratch() { kforge::remove_tree(dir_); }
   const std::filesystem::path& path() const { return dir_; }
 
  private:

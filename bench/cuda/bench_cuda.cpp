@@ -44,10 +44,10 @@
 #include <vector>
 
 #include "kforge/core/document.h"
+#include "kforge/core/remove_tree.h"
 #include "kforge/core/task_spec.h"
 #include "kforge/env/compile_service.h"
 #include "kforge/env/executor.h"
-#include "kforge/core/remove_tree.h"
 
 namespace kforge::env {
 namespace {

@@ -40,10 +40,10 @@
 #include <thread>
 #include <vector>
 
+#include "kforge/core/remove_tree.h"
 #include "kforge/core/task_spec.h"
 #include "kforge/env/compile_service.h"
 #include "kforge/env/device_pool.h"
-#include "kforge/core/remove_tree.h"
 
 namespace kforge::env {
 namespace {
@@ -175,9 +175,7 @@ std::unique_ptr<CompileService> make_compiler(const std::string& name) {
   return compiler;
 }
 
-void remove_cache(const CompileService& c) {
-  kforge::remove_tree(c.cache_dir());
-}
+void remove_cache(const CompileService& c) { kforge::remove_tree(c.cache_dir()); }
 
 // Candidates per minute over `job_list`, compiled and judged as they come.
 struct ThroughputResult {

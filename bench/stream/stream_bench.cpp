@@ -36,12 +36,12 @@
 #include <zmq.hpp>
 
 #include "kforge/core/msgpack.h"
+#include "kforge/core/remove_tree.h"
 #include "kforge/core/trajectory.h"
 #include "kforge/rollout/stream_protocol.h"
 #include "kforge/rollout/trajectory_receiver.h"
 #include "kforge/rollout/trajectory_sender.h"
 #include "kforge/rollout/trajectory_spool.h"
-#include "kforge/core/remove_tree.h"
 
 #ifndef KFORGE_PYTHON
 #define KFORGE_PYTHON "/usr/bin/python3"

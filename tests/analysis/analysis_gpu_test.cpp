@@ -8,12 +8,12 @@
 #include <regex>
 #include <sstream>
 
+#include "kforge/core/remove_tree.h"
 #include "kforge/env/analysis.h"
 #include "kforge/env/analysis/resources.h"
 #include "kforge/env/analysis/sass.h"
 #include "nvcc_helper.h"
 #include "test_kernels.h"
-#include "kforge/core/remove_tree.h"
 
 namespace kforge::env {
 namespace {

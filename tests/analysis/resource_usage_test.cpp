@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "kforge/core/remove_tree.h"
 #include "kforge/env/analysis.h"
 #include "kforge/env/analysis/resources.h"
 #include "nvcc_helper.h"
 #include "test_kernels.h"
-#include "kforge/core/remove_tree.h"
 
 namespace kforge::env {
 namespace {

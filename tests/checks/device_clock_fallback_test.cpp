@@ -14,8 +14,8 @@
 #include "judge/cpu_judge_device.h"
 #include "judge/evaluation.h"
 #include "judge/runner_pool.h"
-#include "test_support.h"
 #include "kforge/core/remove_tree.h"
+#include "test_support.h"
 
 namespace kforge::judge {
 namespace {

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "kforge/core/remove_tree.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -96,8 +98,6 @@ TEST(CliTest, EvalOfAForgedControlFrameIsTheCandidatesViolation) {
   ASSERT_NE(f, nullptr);
   std::fputs(R"(#include <kforge/kernel_abi.h>
 #include <stdio.h>
-
-#include "kforge/core/remove_tree.h"
 extern "C" int kf_forward(const kf_tensor*, int, kf_tensor*, int, void*) {
   static const unsigned char frame[] = {7, 0, 0, 0, 0x81, 0xa4, 't', 'y', 'p', 'e', 0x07};
   fputc('\n', stdout); fflush(stdout);
@@ -247,10 +247,10 @@ TEST(CliTest, EvalBatchSkipsTheTaskAndResultsFilesInTheSolutionsFolder) {
   for (const char* name : {"correct.cpp", "wrong.cpp"}) {
     fs::copy_file(kData / name, dir / name, fs::copy_options::overwrite_existing);
   }
-  const CmdResult r = run_kforge("eval --task '" + (dir / "task.json").string() + "' --solutions '" + dir.string() +
-                                     "' --results '" + (dir / "results.jsonl").string() + "' " + config_arg() +
-                                     " --json",
-                                 /*merge_stderr=*/false);
+  const CmdResult r =
+      run_kforge("eval --task '" + (dir / "task.json").string() + "' --solutions '" + dir.string() + "' --results '" +
+                     (dir / "results.jsonl").string() + "' " + config_arg() + " --json",
+                 /*merge_stderr=*/false);
   ASSERT_EQ(r.code, 0) << r.output;
   const json summary = json::parse(r.out);
   EXPECT_EQ(summary["evaluated_now"], 2) << summary.dump();

@@ -10,9 +10,9 @@
 #include <fstream>
 
 #include "kforge/core/error.h"
+#include "kforge/core/remove_tree.h"
 #include "kforge/env/compile/compilers.h"
 #include "test_support.h"
-#include "kforge/core/remove_tree.h"
 
 namespace kforge::env {
 namespace {

@@ -25,9 +25,7 @@ class TempDir {
     kforge::remove_tree(path_);
     std::filesystem::create_directories(path_);
   }
-  ~TempDir() {
-    kforge::remove_tree(path_);
-  }
+  ~TempDir() { kforge::remove_tree(path_); }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   const std::filesystem::path& path() const { return path_; }

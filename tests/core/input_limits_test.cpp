@@ -13,9 +13,9 @@
 #include "kforge/core/action.h"
 #include "kforge/core/document.h"
 #include "kforge/core/op_registry.h"
+#include "kforge/core/remove_tree.h"
 #include "kforge/core/task_set.h"
 #include "kforge/core/task_spec.h"
-#include "kforge/core/remove_tree.h"
 
 namespace kforge {
 namespace {

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <vector>
 
+#include "kforge/core/remove_tree.h"
 #include "kforge/core/sha256.h"
 #include "kforge/core/task_set.h"
-#include "kforge/core/remove_tree.h"
 
 namespace kforge {
 namespace {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "common/gpu_gate.h"
-#include "common/remove_tree.h"
 #include "cuda_test_support.h"
+#include "kforge/core/remove_tree.h"
 #include "kforge/env/device_pool.h"
 
 namespace kforge::env {
@@ -36,7 +36,7 @@ class CudaPoolTest : public ::testing::Test {
     ASSERT_NE(::mkdtemp(pattern), nullptr);
     gate_dir_ = pattern;
   }
-  void TearDown() override { exec::remove_tree(gate_dir_); }
+  void TearDown() override { kforge::remove_tree(gate_dir_); }
 
   ExecutorConfig config(int lanes) const {
     ExecutorConfig c;

@@ -11,9 +11,9 @@
 
 #include "cuda_timing/launch_gate.h"
 #include "cuda_timing/read_flush.h"
+#include "kforge/core/remove_tree.h"
 #include "kforge/env/compile/compilers.h"
 #include "kforge/env/compile/subprocess.h"
-#include "kforge/core/remove_tree.h"
 
 namespace kforge {
 namespace {

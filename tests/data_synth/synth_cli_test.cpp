@@ -19,10 +19,10 @@
 #include "kforge/core/jsonl.h"
 #include "kforge/core/kernelbench_render.h"
 #include "kforge/core/reference.h"
+#include "kforge/core/remove_tree.h"
 #include "kforge/core/task_set.h"
 #include "kforge/data_synth/exporters.h"
 #include "kforge/data_synth/graph_hash.h"
-#include "kforge/core/remove_tree.h"
 
 namespace kforge::synth {
 namespace {

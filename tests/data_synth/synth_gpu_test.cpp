@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "kforge/core/remove_tree.h"
 #include "kforge/core/task_set.h"
 #include "kforge/data_synth/synthesizer.h"
-#include "kforge/core/remove_tree.h"
 
 namespace kforge::synth {
 namespace {

@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "candidates.h"
-#include "common/remove_tree.h"
+#include "kforge/core/remove_tree.h"
 #include "test_support.h"
 
 namespace kforge::env {
@@ -198,7 +198,7 @@ TEST(DevicePoolTest, ASlotThatCannotStartItsJudgeIsTakenOut) {
     EXPECT_FALSE(status["devices"][1]["in_service"].get<bool>()) << status.dump();
     EXPECT_EQ(completed_total(status), 9) << status.dump();
   }
-  exec::remove_tree(tools);
+  kforge::remove_tree(tools);
 }
 
 TEST(DevicePoolTest, TheLastDeviceInServiceIsNeverTakenOut) {
@@ -288,7 +288,7 @@ TEST(DevicePoolTest, TimedReferencesComeFromTheBaselineCache) {
     ASSERT_TRUE(fresh.ok()) << fresh.problem;
     EXPECT_FALSE((*fresh.timing)["cache"]["hit"].get<bool>());
   }
-  exec::remove_tree(cache);
+  kforge::remove_tree(cache);
 }
 
 TEST(DevicePoolTest, AllDevicesFollowsCudaVisibleDevices) {

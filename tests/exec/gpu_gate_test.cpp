@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "common/remove_tree.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::exec {
 namespace {

@@ -17,9 +17,9 @@
 #include <fstream>
 #include <string>
 
+#include "kforge/core/remove_tree.h"
 #include "runner/landlock.h"
 #include "runner/sandbox.h"
-#include "kforge/core/remove_tree.h"
 
 namespace kforge::runner {
 namespace {

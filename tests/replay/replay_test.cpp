@@ -12,12 +12,12 @@
 #include <fstream>
 
 #include "kforge/core/error.h"
+#include "kforge/core/remove_tree.h"
 #include "kforge/core/trajectory.h"
 #include "kforge/env/analysis.h"
 #include "kforge/env/analysis/sass.h"
 #include "kforge/rollout/replay/replay_report.h"
 #include "recorded_episodes.h"
-#include "kforge/core/remove_tree.h"
 
 namespace kforge::rollout::replay {
 namespace {
@@ -51,9 +51,7 @@ class TempDir {
     if (mkdtemp(p.data()) == nullptr) throw std::runtime_error("mkdtemp");
     path_ = p;
   }
-  ~TempDir() {
-    kforge::remove_tree(path_);
-  }
+  ~TempDir() { kforge::remove_tree(path_); }
   const fs::path& path() const { return path_; }
 
  private:

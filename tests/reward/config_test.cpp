@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "test_util.h"
 #include "kforge/core/remove_tree.h"
+#include "test_util.h"
 
 namespace kforge::reward {
 namespace {

@@ -17,11 +17,11 @@
 
 #include "kforge/core/error.h"
 #include "kforge/core/msgpack.h"
+#include "kforge/core/remove_tree.h"
 #include "kforge/rollout/curve.h"
 #include "kforge/rollout/stream_protocol.h"
 #include "kforge/rollout/trajectory_receiver.h"
 #include "kforge/rollout/trajectory_sender.h"
-#include "kforge/core/remove_tree.h"
 
 namespace kforge::rollout {
 namespace {

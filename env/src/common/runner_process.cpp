@@ -19,10 +19,10 @@
 
 #include "common/errno_text.h"
 #include "common/json_fields.h"
-#include "kforge/core/remove_tree.h"
 #include "common/runner_protocol.h"
 #include "common/wire.h"
 #include "kforge/core/error.h"
+#include "kforge/core/remove_tree.h"
 
 namespace kforge::exec {
 namespace {

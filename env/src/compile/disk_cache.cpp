@@ -138,8 +138,6 @@ CompileResult DiskCache::commit(const std::string& key, const fs::path& work_dir
   throw SystemError("cannot publish " + entry.string() + ": it keeps reappearing");
 }
 
-void DiskCache::discard(const fs::path& work_dir) const {
-  kforge::remove_tree(work_dir);
-}
+void DiskCache::discard(const fs::path& work_dir) const { kforge::remove_tree(work_dir); }
 
 }  // namespace kforge::env::detail

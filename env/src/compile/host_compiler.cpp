@@ -4,9 +4,9 @@
 
 #include "build_support.h"
 #include "kforge/core/error.h"
+#include "kforge/core/remove_tree.h"
 #include "kforge/env/compile/compilers.h"
 #include "kforge/env/compile/options.h"
-#include "kforge/core/remove_tree.h"
 
 namespace kforge::env {
 namespace {

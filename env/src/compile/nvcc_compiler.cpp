@@ -7,11 +7,11 @@
 
 #include "build_support.h"
 #include "kforge/core/error.h"
+#include "kforge/core/remove_tree.h"
 #include "kforge/env/compile/compilers.h"
 #include "kforge/env/compile/options.h"
 #include "kforge/env/compile/resource_usage.h"
 #include "kforge/env/compile/torch_ext_source.h"
-#include "kforge/core/remove_tree.h"
 
 namespace kforge::env {
 namespace {
@@ -21,8 +21,8 @@ namespace {
 // (raw_syscall); a linker that puts the symbol tables and .rodata there too
 // (the H200 machine's toolchain did) let their arbitrary bytes read as one,
 // and honest kernels were rejected.
-const std::vector<std::string> kFixedFlags = {"-shared", "-Xcompiler", "-fPIC",          "-cudart",
-                                              "shared",  "-Xlinker",   "-z,separate-code", "--resource-usage"};
+const std::vector<std::string> kFixedFlags = {"-shared",  "-Xcompiler",       "-fPIC",           "-cudart", "shared",
+                                              "-Xlinker", "-z,separate-code", "--resource-usage"};
 // Left out when the solution gives its own (nvcc warns about redefinitions).
 const char* kDefaultStd = "-std=c++17";
 const char* kDefaultOpt = "-O3";

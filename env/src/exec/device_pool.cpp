@@ -16,11 +16,11 @@
 #include <optional>
 #include <thread>
 
-#include "kforge/core/remove_tree.h"
 #include "exec/baseline_cache.h"
 #include "exec/judge_lane.h"
 #include "exec/tool_paths.h"
 #include "kforge/core/error.h"
+#include "kforge/core/remove_tree.h"
 #include "kforge/core/sha256.h"
 
 namespace kforge::env {

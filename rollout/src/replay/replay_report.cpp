@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "kforge/core/error.h"
-#include "kforge/env/compile/subprocess.h"
 #include "kforge/core/remove_tree.h"
+#include "kforge/env/compile/subprocess.h"
 
 namespace kforge::rollout::replay {
 namespace {

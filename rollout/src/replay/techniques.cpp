@@ -9,9 +9,9 @@
 #include <set>
 
 #include "kforge/core/error.h"
+#include "kforge/core/remove_tree.h"
 #include "kforge/env/analysis.h"
 #include "kforge/env/compile/compilers.h"
-#include "kforge/core/remove_tree.h"
 
 namespace kforge::rollout::replay {
 namespace {
@@ -242,9 +242,7 @@ class TempDir {
     if (mkdtemp(pattern.data()) == nullptr) throw SystemError("cannot create a temporary directory");
     path_ = pattern;
   }
-  ~TempDir() {
-    kforge::remove_tree(path_);
-  }
+  ~TempDir() { kforge::remove_tree(path_); }
   const fs::path& path() const { return path_; }
 
  private:
