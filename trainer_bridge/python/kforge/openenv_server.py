@@ -47,6 +47,7 @@ import argparse
 import asyncio
 import concurrent.futures
 import json
+import os
 import secrets
 import shlex
 import socket
@@ -642,6 +643,22 @@ def create_app(
                 except Exception:  # noqa: BLE001
                     pass
 
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    """``kforge.openenv_server:app`` for OpenEnv's tooling and uvicorn
+    (openenv.yaml): built on first access from $KFORGE_ENDPOINT,
+    $KFORGE_OPENENV_MAX_SESSIONS and $KFORGE_OPENENV_SESSION_TIMEOUT_S."""
+    if name != "app":
+        raise AttributeError(name)
+    endpoint = os.environ.get("KFORGE_ENDPOINT")
+    if not endpoint:
+        raise RuntimeError("kforge.openenv_server:app needs KFORGE_ENDPOINT (the kforge serve endpoint)")
+    sessions = os.environ.get("KFORGE_OPENENV_MAX_SESSIONS")
+    timeout = float(os.environ.get("KFORGE_OPENENV_SESSION_TIMEOUT_S", "300"))
+    app = create_app(endpoint, int(sessions) if sessions else None, timeout or None)
+    globals()["app"] = app
     return app
 
 
