@@ -41,7 +41,6 @@ Needs Debian's python3-fastapi, python3-uvicorn and python3-websockets.
 docs/trainers/openenv.md.
 """
 
-from __future__ import annotations
 
 import argparse
 import asyncio
@@ -116,7 +115,9 @@ def parse_message(raw: "str | bytes", max_bytes: int) -> Dict[str, Any]:
         raise RequestError(INVALID_JSON, f"message of {len(raw)} bytes; the limit is {max_bytes} (--max-message-bytes)")
     try:
         value = json.loads(raw)
-    except (ValueError, RecursionError) as e:
+    except RecursionError:
+        raise RequestError(INVALID_JSON, f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except ValueError as e:
         raise RequestError(INVALID_JSON, f"Invalid JSON: {e}") from None
     if _depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise RequestError(INVALID_JSON, f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
@@ -433,10 +434,12 @@ def create_app(
         return await asyncio.get_running_loop().run_in_executor(executor, fn, *args)
 
     async def release(session: Session) -> None:
+        # The slot counts until its env is released on the server: a new
+        # session admitted earlier could find every env still held.
+        await blocking(session.close)
         async with lock:
             sessions.pop(session.id, None)
             sockets.pop(session.id, None)
-        await blocking(session.close)
 
     async def reap() -> None:
         assert session_timeout_s is not None
@@ -621,6 +624,8 @@ def create_app(
                     reply = {"type": "error", "data": e.data()}
                 except KForgeError as e:
                     reply = {"type": "error", "data": _kforge_error_data(e)}
+                except (ValueError, TypeError) as e:  # arguments the client library refused
+                    reply = {"type": "error", "data": {"message": str(e), "code": VALIDATION_ERROR}}
                 finally:
                     session.busy = False
                     session.last_activity = time.monotonic()
@@ -695,6 +700,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))
+    # Listening before the ready line: a client that connects at once waits
+    # in the backlog until uvicorn serves the socket.
+    sock.listen(128)
     port = sock.getsockname()[1]
 
     def ready() -> None:

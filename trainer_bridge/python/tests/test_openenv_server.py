@@ -103,7 +103,7 @@ class WSClient:
 
 
 def run(coro: Any) -> Any:
-    return asyncio.new_event_loop().run_until_complete(coro)
+    return asyncio.run(coro)
 
 
 def test_a_multi_step_episode_over_the_websocket_with_typed_fields(adapter: Adapter) -> None:
@@ -149,8 +149,18 @@ def test_a_multi_step_episode_over_the_websocket_with_typed_fields(adapter: Adap
     assert after["type"] == "error" and after["data"]["kforge_code"] == "episode_finished", after
 
 
+def wait_until_no_sessions(adapter: Adapter) -> None:
+    """Sessions of earlier tests end when the adapter has seen their sockets
+    close and released their envs; until then they count."""
+    deadline = time.monotonic() + 120
+    while http("GET", adapter.url + "/metadata")[1]["active_sessions"] > 0:
+        assert time.monotonic() < deadline, "sessions of closed sockets were never released"
+        time.sleep(0.02)
+
+
 def test_many_sessions_at_once_each_its_own_episode(adapter: Adapter) -> None:
     n = 4  # the kforge server's --envs
+    wait_until_no_sessions(adapter)
 
     async def one(i: int) -> Tuple[Dict[str, Any], Dict[str, Any]]:
         async with websockets.connect(adapter.ws) as conn:
