@@ -385,8 +385,9 @@ TEST_F(RolloutRunnerTest, TheSeedSelectsTheVerificationInputs) {
   const uint64_t two61 = uint64_t{1} << 61;
   std::set<uint64_t> high = input_seeds(two61);
   EXPECT_EQ(high.size(), 5u);
-  for (uint64_t s : input_seeds(0)) EXPECT_EQ(high.count(s), 0u) << s;
-  for (uint64_t s : input_seeds(1)) EXPECT_EQ(input_seeds(two61 + 1).count(s), 0u) << s;
+  for (uint64_t in : input_seeds(0)) EXPECT_EQ(high.count(in), 0u) << in;
+  const std::set<uint64_t> high1 = input_seeds(two61 + 1);
+  for (uint64_t in : input_seeds(1)) EXPECT_EQ(high1.count(in), 0u) << in;
   EXPECT_EQ(input_seeds(UINT64_MAX).size(), 5u) << "the largest seed is a seed like any other";
 }
 
