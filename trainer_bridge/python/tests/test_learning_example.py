@@ -54,3 +54,19 @@ def test_the_policy_learns_through_the_whole_loop(tmp_path: Path) -> None:
     assert "naive_matmul=0" in greedy["example/matmul_bias_relu"], greedy
     last = sum(row["mean_reward"] for row in rows[-2:]) / 2
     assert last > curve["baseline"]["mean_reward"]["mean"], (rows, curve["baseline"])
+
+
+def test_task_template_names_what_is_wrong(tmp_path: Path) -> None:
+    task = REPO / "examples" / "affine_relu6" / "task.json"
+    run = lambda *a: subprocess.run([kforge_bin(), "task", "template", str(task), *a],  # noqa: E731
+                                    capture_output=True, text=True, timeout=120)
+    r = run("--variant", "fuse=1")
+    assert r.returncode == 2 and "is not a variant" in r.stderr and "naive_matmul=" in r.stderr, r.stderr
+    r = run("--variant", "fuse=1 block=256 vec=4 unroll=1 acc=4 tile=4 naive_matmul=0",
+            "--variant", "fuse=0 block=256 vec=4 unroll=1 acc=4 tile=4 naive_matmul=0")
+    assert r.returncode == 2 and "--json" in r.stderr
+    r = run("--json", "--variant", "fuse=1 block=256 vec=4 unroll=1 acc=4 tile=4 naive_matmul=0",
+            "--variant", "fuse=0 block=256 vec=4 unroll=1 acc=4 tile=4 naive_matmul=0")
+    out = json.loads(r.stdout)
+    assert r.returncode == 0 and out["task_id"] == "example/affine_relu6" and len(out["sources"]) == 2
+    assert len(set(out["sources"].values())) == 2  # fusion changes the kernel
