@@ -33,14 +33,13 @@ import argparse
 import itertools
 import json
 import math
-import os
 import random
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "trainer_bridge" / "python"))
@@ -348,7 +347,7 @@ def plot(curve: Dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=100)
 
 
-def summarize(rows: List[Dict[str, Any]], trajectories: Path) -> Dict[str, Any]:
+def summarize(trajectories: Path) -> Dict[str, Any]:
     """The baseline's per-episode mean and standard error, from its JSONL."""
     out: Dict[str, Any] = {}
     episodes = [json.loads(l) for l in trajectories.read_text().splitlines() if l.strip()]
@@ -389,7 +388,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     trainer = Trainer(args)
     trainer.random_mode = True
     trainer.run_phase("random", args.baseline_iterations, train=False)
-    baseline = summarize([], trainer.out / "trajectories-random.jsonl")
+    baseline = summarize(trainer.out / "trajectories-random.jsonl")
     trainer.random_mode = False
     rows = trainer.run_phase("train", args.iterations, train=True)
     curve = {

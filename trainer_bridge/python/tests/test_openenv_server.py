@@ -20,7 +20,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
@@ -332,3 +331,23 @@ def test_parse_message_bounds_size_and_depth() -> None:
     assert tool_call_of({"tool": "submit", "arguments": {"source": "x"}}) == {
         "tool_call": {"name": "submit", "arguments": {"source": "x"}}}
     assert tool_call_of({"action": {"type": "verify"}, "metadata": {}}) == {"action": {"type": "verify"}}
+
+
+def test_the_manifests_app_is_built_from_the_environment(kforge_server: Any, monkeypatch: Any) -> None:
+    # openenv.yaml: `app: kforge.openenv_server:app`, configured by variables.
+    import importlib
+
+    manifest = (PYTHON_DIR / "openenv.yaml").read_text()
+    assert "app: kforge.openenv_server:app" in manifest and "spec_version: 1" in manifest
+    monkeypatch.setenv("KFORGE_ENDPOINT", kforge_server.endpoint)
+    monkeypatch.setenv("KFORGE_OPENENV_MAX_SESSIONS", "3")
+    module = importlib.import_module("kforge.openenv_server")
+    module.__dict__.pop("app", None)
+    app = module.app
+    paths = {getattr(r, "path", None) for r in app.routes}
+    assert {"/ws", "/reset", "/step", "/state", "/health", "/metadata", "/schema"} <= paths
+    assert app.state.max_sessions == 3 and "example/affine_relu6" in app.state.task_ids
+    module.__dict__.pop("app", None)
+    monkeypatch.delenv("KFORGE_ENDPOINT")
+    with pytest.raises(RuntimeError, match="KFORGE_ENDPOINT"):
+        module.__getattr__("app")

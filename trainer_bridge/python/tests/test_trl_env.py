@@ -10,7 +10,6 @@ real ``kforge serve``."""
 from __future__ import annotations
 
 import inspect
-import json
 from functools import partial
 from typing import Any, Callable, Dict, List
 
