@@ -16,7 +16,7 @@
 #   6. a summary of the trajectories (per task: rewards, best speedup, group
 #      advantages) and the paths of what was written;
 #   7. a policy that learns through the same loop (examples/learning, short
-#      form: two tasks, five GRPO updates against a random-choice baseline;
+#      form: two tasks, eight GRPO updates against a random-choice baseline;
 #      KFORGE_DEMO_LEARNING=0 skips it), its learning curve plotted.
 #
 # Usage: scripts/demo.sh [BUILD_DIR]   (default build/default)
@@ -116,7 +116,7 @@ if [ "${KFORGE_DEMO_LEARNING:-1}" != "0" ]; then
   log "7/7 a policy learning through PolicyServer, kforge rollout and TrajectoryStream (examples/learning)"
   rm -rf "$OUT/learning"
   "$PYTHON" "$ROOT/examples/learning/train.py" --kforge "$KFORGE" --backend "$backend" --out "$OUT/learning" \
-    --only example/affine_relu6 example/matmul_bias_relu --iterations 5 --baseline-iterations 2 --group-size 4 \
+    --only example/affine_relu6 example/matmul_bias_relu --iterations 8 --baseline-iterations 2 --group-size 4 \
     >"$OUT/learning.log" 2>&1 || { tail -20 "$OUT/learning.log" >&2; exit 3; }
   tail -1 "$OUT/learning.log"
   learning="$OUT/learning/learning_curve.png"

@@ -9,7 +9,7 @@ and it answers with a `submit` of the template source for the knobs it drew
 (`kforge task template`). The rollout worker runs the episodes on the
 environment (compile, verify, time, reward) and streams the trajectories back
 through `kforge.TrajectoryStream`. The trainer groups them by task (GRPO: the
-group's rewards, normalized, are the advantages), takes a clipped
+group's rewards minus their mean are the advantages), takes a clipped
 policy-gradient step, and publishes the next policy version; the worker
 drops episodes more than one version stale (`max_policy_lag: 1`) and the
 update reweights the rest by the probability ratio of the knobs under the
@@ -274,7 +274,6 @@ class Trainer:
         for group in by_group.values():
             rs = [float(t["total_reward"]) for t in group]
             mean = sum(rs) / len(rs)
-            std = (sum((r - mean) ** 2 for r in rs) / len(rs)) ** 0.5
             for t, r in zip(group, rs):
                 rewards.append(r)
                 env = t["turns"][-1]["info"].get("env", {}) if t["turns"] else {}
@@ -290,16 +289,23 @@ class Trainer:
                 xs.append(self.features[t["task_id"]])
                 idxs.append(pol["token_ids"])
                 old_logps.append(pol["logprobs"])
-                advs.append((r - mean) / (std + 1e-6))
+                # Group-relative, not divided by the group's spread (as Dr. GRPO):
+                # a task whose knobs barely matter has a spread of timing noise
+                # only, and dividing by it would give that noise the weight of
+                # a real tenfold difference on another task.
+                advs.append(r - mean)
         loss_value = None
         if train and xs:
             x = torch.stack(xs)
             idx = torch.tensor(idxs)
-            old = torch.tensor(old_logps).sum(dim=1)
-            adv = torch.tensor(advs)
+            old = torch.tensor(old_logps)  # [episodes, knobs]: the sampling policy's
+            adv = torch.tensor(advs).unsqueeze(1)
             for _ in range(self.args.epochs):
-                new = self.policy.logp(x, idx).sum(dim=1)
-                ratio = torch.exp(new - old)  # 1 on fresh data; corrects the one-version-stale rest
+                new = self.policy.logp(x, idx)
+                # A ratio per knob, as an LLM trainer clips per token: 1 on fresh
+                # data at the first step, the correction for one-version-stale
+                # episodes, and no knob moves more than 20% per update.
+                ratio = torch.exp(new - old)
                 loss = -torch.min(ratio * adv, ratio.clamp(0.8, 1.2) * adv).mean()
                 self.opt.zero_grad()
                 loss.backward()

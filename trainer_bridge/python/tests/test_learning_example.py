@@ -6,7 +6,8 @@ against a random-choice baseline played through the same system.
 Two tasks whose knobs matter by an order of magnitude on any CPU (an unfused
 affine chain makes three passes instead of one; a naive matmul against a
 tiled one), so the assertions on what was learned hold on a loaded machine;
-the full run (all five examples, more iterations) is the example itself."""
+the full run (all five examples, more iterations) is the example itself.
+Eight updates of groups of four: a couple of minutes on two cores."""
 
 from __future__ import annotations
 
@@ -25,13 +26,13 @@ def test_the_policy_learns_through_the_whole_loop(tmp_path: Path) -> None:
     r = subprocess.run(
         [sys.executable, str(TRAIN), "--kforge", kforge_bin(), "--out", str(out),
          "--only", "example/affine_relu6", "example/matmul_bias_relu",
-         "--iterations", "5", "--baseline-iterations", "2", "--group-size", "4", "--seed", "1"],
+         "--iterations", "8", "--baseline-iterations", "2", "--group-size", "4", "--seed", "1"],
         capture_output=True, text=True, timeout=1500,
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     curve = json.loads((out / "curve.json").read_text())
     rows = curve["training"]
-    assert [row["policy_version"] for row in rows] == [1, 2, 3, 4, 5]  # one published version per update
+    assert [row["policy_version"] for row in rows] == list(range(1, 9))  # one published version per update
     assert all(row["episodes"] == 8 for row in rows), rows
     assert curve["baseline"]["mean_reward"]["episodes"] == 16
     assert (out / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -52,7 +53,7 @@ def test_the_policy_learns_through_the_whole_loop(tmp_path: Path) -> None:
     greedy = curve["final_greedy_choices"]
     assert "fuse=1" in greedy["example/affine_relu6"], greedy
     assert "naive_matmul=0" in greedy["example/matmul_bias_relu"], greedy
-    last = sum(row["mean_reward"] for row in rows[-2:]) / 2
+    last = sum(row["mean_reward"] for row in rows[-3:]) / 3
     assert last > curve["baseline"]["mean_reward"]["mean"], (rows, curve["baseline"])
 
 
