@@ -1,9 +1,10 @@
-// kforge task render|check|baseline|prompt: look at a task the way the
-// environment does.
+// kforge task render|check|baseline|prompt|template: look at a task the way
+// the environment does, or at the baseline policy's kernel templates for it.
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "commands.h"
 #include "kforge/core/kernelbench_render.h"
@@ -12,6 +13,7 @@
 #include "kforge/env/executor.h"
 #include "kforge/env/prompt.h"
 #include "kforge/env/reference_probe.h"
+#include "kforge/rollout/baseline_policy.h"
 
 namespace kforge::cli {
 namespace {
@@ -21,6 +23,8 @@ struct TaskArgs {
   bool json_output = false;
   bool no_reference = false;
   EnvOptions env;
+  std::string mode = "cpp";
+  std::vector<std::string> variants;
 };
 
 int run_render(const TaskArgs& a) {
@@ -104,6 +108,25 @@ int run_baseline(const TaskArgs& a) {
   return kExitOk;
 }
 
+// The baseline's template source per variant, for policies that choose the
+// knobs themselves (examples/learning): one process for all variants.
+int run_template(const TaskArgs& a) {
+  const TaskSpec task = load_task(a.task);
+  if (std::string why = rollout::baseline_unsupported(task); !why.empty()) {
+    throw InputError(a.task + ": the baseline has no template for this task: " + why);
+  }
+  const std::vector<std::string> variants = a.variants.empty() ? std::vector<std::string>{""} : a.variants;
+  if (!a.json_output) {
+    if (variants.size() != 1) throw InputError("task template: several --variant need --json");
+    std::cout << rollout::baseline_source(task, a.mode, variants[0]);
+    return kExitOk;
+  }
+  nlohmann::ordered_json out = {{"task_id", task.id}, {"mode", a.mode}, {"sources", nlohmann::ordered_json::object()}};
+  for (const std::string& v : variants) out["sources"][v] = rollout::baseline_source(task, a.mode, v);
+  std::cout << out.dump() << std::endl;
+  return kExitOk;
+}
+
 int run_prompt(const TaskArgs& a) {
   const TaskSpec task = load_task(a.task);
   env::Env environment(a.env.load());
@@ -161,6 +184,20 @@ void add_task_command(CLI::App& app, CommandFn* selected) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   baseline->callback(
       [baseline_args, selected] { *selected = [baseline_args] { return run_baseline(*baseline_args); }; });
+
+  auto template_args = std::make_shared<TaskArgs>();
+  CLI::App* tmpl = task->add_subcommand(
+      "template",
+      "Print the baseline policy's kernel template for the task with the given knobs (--variant \"fuse=1 "
+      "block=256 vec=4 unroll=1 acc=4 tile=4 naive_matmul=0\", every knob named), or with --json the sources of "
+      "every --variant as {\"task_id\", \"mode\", \"sources\": {variant: source}}");
+  tmpl->add_option("task", template_args->task, "Task file (.json or .yaml)")->required();
+  tmpl->add_option("--mode", template_args->mode, "Solution mode: cpp (CPU backend) or cuda")
+      ->check(CLI::IsMember({"cpp", "cuda"}))
+      ->capture_default_str();
+  tmpl->add_option("--variant", template_args->variants, "Knobs of one variant; repeat for several (with --json)");
+  tmpl->add_flag("--json", template_args->json_output, "Print every variant's source as one JSON object");
+  tmpl->callback([template_args, selected] { *selected = [template_args] { return run_template(*template_args); }; });
 
   auto prompt_args = std::make_shared<TaskArgs>();
   CLI::App* prompt = task->add_subcommand(

@@ -14,7 +14,10 @@
 #   5. kforge replay of the trajectories: summary tables, techniques, a few
 #      submits re-evaluated, the HTML report with plots;
 #   6. a summary of the trajectories (per task: rewards, best speedup, group
-#      advantages) and the paths of what was written.
+#      advantages) and the paths of what was written;
+#   7. a policy that learns through the same loop (examples/learning, short
+#      form: two tasks, eight GRPO updates against a random-choice baseline;
+#      KFORGE_DEMO_LEARNING=0 skips it), its learning curve plotted.
 #
 # Usage: scripts/demo.sh [BUILD_DIR]   (default build/default)
 # KFORGE_DEMO_DIR: where outputs go (default BUILD_DIR/demo);
@@ -42,7 +45,7 @@ fi
 log "backend: $backend"
 start=$(date +%s)
 
-log "1/6 the bundled examples through the environment"
+log "1/7 the bundled examples through the environment"
 "$KFORGE" demo --examples "$ROOT/examples" || log "some examples could not be evaluated (see above)"
 
 # Background processes, stopped at exit whatever happens.
@@ -64,13 +67,13 @@ ready_value() {
   "$PYTHON" -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())[sys.argv[2]])' "$file" "$key"
 }
 
-log "2/6 serving the baseline policy over ZeroMQ (kforge policy-server --baseline)"
+log "2/7 serving the baseline policy over ZeroMQ (kforge policy-server --baseline)"
 "$KFORGE" policy-server --baseline --explore-turns 1 --bind tcp://127.0.0.1:0 >"$OUT/policy-server.json" 2>"$OUT/policy-server.log" &
 pids+=($!)
 policy_endpoint=$(ready_value "$OUT/policy-server.json" $! endpoint "$OUT/policy-server.log")
 log "    policy server at $policy_endpoint"
 
-log "3/6 the trainer's receiver (kforge.TrajectoryStream, trainer_receiver.py)"
+log "3/7 the trainer's receiver (kforge.TrajectoryStream, trainer_receiver.py)"
 "$PYTHON" "$ROOT/trainer_bridge/python/examples/trainer_receiver.py" --bind tcp://127.0.0.1:0 \
   --state "$OUT/stream-state" --out "$OUT/received.chat.jsonl" --format chat --batch 8 --timeout 0.5 --no-fsync \
   >"$OUT/receiver.json" 2>"$OUT/receiver.log" &
@@ -79,7 +82,7 @@ pids+=($receiver)
 stream_endpoint=$(ready_value "$OUT/receiver.json" $receiver endpoint "$OUT/receiver.log")
 log "    receiver at $stream_endpoint"
 
-log "4/6 rollout workers: 2 rollouts of each example task, streamed and written"
+log "4/7 rollout workers: 2 rollouts of each example task, streamed and written"
 "$KFORGE" rollout --config "$ROOT/configs/demo/rollout.yaml" --env "$ROOT/configs/demo/env_$backend.yaml" \
   --policy-endpoint "$policy_endpoint" --output "$OUT/trajectories.jsonl" \
   --stream "$stream_endpoint" --stream-worker demo-rollout --stream-spool "$OUT/stream-spool" | tee "$OUT/rollout.txt"
@@ -95,7 +98,7 @@ if [ "$written" != "$received" ]; then
   exit 3
 fi
 
-log "5/6 kforge replay: summary, techniques, re-evaluation of a few submits, HTML report"
+log "5/7 kforge replay: summary, techniques, re-evaluation of a few submits, HTML report"
 replay_status=0
 "$KFORGE" replay "$OUT/trajectories.jsonl" --out "$OUT/replay" --reevaluate --max-submits 3 --repeats 2 \
   --config "$ROOT/configs/demo/env_$backend.yaml" >"$OUT/replay.txt" 2>"$OUT/replay.log" || replay_status=$?
@@ -105,11 +108,23 @@ if [ "$replay_status" -gt 1 ]; then
 fi
 report=$(sed -n 's/^report: //p' "$OUT/replay.txt")
 
-log "6/6 summary of the trajectories"
+log "6/7 summary of the trajectories"
 "$PYTHON" "$ROOT/scripts/demo_summary.py" "$OUT/trajectories.jsonl" | tee "$OUT/summary.txt"
+
+learning=""
+if [ "${KFORGE_DEMO_LEARNING:-1}" != "0" ]; then
+  log "7/7 a policy learning through PolicyServer, kforge rollout and TrajectoryStream (examples/learning)"
+  rm -rf "$OUT/learning"
+  "$PYTHON" "$ROOT/examples/learning/train.py" --kforge "$KFORGE" --backend "$backend" --out "$OUT/learning" \
+    --only example/affine_relu6 example/matmul_bias_relu --iterations 8 --baseline-iterations 2 --group-size 4 \
+    >"$OUT/learning.log" 2>&1 || { tail -20 "$OUT/learning.log" >&2; exit 3; }
+  tail -1 "$OUT/learning.log"
+  learning="$OUT/learning/learning_curve.png"
+fi
 
 log "done in $(( $(date +%s) - start )) s"
 log "trajectories: $OUT/trajectories.jsonl ($written; the same $received streamed to the trainer: $OUT/received.chat.jsonl)"
 log "replay:       $OUT/replay.txt"
 log "summary:      $OUT/summary.txt"
 log "report:       $report"
+[ -z "$learning" ] || log "learning:     $learning"

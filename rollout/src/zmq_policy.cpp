@@ -24,6 +24,12 @@ struct ZmqPolicy::Impl {
   zmq::context_t context{1};
   zmq::socket_t socket{context, zmq::socket_type::dealer};
   uint64_t next_id = 1;
+  // From the server's hello, asked before the first act (POLICY.md): a server
+  // that takes fewer requests per act than max_batch gets smaller messages.
+  bool greeted = false;
+  size_t batch = 0;            // min(config.max_batch, the server's max_batch)
+  std::string protocol_error;  // the server speaks another protocol version
+  std::string server_summary;  // for describe()
 
   explicit Impl(ZmqPolicyConfig c) : config(std::move(c)) {
     socket.set(zmq::sockopt::linger, 0);
@@ -72,6 +78,26 @@ struct ZmqPolicy::Impl {
   }
 };
 
+namespace {
+
+// Reads what the worker uses of a hello result; anything else (an older
+// server's reply without the keys) keeps the worker's own settings.
+void apply_hello(const json& result, ZmqPolicy::HelloFacts* facts) {
+  if (!result.is_object()) return;
+  if (auto it = result.find("max_batch"); it != result.end() && it->is_number_unsigned() && it->get<uint64_t>() > 0) {
+    facts->max_batch = static_cast<size_t>(std::min<uint64_t>(it->get<uint64_t>(), 65536));
+  }
+  if (auto it = result.find("protocol"); it != result.end() && it->is_number_integer()) {
+    facts->protocol = it->get<int64_t>();
+  }
+  if (auto it = result.find("policy_version"); it != result.end() && (it->is_string() || it->is_number())) {
+    facts->policy_version = it->is_string() ? it->get<std::string>() : it->dump();
+  }
+  if (auto it = result.find("server"); it != result.end() && it->is_string()) facts->server = it->get<std::string>();
+}
+
+}  // namespace
+
 ZmqPolicy::ZmqPolicy(ZmqPolicyConfig config) {
   if (!(config.timeout_s > 0) || !std::isfinite(config.timeout_s)) throw InputError("policy timeout_s must be > 0");
   if (config.retries < 0 || config.retries > 100) throw InputError("policy retries must be in [0, 100]");
@@ -81,16 +107,40 @@ ZmqPolicy::ZmqPolicy(ZmqPolicyConfig config) {
 
 ZmqPolicy::~ZmqPolicy() = default;
 
-std::string ZmqPolicy::describe() const { return "zmq " + impl_->config.endpoint; }
+std::string ZmqPolicy::describe() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return "zmq " + impl_->config.endpoint + impl_->server_summary;
+}
+
+ZmqPolicy::HelloFacts ZmqPolicy::hello_facts() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return facts_;
+}
 
 json ZmqPolicy::hello(std::chrono::milliseconds timeout) {
   std::lock_guard<std::mutex> lock(impl_->mu);
+  return hello_locked(timeout);
+}
+
+json ZmqPolicy::hello_locked(std::chrono::milliseconds timeout) {
   const uint64_t id = impl_->next_id++;
   impl_->send(id, "hello", {{"client", "kforge-rollout"}, {"protocol", wire::kPolicyProtocol}});
   const auto deadline = Clock::now() + timeout;
   while (auto reply = impl_->receive(deadline)) {
     if (reply->id != json(id)) continue;
     if (!reply->ok) throw SystemError("the policy server refused hello: " + reply->code + ": " + reply->message);
+    apply_hello(reply->result, &facts_);
+    impl_->greeted = true;
+    impl_->batch = std::min(static_cast<size_t>(impl_->config.max_batch),
+                            facts_.max_batch > 0 ? facts_.max_batch : static_cast<size_t>(impl_->config.max_batch));
+    if (facts_.protocol != 0 && facts_.protocol != wire::kPolicyProtocol) {
+      impl_->protocol_error = "the policy server at " + impl_->config.endpoint + " speaks policy protocol " +
+                              std::to_string(facts_.protocol) + ", this worker " +
+                              std::to_string(wire::kPolicyProtocol) + " (trainer_bridge/POLICY.md)";
+    }
+    impl_->server_summary = " (" + (facts_.server.empty() ? std::string("server") : facts_.server) +
+                            ", policy_version \"" + facts_.policy_version + "\", max_batch " +
+                            std::to_string(impl_->batch) + ")";
     return reply->result;
   }
   throw SystemError("the policy server at " + impl_->config.endpoint + " did not answer within " +
@@ -103,6 +153,23 @@ std::vector<PolicyReply> ZmqPolicy::act(const std::vector<PolicyRequest>& reques
   std::lock_guard<std::mutex> lock(impl_->mu);
   const ZmqPolicyConfig& c = impl_->config;
   const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c.timeout_s));
+  if (!impl_->greeted) {
+    // Once per worker: learn the server's max_batch and version before the
+    // first batch. A server that does not answer hello (or refuses it) is
+    // still asked to act, with this worker's own max_batch; its acts then
+    // fail or succeed on their own.
+    impl_->greeted = true;
+    impl_->batch = static_cast<size_t>(c.max_batch);
+    try {
+      hello_locked(std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
+    } catch (const SystemError&) {
+    }
+  }
+  if (!impl_->protocol_error.empty()) {
+    for (auto& r : out) r.error = impl_->protocol_error;
+    return out;
+  }
+  const size_t max_batch = impl_->batch;
   struct Batch {
     size_t begin = 0, end = 0;
     int attempts = 0;
@@ -126,10 +193,10 @@ std::vector<PolicyReply> ZmqPolicy::act(const std::vector<PolicyRequest>& reques
       fail(b, std::string("could not send to the policy server: ") + e.what());
     }
   };
-  for (size_t begin = 0; begin < requests.size(); begin += static_cast<size_t>(c.max_batch)) {
+  for (size_t begin = 0; begin < requests.size(); begin += max_batch) {
     Batch b;
     b.begin = begin;
-    b.end = std::min(requests.size(), begin + static_cast<size_t>(c.max_batch));
+    b.end = std::min(requests.size(), begin + max_batch);
     send(b);
   }
   while (!open.empty()) {

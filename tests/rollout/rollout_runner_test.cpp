@@ -399,8 +399,41 @@ TEST_F(RolloutRunnerTest, TheSeedSelectsTheVerificationInputs) {
     return seeds;
   };
   EXPECT_EQ(input_seeds(0), (std::set<uint64_t>{0, 1, 2, 3, 4}));
-  EXPECT_EQ(input_seeds(3), (std::set<uint64_t>{3000, 3001, 3002, 3003, 3004}));
+  const uint64_t base = env::splitmix64(3);
+  EXPECT_EQ(input_seeds(3), (std::set<uint64_t>{base, base + 1, base + 2, base + 3, base + 4}));
   EXPECT_EQ(input_seeds(3), input_seeds(3)) << "a replay with the same seed sees the same inputs";
+  // seed * 1000 wrapped in 64 bits: 2^61 * 1000 = 0 (mod 2^64) judged seed
+  // 2^61 on seed 0's inputs, and 2^61 + 1 on seed 1's.
+  const uint64_t two61 = uint64_t{1} << 61;
+  std::set<uint64_t> high = input_seeds(two61);
+  EXPECT_EQ(high.size(), 5u);
+  for (uint64_t in : input_seeds(0)) EXPECT_EQ(high.count(in), 0u) << in;
+  const std::set<uint64_t> high1 = input_seeds(two61 + 1);
+  for (uint64_t in : input_seeds(1)) EXPECT_EQ(high1.count(in), 0u) << in;
+  EXPECT_EQ(input_seeds(UINT64_MAX).size(), 5u) << "the largest seed is a seed like any other";
+}
+
+TEST(VerificationInputSeedTest, SeedsThatCollidedUnderAMultiplicationGetDisjointWindows) {
+  // Seeds whose products with 1000 wrap onto each other in 64 bits, and the
+  // ends of the range.
+  std::vector<uint64_t> seeds = {0, 1, 2, 3, UINT64_MAX, UINT64_MAX - 1, uint64_t{1} << 63};
+  for (uint64_t k = 0; k < 64; ++k) {
+    seeds.push_back((uint64_t{1} << 61) * k);
+    seeds.push_back((uint64_t{1} << 61) * k + 1);
+  }
+  std::sort(seeds.begin(), seeds.end());
+  seeds.erase(std::unique(seeds.begin(), seeds.end()), seeds.end());
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    for (size_t j = i + 1; j < seeds.size(); ++j) {
+      const uint64_t a = env::verification_input_seed(seeds[i]);
+      const uint64_t b = env::verification_input_seed(seeds[j]);
+      // Windows [a, a + 1000) and [b, b + 1000) in wrapping arithmetic.
+      EXPECT_GE(b - a, env::kMaxVerificationSeeds) << seeds[i] << " and " << seeds[j];
+      EXPECT_GE(a - b, env::kMaxVerificationSeeds) << seeds[i] << " and " << seeds[j];
+    }
+  }
+  EXPECT_EQ(env::verification_input_seed(0), 0u) << "seed 0 keeps the inputs 0..seeds-1";
+  EXPECT_EQ(env::verification_input_seed(7), env::verification_input_seed(7));
 }
 
 TEST(RolloutConfigTest, ErrorsNameTheFieldAndLine) {

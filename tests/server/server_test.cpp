@@ -145,6 +145,28 @@ TEST_F(ServerTest, PolicyMistakesAreObservationsTrainerMistakesAreErrors) {
   EXPECT_EQ(wrong_type.code, "bad_request");
   EXPECT_EQ(wrong_type.field, "/params/env_id");
 
+  // MessagePack tells 1.0 from 1: a float env id is refused, naming the field.
+  protocol::Reply float_env = client.call("reset", {{"env_id", static_cast<double>(env_id)}, {"task", test_task()}});
+  EXPECT_EQ(float_env.code, "bad_request");
+  EXPECT_EQ(float_env.field, "/params/env_id");
+  EXPECT_NE(float_env.message.find("an integer"), std::string::npos) << float_env.message;
+  EXPECT_NE(float_env.message.find("float"), std::string::npos) << float_env.message;
+  protocol::Reply float_step = client.call("step", {{"env_id", 1.0}, {"tool_call", tool_call("verify")}});
+  EXPECT_EQ(float_step.field, "/params/env_id");
+  EXPECT_EQ(client.call("tasks", {{"limit", 2.0}}).field, "/params/limit");
+
+  // Seeds: any uint64; the error states that range.
+  EXPECT_EQ(client.ok("reset", {{"env_id", env_id}, {"task", test_task()}, {"seed", UINT64_MAX}})["info"]["seed"],
+            UINT64_MAX);
+  for (const json& bad : {json(-1), json(7.0), json("7")}) {
+    protocol::Reply seed = client.call("reset", {{"env_id", env_id}, {"task", test_task()}, {"seed", bad}});
+    EXPECT_EQ(seed.code, "bad_request") << bad;
+    EXPECT_EQ(seed.field, "/params/seed") << bad;
+    if (bad.is_number_integer()) {
+      EXPECT_NE(seed.message.find("[0, 2^64-1]"), std::string::npos) << seed.message;
+    }
+  }
+
   protocol::Reply extra = client.call("reset", {{"env_id", env_id}, {"task", test_task()}, {"sed", 1}});
   EXPECT_EQ(extra.code, "bad_request");
   EXPECT_EQ(extra.field, "/params/sed");

@@ -133,8 +133,14 @@ EvalRequest eval_request_from_json(const json& j) {
 }
 
 uint64_t verification_input_seed(uint64_t episode_seed) {
-  // Wraps past 2^64 / 1000 (~1.8e16): seeds that large may share inputs.
-  return episode_seed * kMaxVerificationSeeds;
+  // Seed 0 keeps the inputs 0..seeds-1 that every earlier report and test
+  // recorded. Any other seed goes through SplitMix64's finalizer, a bijection
+  // of the 64-bit integers: no two episode seeds share a base, and the bases
+  // are spread so that windows of kMaxVerificationSeeds inputs overlap only by
+  // chance (about 2^-53 for a pair of seeds). A multiplication wrapped: seeds
+  // 0 and 2^61 gave the same inputs.
+  if (episode_seed == 0) return 0;
+  return splitmix64(episode_seed);
 }
 
 json to_json(const EvalReport& r) {

@@ -172,6 +172,22 @@ auto reading_params(F&& f) -> decltype(f()) {
   }
 }
 
+// MessagePack keeps integers and floats apart, so the wire takes integers as
+// integers: a float (1.0 for env 1) is a client's bug that the config
+// readers' lenience for YAML (3.0 for 3) would otherwise hide.
+void require_wire_integer(const Field& f, const std::string& example) {
+  if (!f.value().is_number_integer() && !f.value().is_number_unsigned()) {
+    f.fail("an integer (MessagePack int, e.g. " + example + "; a float such as " + example + ".0 is refused)");
+  }
+}
+
+// An episode seed: any unsigned 64-bit integer (docs/environment.md, "seed").
+uint64_t wire_seed(const Field& f) {
+  require_wire_integer(f, "7");
+  if (!f.value().is_number_unsigned()) f.fail("an unsigned integer in [0, 2^64-1]");
+  return f.value().get<uint64_t>();
+}
+
 // A solution object from the wire. "source_file" is refused: it would read
 // files of the server's host on behalf of a remote client.
 Solution wire_solution(const json& value, SolutionMode default_mode, const std::string& pointer) {
@@ -925,7 +941,9 @@ Slot& Server::Impl::owned_slot(const Peer& peer, const std::string& routing_id, 
       only["env_id"] = *it;
     }
     Document doc = Document::from_value(std::move(only), "params");
-    return doc.root_object().required("env_id").as_int();
+    Field f = doc.root_object().required("env_id");
+    require_wire_integer(f, "1");
+    return f.as_int();
   });
   if (env_id < 0 || env_id >= config.num_envs || !slots[static_cast<size_t>(env_id)].held ||
       slots[static_cast<size_t>(env_id)].owner != routing_id || slots[static_cast<size_t>(env_id)].closing ||
@@ -1025,13 +1043,7 @@ void Server::Impl::do_reset(Peer& peer, const Envelope& from, uint64_t id, json&
       out.task_id = f->as_string();
       out.has_task_id = true;
     }
-    if (auto f = r.optional("seed")) {
-      if (f->value().is_number_unsigned()) {
-        out.seed = f->value().get<uint64_t>();
-      } else {
-        out.seed = static_cast<uint64_t>(f->as_int_in(0, INT64_MAX));
-      }
-    }
+    if (auto f = r.optional("seed")) out.seed = wire_seed(*f);
     if (auto f = r.optional("exemplars")) {
       std::vector<Field> items = f->as_array();
       for (size_t i = 0; i < items.size(); ++i) {
@@ -1196,8 +1208,14 @@ json Server::Impl::do_tasks(const json& params) const {
   reading_params([&] {
     Document doc = Document::from_value(params, "params");
     ObjectReader r = doc.root_object();
-    if (auto f = r.optional("offset")) offset = static_cast<size_t>(f->as_int_in(0, INT64_MAX));
-    if (auto f = r.optional("limit")) limit = static_cast<size_t>(f->as_int_in(0, INT64_MAX));
+    if (auto f = r.optional("offset")) {
+      require_wire_integer(*f, "0");
+      offset = static_cast<size_t>(f->as_int_in(0, INT64_MAX));
+    }
+    if (auto f = r.optional("limit")) {
+      require_wire_integer(*f, "100");
+      limit = static_cast<size_t>(f->as_int_in(0, INT64_MAX));
+    }
     r.finish();
     return 0;
   });
@@ -1277,10 +1295,10 @@ void Server::Impl::deliver_completions() {
       if (peer != peers.end()) {
         --peer->second.inflight;
         peer->second.last_seen = Clock::now();
-        const json& error = step.result.info.contains("error") ? step.result.info["error"] : json();
-        if (error.is_object() && error.value("kind", json()) == json("invalid_action")) {
-          penalize(peer->second, slot.accept_cost);
-        }
+        // An invalid tool call is the policy's mistake, not the client's: it
+        // costs the episode a turn and is not penalized here. It costs the
+        // socket thread no more than a valid step's acceptance, and the turn
+        // budget and the in-flight limit bound how many a client can send.
       }
       std::string payload;
       try {

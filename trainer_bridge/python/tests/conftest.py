@@ -91,3 +91,22 @@ def source(path: Path) -> str:
 
 def tool_names(tools: List[Dict[str, Any]]) -> List[str]:
     return [t["function"]["name"] for t in tools]
+
+
+SMALL_AFFINE_ID = "test/affine_small"
+
+
+@pytest.fixture(scope="module")
+def small_task_server(tmp_path_factory: Any) -> Iterator[LocalServer]:
+    """A server whose task set is examples/affine_relu6 at the small shapes of
+    affine_task() (id SMALL_AFFINE_ID): adapters that reset by task id run
+    quick episodes on it."""
+    tasks = tmp_path_factory.mktemp("tasks")
+    task = affine_task()
+    task["id"] = SMALL_AFFINE_ID
+    (tasks / "affine_small").mkdir()
+    (tasks / "affine_small" / "task.json").write_text(json.dumps(task))
+    s = start_server("--tasks", str(tasks), envs=4)
+    yield s
+    code = s.stop()
+    assert code == 0, "\n".join(s.log_lines[-30:])

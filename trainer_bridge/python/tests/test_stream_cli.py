@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import List
 
 from conftest import kforge_bin
-from stream_helpers import finish, read_ids, start_receive, start_send, write_trajectories
+from stream_helpers import finish, read_ids, start_receive, start_send, trajectory, write_trajectories
 
 
 def run(args: List[str], timeout: float = 60) -> subprocess.CompletedProcess:
@@ -36,31 +36,74 @@ def test_send_names_the_line_of_a_trajectory_without_an_id(tmp_path: Path) -> No
     assert r.returncode == 2 and "worker" in r.stderr
 
 
-def test_a_spool_belongs_to_its_worker_and_its_unfinished_input(tmp_path: Path) -> None:
+def test_a_spool_belongs_to_its_worker_and_remembers_what_it_sent(tmp_path: Path) -> None:
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     write_trajectories(a, "a", 3)
     write_trajectories(b, "b", 3)
     spool = str(tmp_path / "sp")
     # Nobody listens: a's trajectories stay unacknowledged (exit 1).
     r = run(["send", str(a), "--to", "tcp://127.0.0.1:9", "--worker", "w", "--spool", spool, "--flush-timeout", "0.2"])
-    assert r.returncode == 1 and json.loads(r.stdout.splitlines()[-1])["unacked"] == 3
+    s = json.loads(r.stdout.splitlines()[-1])
+    assert r.returncode == 1 and s["unacked"] == 3 and s["complete"] is False
+    # Another file may join the spool at once: the spool keys by trajectory id.
     r = run(["send", str(b), "--to", "tcp://127.0.0.1:9", "--worker", "w", "--spool", spool, "--flush-timeout", "0"])
-    assert r.returncode == 2 and "still holds 3 unacknowledged" in r.stderr and "a.jsonl" in r.stderr
+    assert r.returncode == 1 and json.loads(r.stdout.splitlines()[-1])["written"] == 3, r.stderr
     r = run(["send", str(a), "--to", "tcp://127.0.0.1:9", "--worker", "v", "--spool", spool, "--flush-timeout", "0"])
     assert r.returncode == 2 and 'belongs to worker "w"' in r.stderr
-    # Run again with the same arguments and a receiver: it resumes, sends
-    # nothing twice, and then the spool takes another file.
+    # With a receiver: the rerun sends nothing new, the spool delivers both.
     out = tmp_path / "out.jsonl"
     receiver = start_receive(out, tmp_path / "state", "tcp://127.0.0.1:0")
     s = finish(start_send(a, receiver.endpoint, "w", Path(spool)))
-    assert s["_exit"] == 0 and s["resumed_after"] == 3 and s["written"] == 0 and s["acked"] == 3
+    assert s["_exit"] == 0 and s["already_sent"] == 3 and s["written"] == 0 and s["acked"] == 6, s
+    # Other paths to the same file: a copy, a symlink, a rename chain.
+    copy, link, renamed = tmp_path / "copy.jsonl", tmp_path / "link.jsonl", tmp_path / "renamed.jsonl"
+    copy.write_bytes(a.read_bytes())
+    link.symlink_to(a)
+    for path in (copy, link):
+        s = finish(start_send(path, receiver.endpoint, "w", Path(spool)))
+        assert s["_exit"] == 0 and s["written"] == 0 and s["already_sent"] == 3, (path, s)
+    a.rename(renamed)
+    s = finish(start_send(renamed, receiver.endpoint, "w", Path(spool)))
+    assert s["_exit"] == 0 and s["written"] == 0, s
+    renamed.rename(a)
     s = finish(start_send(a, receiver.endpoint, "w", Path(spool)))
-    assert s["_exit"] == 0 and s["written"] == 0  # the same file again: nothing new
-    s = finish(start_send(b, receiver.endpoint, "w", Path(spool)))
-    assert s["_exit"] == 0 and s["written"] == 3
+    assert s["_exit"] == 0 and s["written"] == 0, s
+    # Repeated ids inside one file go out once; the same id with other
+    # content is refused, naming the line, and the rest still goes out.
+    d = tmp_path / "d.jsonl"
+    lines = [trajectory("d-0"), trajectory("d-1"), trajectory("d-0")]
+    d.write_text("".join(json.dumps(t) + "\n" for t in lines))
+    s = finish(start_send(d, receiver.endpoint, "w", Path(spool)))
+    assert s["_exit"] == 0 and s["written"] == 2 and s["duplicate_ids"] == 1, s
+    e = tmp_path / "e.jsonl"
+    e.write_text(json.dumps(trajectory("d-1", reward=-1.0)) + "\n" + json.dumps(trajectory("e-0")) + "\n")
+    p = start_send(e, receiver.endpoint, "w", Path(spool))
+    s = finish(p)
+    assert s["_exit"] == 2 and s["id_conflicts"] == 1 and s["written"] == 1, s
+    assert "e.jsonl:1" in s["_stderr"] and '"d-1"' in s["_stderr"], s["_stderr"]
     summary = receiver.stop()
-    assert summary["records"] == 6
-    assert sorted(read_ids(out)) == sorted([f"a-{i}" for i in range(3)] + [f"b-{i}" for i in range(3)])
+    assert summary["records"] == 9
+    expected = [f"a-{i}" for i in range(3)] + [f"b-{i}" for i in range(3)] + ["d-0", "d-1", "e-0"]
+    assert sorted(read_ids(out)) == sorted(expected)
+
+
+def test_send_fails_when_a_trajectory_was_rejected(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    # A receiver that takes messages up to 64 KiB: the large trajectory is set
+    # aside (never delivered), the small one is delivered.
+    receiver = start_receive(out, tmp_path / "state", "tcp://127.0.0.1:0", "--max-message-mb", "0.0625")
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(trajectory("small")) + "\n" + json.dumps(trajectory("large", filler=200000)) + "\n")
+    s = finish(start_send(path, receiver.endpoint, "w", tmp_path / "sp"))
+    assert s["_exit"] == 1 and s["complete"] is False and s["rejected"] == 1, s
+    assert "rejected.jsonl" in s["_stderr"] and '"large"' in s["_stderr"], s["_stderr"]
+    # Run again: still not complete (the set-aside trajectory was never delivered).
+    s = finish(start_send(path, receiver.endpoint, "w", tmp_path / "sp"))
+    assert s["_exit"] == 1 and s["written"] == 0 and s["rejected"] == 1, s
+    receiver.stop()
+    assert read_ids(out) == ["small"]
+    r = run(["send", "--help"])
+    assert "Exit 0 when every trajectory" in r.stdout and "rejected" in r.stdout
 
 
 def test_receive_refuses_a_state_of_another_output_and_a_truncated_output(tmp_path: Path) -> None:

@@ -52,9 +52,20 @@ def test_a_sender_killed_mid_send_resumes_and_nothing_is_lost_or_doubled(tmp_pat
     out = tmp_path / "out.jsonl"
     receiver = start_receive(out, tmp_path / "state", "tcp://127.0.0.1:0", "--count", str(n))
     spool = tmp_path / "spool"
+    # Each restart reaches the same file by another path (the spool keys by
+    # trajectory id, not by path): the file, a copy, a symlink, a new name.
+    copy, link = tmp_path / "copy.jsonl", tmp_path / "link.jsonl"
+    copy.write_bytes(path.read_bytes())
+    link.symlink_to(path)
     killed_alive = 0
-    for _ in range(4):
-        p = start_send(path, receiver.endpoint, "phoenix", spool)
+    for i in range(4):
+        if i == 3:
+            moved = tmp_path / "moved.jsonl"
+            path.rename(moved)
+            path = moved
+            link.unlink()
+            link.symlink_to(path)
+        p = start_send([path, copy, link, path][i], receiver.endpoint, "phoenix", spool)
         # Mid-send: once the spool holds records (kforge takes about a second
         # to start, libtorch included), then at a random point.
         deadline = time.monotonic() + 30
@@ -66,9 +77,9 @@ def test_a_sender_killed_mid_send_resumes_and_nothing_is_lost_or_doubled(tmp_pat
         p.send_signal(signal.SIGKILL)
         p.communicate()
     assert killed_alive >= 2, "the sender finished before it could be killed; make the input larger"
-    last = finish(start_send(path, receiver.endpoint, "phoenix", spool))
+    last = finish(start_send(copy, receiver.endpoint, "phoenix", spool))
     assert last["_exit"] == 0, last["_stderr"][-2000:]
-    assert last["resumed_after"] > 0  # it picked up where the killed ones stopped
+    assert last["already_sent"] > 0  # it picked up where the killed ones stopped
     summary = finish(receiver.p, timeout=60)
     assert summary["records"] == n
     assert_exactly_once(read_ids(out), expected)

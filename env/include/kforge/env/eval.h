@@ -71,10 +71,21 @@ struct EvalRequest {
   uint64_t input_seed = 0;
 };
 
-// Verification inputs of an episode with seed `episode_seed`: input seeds
-// episode_seed * kMaxVerificationSeeds + k. Episodes with different seeds are
-// judged on disjoint inputs; the same seed always gives the same inputs, so a
-// replay reproduces the verdict. Seed 0 keeps the historical 0..seeds-1.
+// SplitMix64's output function (Steele, Lea, Flood 2014): a bijection of the
+// 64-bit integers that spreads nearby inputs across the whole range.
+constexpr uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Verification inputs of an episode with seed `episode_seed` (any uint64):
+// input seeds base + k with base = splitmix64(episode_seed), and base 0 for
+// seed 0 (the historical 0..seeds-1). Distinct seeds have distinct bases, and
+// two seeds' windows of kMaxVerificationSeeds inputs overlap only with
+// probability about 2 * 1000 / 2^64 per pair; the same seed always gives the
+// same inputs, so a replay reproduces the verdict.
 inline constexpr uint64_t kMaxVerificationSeeds = 1000;  // the bound on EvalOptions::seeds
 uint64_t verification_input_seed(uint64_t episode_seed);
 

@@ -45,11 +45,25 @@ class ZmqPolicy : public Policy {
 
   // The server's "hello" result ({"server", "protocol", "policy_version",
   // "max_batch"}). SystemError when it does not answer within `timeout`.
+  // act() says hello itself before its first batch and splits batches by
+  // the smaller of its own max_batch and the server's.
   json hello(std::chrono::milliseconds timeout);
 
+  // What the last answered hello said (zeros and empty strings before one).
+  struct HelloFacts {
+    std::string server;
+    int64_t protocol = 0;
+    std::string policy_version;  // the server's version when it answered
+    size_t max_batch = 0;
+  };
+  HelloFacts hello_facts() const;
+
  private:
+  json hello_locked(std::chrono::milliseconds timeout);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  HelloFacts facts_;
 };
 
 }  // namespace kforge::rollout
