@@ -177,7 +177,7 @@ Value main_gemm(Draw& d) {
 Value main_conv(Draw& d, int spatial, bool transposed) {
   // Image-like 3 channels sometimes; otherwise at least 16: a convolution
   // over a few channels is memory-bound whatever the kernel does.
-  const int64_t cin = d.rng.chance(0.1) ? 3 : draw_dim(d.rng, 16, spatial == 3 ? 64 : (spatial == 2 ? 128 : 256));
+  const int64_t cin = d.rng.chance(0.05) ? 3 : draw_dim(d.rng, 16, spatial == 3 ? 64 : (spatial == 2 ? 128 : 256));
   int64_t cout = draw_dim(d.rng, 16, spatial == 3 ? 64 : (spatial == 2 ? 256 : 256));
   const std::vector<int64_t> size_hi = {0, 4096, 256, 48};
   const std::vector<int64_t> size_lo = {0, 64, 16, 8};
@@ -426,8 +426,8 @@ std::optional<Value> reduction(Draw& d, const Value& cur, bool conv_like) {
   dims.push_back(dim);
   if (conv_like && rank >= 4 && d.rng.chance(0.4)) dims = {rank - 2, rank - 1};  // global spatial
   const bool keepdim = d.rng.chance(0.4);
-  const std::string op = d.rng.pick(std::vector<std::string>{"sum", "mean", "mean", "amax", "logsumexp", "norm", "std",
-                                                             "var", "max", "min", "cumsum"});
+  const std::string op = d.rng.pick(std::vector<std::string>{"sum", "mean", "mean", "amax", "amin", "logsumexp", "norm",
+                                                             "std", "var", "max", "min", "cumsum"});
   json attrs = json::object();
   if (op == "max" || op == "min" || op == "cumsum") {
     attrs["dim"] = dims.back();
@@ -481,6 +481,7 @@ std::optional<Value> chained_main_loop(Draw& d, const Value& cur, bool conv_like
   const int64_t rank = static_cast<int64_t>(s.size());
   if (rank < 2) return std::nullopt;
   if (conv_like && rank >= 3 && rank <= 5) {
+    if (s[1] < 8) return std::nullopt;  // a convolution over a reduced channel dim
     const int spatial = static_cast<int>(rank - 2);
     const int64_t cin = s[1], cout = draw_dim(d.rng, 16, 256);
     const int64_t k = d.rng.pick(std::vector<int64_t>{1, 3, 3});
@@ -508,7 +509,7 @@ std::optional<Value> chained_main_loop(Draw& d, const Value& cur, bool conv_like
 std::optional<Value> gate(Draw& d, const Value& cur, bool conv_like) {
   const std::vector<int64_t>& s = cur.type.shape;
   if (s.size() < 2) return std::nullopt;
-  const std::string cmp = d.rng.pick(std::vector<std::string>{"gt", "lt", "ge"});
+  const std::string cmp = d.rng.pick(std::vector<std::string>{"gt", "lt", "ge", "le"});
   const Value cond = d.g.node(cmp, {cur}, {{"other", scalar_of(d.rng, {0.0, 0.5, -0.5})}}, Domain::kAny);
   std::vector<int64_t> shape;
   if (channel_layout(cur, conv_like)) {
@@ -545,7 +546,7 @@ std::optional<Value> index_reduction(Draw& d, const Value& cur) {
   const std::vector<int64_t>& s = cur.type.shape;
   const int64_t rank = static_cast<int64_t>(s.size());
   if (rank < 2 || s.back() < 2) return std::nullopt;
-  if (s.back() <= 32 && d.rng.chance(0.3)) {
+  if (s.back() <= 64 && d.rng.chance(0.5)) {
     d.pattern.push_back("prod");
     return d.g.node("prod", {cur}, {{"dim", rank - 1}}, Domain::kAny);
   }
