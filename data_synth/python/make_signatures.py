@@ -48,14 +48,25 @@ SKIP = {"size", "dim", "getitem", "getattr", "contiguous", "detach", "clone", "I
 # than another activation.
 EPILOGUE_OPS = {"add", "sub", "mul", "div", "minimum", "maximum", "min", "max", "pow"}
 
-# Level-2 problems torch.fx cannot trace (shape unpacking, torch.tensor on
-# x.device), their op sequences read off forward() in the vocabulary's names.
+# Problems torch.fx cannot trace (shape unpacking, torch.tensor on x.device,
+# x.size() unpacking), their op sequences read off forward() in the
+# vocabulary's names.
 UNTRACEABLE = {
     "level2/38_ConvTranspose3d_AvgPool_Clamp_Softmax_Multiply":
         ["avg_pool3d", "conv_transpose3d", "clamp", "reshape", "softmax", "reshape", "mul@scalar"],
     "level2/83_Conv3d_GroupNorm_Min_Clamp_Dropout": ["conv3d", "group_norm", "min@scalar", "clamp"],
     "level2/93_ConvTranspose2d_Add_Min_GELU_Multiply":
         ["conv_transpose2d", "add@scalar", "min@scalar", "gelu", "mul@scalar"],
+    # Their leaf modules alone ([linear, linear]) would match any two GEMMs in
+    # a row; the attention between the projections is what forward() does.
+    "level3/43_MinGPTCausalAttention":
+        ["linear", "reshape", "transpose", "matmul", "mul@scalar", "torch:masked_fill", "softmax", "matmul",
+         "transpose", "linear"],
+    # One step of the recurrence: cat(x[t], h), i2h, tanh, h2o; stacked.
+    "level3/34_VanillaRNNHidden": ["cat", "linear", "tanh", "linear", "stack"],
+    "level3/50_ReLUSelfAttention":
+        ["linear", "reshape", "transpose", "matmul", "mul@scalar", "torch:masked_fill", "relu", "matmul",
+         "transpose"],
 }
 
 
