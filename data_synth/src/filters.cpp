@@ -66,6 +66,22 @@ double tolerance_ratio(const at::Tensor& a, const at::Tensor& b, const Tolerance
   return ratio.max().item<double>();
 }
 
+// The smallest share, over the outputs, of elements of `a` within the
+// tolerance of `b` (1 when every element of every output is).
+double share_within(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b, const Tolerance& tol) {
+  double share = 1.0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (a[i].sizes() != b[i].sizes() || a[i].numel() == 0) continue;
+    if (!a[i].is_floating_point() || !b[i].is_floating_point()) {
+      share = std::min(share, a[i].eq(b[i]).to(at::kDouble).mean().item<double>());
+      continue;
+    }
+    const at::Tensor x = a[i].to(at::kDouble), y = b[i].to(at::kDouble);
+    share = std::min(share, ((x - y).abs() <= y.abs() * tol.rtol + tol.atol).to(at::kDouble).mean().item<double>());
+  }
+  return share;
+}
+
 double max_ratio(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b, const Tolerance& tol) {
   double worst = 0;
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) worst = std::max(worst, tolerance_ratio(a[i], b[i], tol));
@@ -216,10 +232,12 @@ std::optional<Rejected> filter(const TaskSpec& task, const FilterOptions& o, dou
     if (in1[j].equal(in0[j])) continue;  // an init that ignores the seed (arange, ones)
     std::vector<at::Tensor> mixed = in0;
     mixed[j] = in1[j];
-    if (max_ratio(run(task, mixed, lock), out0, tol) <= o.same_fraction) {
+    const double share = share_within(run(task, mixed, lock), out0, tol);
+    if (share >= o.insensitive_share) {
       return Rejected{"activation_insensitive", "redrawing input " + task.inputs[j].name +
-                                                    " with the parameters held leaves the outputs within the "
-                                                    "tolerance: a kernel need not read it"};
+                                                    " with the parameters held leaves " + fmt(100 * share) +
+                                                    " % of the outputs within the tolerance (limit " +
+                                                    fmt(100 * o.insensitive_share) + " %): a kernel need not read it"};
     }
   }
 

@@ -43,6 +43,11 @@ struct FilterOptions {
   // elements. A kernel that writes it would be mostly right, and the whole of
   // a softmax over a long row is within atol of 1/N.
   double constant_fraction = 0.9;
+  // activation_insensitive: redrawing one input (parameters held) leaves at
+  // least this share of the output elements within the tolerance. Not all of
+  // them: a saturated path (sigmoid of a large std) can flip a few elements
+  // through a threshold and still leave the output a function of the weights.
+  double insensitive_share = 0.99;
   // The float32 (or half) reference must agree with the float64 one within
   // this fraction of the tolerance: a reference that uses up its own
   // tolerance leaves nothing for an honest kernel.
