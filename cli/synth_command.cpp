@@ -205,6 +205,7 @@ int run_synth(const SynthArgs& a) {
                      {"attempts", result.attempts},
                      {"rejected", result.rejected},
                      {"rejections", result.rejections},
+                     {"judge_retries", result.judge_retries},
                      {"elapsed_s", result.elapsed_s},
                      {"tasks_per_hour", result.elapsed_s > 0 ? made * 3600.0 / result.elapsed_s : 0.0},
                      {"eager_baselines", judge ? judge->describe() : "none"},

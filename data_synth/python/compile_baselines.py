@@ -18,6 +18,7 @@ Usage:
 
 import argparse
 import fcntl
+import hashlib
 import importlib.util
 import json
 import math
@@ -156,6 +157,10 @@ def main():
         if t["id"] in done or (t.get("baselines") or {}).get("compile_ms"):
             continue
         jobs.append((t["id"], os.path.join(a.pydir, file_name(t["id"])), a.device, a.out + ".lock"))
+    # A sample spread over the set, not its first slots: the order is a hash of
+    # the task id, fixed, so a rerun with a larger --limit extends the same
+    # sample.
+    jobs.sort(key=lambda j: hashlib.sha256(j[0].encode()).hexdigest())
     if a.limit > 0:
         jobs = jobs[:a.limit]
     ctx = mp.get_context("spawn")

@@ -6,8 +6,12 @@ with torch.fx on the meta device (kernelbench_import.py) and its canonical op
 sequence recorded in KernelForge's op names, with its input shapes. Calls
 outside the vocabulary keep their PyTorch name prefixed with "torch:"; a model
 torch.fx cannot trace falls back to its leaf modules in definition order
-("traced": false). Only names, op sequences and shapes are written: no code
-or text of the problems.
+("traced": false), and the few level-2 problems whose forward() torch.fx
+cannot trace take their sequence from UNTRACEABLE (read off forward() by
+hand). Arithmetic and min/max with a scalar or a parameter are marked
+"op@scalar" / "op@bias": contamination compares cores with those epilogues
+stripped (data_synth/contamination.h). Only names, op sequences and shapes
+are written: no code or text of the problems.
 
 Usage:
   make_signatures.py KERNELBENCH_DIR --names kernelbench_problem_names.txt --out FILE
@@ -39,6 +43,31 @@ MODULE_OPS = {
     nn.Flatten: "flatten",
 }
 SKIP = {"size", "dim", "getitem", "getattr", "contiguous", "detach", "clone", "Identity", "Dropout"}
+
+# Ops whose second operand may be a scalar or a parameter (an epilogue) rather
+# than another activation.
+EPILOGUE_OPS = {"add", "sub", "mul", "div", "minimum", "maximum", "min", "max", "pow"}
+
+# Problems torch.fx cannot trace (shape unpacking, torch.tensor on x.device,
+# x.size() unpacking), their op sequences read off forward() in the
+# vocabulary's names.
+UNTRACEABLE = {
+    "level2/38_ConvTranspose3d_AvgPool_Clamp_Softmax_Multiply":
+        ["avg_pool3d", "conv_transpose3d", "clamp", "reshape", "softmax", "reshape", "mul@scalar"],
+    "level2/83_Conv3d_GroupNorm_Min_Clamp_Dropout": ["conv3d", "group_norm", "min@scalar", "clamp"],
+    "level2/93_ConvTranspose2d_Add_Min_GELU_Multiply":
+        ["conv_transpose2d", "add@scalar", "min@scalar", "gelu", "mul@scalar"],
+    # Their leaf modules alone ([linear, linear]) would match any two GEMMs in
+    # a row; the attention between the projections is what forward() does.
+    "level3/43_MinGPTCausalAttention":
+        ["linear", "reshape", "transpose", "matmul", "mul@scalar", "torch:masked_fill", "softmax", "matmul",
+         "transpose", "linear"],
+    # One step of the recurrence: cat(x[t], h), i2h, tanh, h2o; stacked.
+    "level3/34_VanillaRNNHidden": ["cat", "linear", "tanh", "linear", "stack"],
+    "level3/50_ReLUSelfAttention":
+        ["linear", "reshape", "transpose", "matmul", "mul@scalar", "torch:masked_fill", "relu", "matmul",
+         "transpose"],
+}
 
 
 def module_op(mod):
@@ -72,6 +101,40 @@ def call_op(name):
     return known.get(name, "torch:" + name)
 
 
+def operand_kind(gm, a):
+    """'scalar' for a number or a one-element constant, 'bias' for a parameter
+    or buffer of more elements, None for an activation."""
+    if isinstance(a, (bool, int, float)):
+        return "scalar"
+    if not isinstance(a, torch.fx.Node):
+        return None
+    if a.op == "get_attr":
+        t = gm
+        for part in a.target.split("."):
+            t = getattr(t, part)
+        return "scalar" if not isinstance(t, torch.Tensor) or t.numel() == 1 else "bias"
+    if a.op == "call_function" and getattr(a.target, "__name__", "") in ("tensor", "full", "scalar_tensor"):
+        return "scalar"
+    return None
+
+
+def marked(gm, node, op):
+    """op, op@scalar or op@bias: what the non-activation operand is."""
+    if op not in EPILOGUE_OPS:
+        return op
+    operands = list(node.args) + [v for k, v in node.kwargs.items() if k in ("other", "exponent", "input")]
+    if op in ("min", "max"):
+        # torch.min(x, dim) is a reduction; torch.min(x, other) is elementwise.
+        if "dim" in node.kwargs or len(operands) < 2 or isinstance(operands[1], int):
+            return op
+    kinds = [operand_kind(gm, a) for a in operands]
+    if "scalar" in kinds:
+        return op + "@scalar"
+    if "bias" in kinds:
+        return op + "@bias"
+    return op
+
+
 def traced_ops(gm):
     ops = []
     for node in gm.graph.nodes:
@@ -84,7 +147,7 @@ def traced_ops(gm):
             name = kbi.function_name(node.target) if node.op == "call_function" else node.target
             op = call_op(name)
             if op:
-                ops.append(op)
+                ops.append(marked(gm, node, op))
     return ops
 
 
@@ -104,9 +167,13 @@ def signature(root, name):
         entry["ops"] = traced_ops(gm)
         entry["traced"] = True
     except Exception:
-        entry["ops"] = [module_op(m) for m in model.modules()
-                        if not list(m.children()) and type(m).__name__ not in SKIP]
-        entry["traced"] = False
+        if entry["name"] in UNTRACEABLE:
+            entry["ops"] = UNTRACEABLE[entry["name"]]
+            entry["traced"] = "by hand"
+        else:
+            entry["ops"] = [module_op(m) for m in model.modules()
+                            if not list(m.children()) and type(m).__name__ not in SKIP]
+            entry["traced"] = False
     task, report = kbi.import_problem(path)
     entry["importable"] = task is not None
     if task is None:
@@ -130,11 +197,13 @@ def main(argv=None):
             problems.append({"name": os.path.splitext(name)[0], "level": int(name.split("/")[0][5:]), "ops": [],
                              "traced": False, "importable": False, "unsupported": failures[-1]["error"]})
     doc = {
-        "format": "kforge-kernelbench-signatures/1",
+        "format": "kforge-kernelbench-signatures/2",
         "generated_by": "data_synth/python/make_signatures.py (torch %s)" % torch.__version__,
-        "normalization": "ops in KernelForge vocabulary names (torch:<name> outside it); contamination tokens "
-                         "are derived in C++ (data_synth/contamination.h)",
-        "summary": {"problems": len(problems), "traced": sum(p["traced"] for p in problems),
+        "normalization": "ops in KernelForge vocabulary names (torch:<name> outside it), arithmetic and min/max "
+                         "with a scalar or parameter marked @scalar/@bias; contamination cores are derived in C++ "
+                         "(data_synth/contamination.h)",
+        "summary": {"problems": len(problems), "traced": sum(p["traced"] is True for p in problems),
+                    "traced_by_hand": sum(p["traced"] == "by hand" for p in problems),
                     "importable": sum(p["importable"] for p in problems), "failed": len(failures)},
         "problems": problems,
     }

@@ -143,8 +143,9 @@ Value bias_for_channels(Draw& d, int64_t channels, int64_t fan_in) {
 }
 
 Value main_gemm(Draw& d) {
-  const int64_t k = draw_dim(d.rng, 16, 4096);
-  const int64_t n = draw_dim(d.rng, 16, 4096);
+  // K and N from 64: a GEMM of 16 columns is launch overhead, not a main loop.
+  const int64_t k = draw_dim(d.rng, 64, 4096);
+  const int64_t n = draw_dim(d.rng, 64, 4096);
   const int variant = static_cast<int>(d.rng.weighted({0.45, 0.25, 0.15, 0.15}));
   if (variant == 0) {  // nn.Linear on [B, K] or [B, S, K]
     const bool seq = d.rng.chance(0.3);
@@ -174,10 +175,12 @@ Value main_gemm(Draw& d) {
 }
 
 Value main_conv(Draw& d, int spatial, bool transposed) {
-  const int64_t cin = draw_dim(d.rng, 3, spatial == 3 ? 32 : (spatial == 2 ? 128 : 256));
-  int64_t cout = draw_dim(d.rng, 4, spatial == 3 ? 64 : (spatial == 2 ? 256 : 256));
+  // Image-like 3 channels sometimes; otherwise at least 16: a convolution
+  // over a few channels is memory-bound whatever the kernel does.
+  const int64_t cin = d.rng.chance(0.05) ? 3 : draw_dim(d.rng, 16, spatial == 3 ? 64 : (spatial == 2 ? 128 : 256));
+  int64_t cout = draw_dim(d.rng, 16, spatial == 3 ? 64 : (spatial == 2 ? 256 : 256));
   const std::vector<int64_t> size_hi = {0, 4096, 256, 48};
-  const std::vector<int64_t> size_lo = {0, 16, 8, 4};
+  const std::vector<int64_t> size_lo = {0, 64, 16, 8};
   std::vector<int64_t> dims;
   const bool square = d.rng.chance(0.7);
   for (int i = 0; i < spatial; ++i) {
@@ -239,12 +242,14 @@ Value main_loop(Draw& d) {
 Value plain_input(Draw& d) {
   const int rank = static_cast<int>(d.rng.weighted({0.45, 0.3, 0.25})) + 2;
   std::vector<int64_t> shape;
+  // At least ~2,000 elements per sample: smaller rows put the batch at its
+  // cap with nothing per sample to parallelize over.
   if (rank == 2) {
-    shape = {draw_dim(d.rng, 16, 16384)};
+    shape = {draw_dim(d.rng, 2048, 16384)};
   } else if (rank == 3) {
-    shape = {draw_dim(d.rng, 4, 512), draw_dim(d.rng, 16, 2048)};
+    shape = {draw_dim(d.rng, 16, 512), draw_dim(d.rng, 128, 2048)};
   } else {
-    shape = {draw_dim(d.rng, 3, 128), draw_dim(d.rng, 8, 128), draw_dim(d.rng, 8, 128)};
+    shape = {draw_dim(d.rng, 8, 128), draw_dim(d.rng, 16, 128), draw_dim(d.rng, 16, 128)};
   }
   return d.g.input(shape);
 }
@@ -279,6 +284,7 @@ std::optional<Choice> unary(Draw& d, const Value& cur) {
       {"cos", json::object(), Domain::kAny},
       {"square", json::object(), Domain::kNonNegative},
       {"neg", json::object(), Domain::kAny},
+      {"exp", json::object(), Domain::kPositive},
   };
   if (!nonneg) {
     options.push_back({"relu", json::object(), Domain::kNonNegative});
@@ -420,8 +426,8 @@ std::optional<Value> reduction(Draw& d, const Value& cur, bool conv_like) {
   dims.push_back(dim);
   if (conv_like && rank >= 4 && d.rng.chance(0.4)) dims = {rank - 2, rank - 1};  // global spatial
   const bool keepdim = d.rng.chance(0.4);
-  const std::string op = d.rng.pick(std::vector<std::string>{"sum", "mean", "mean", "amax", "logsumexp", "norm", "std",
-                                                             "var", "max", "min", "cumsum"});
+  const std::string op = d.rng.pick(std::vector<std::string>{"sum", "mean", "mean", "amax", "amin", "logsumexp", "norm",
+                                                             "std", "var", "max", "min", "cumsum"});
   json attrs = json::object();
   if (op == "max" || op == "min" || op == "cumsum") {
     attrs["dim"] = dims.back();
@@ -467,6 +473,88 @@ std::optional<Value> softmax(Draw& d, const Value& cur, bool conv_like) {
   return d.g.node(op, {cur}, {{"dim", dim}}, log ? Domain::kAny : Domain::kPositive);
 }
 
+// A second main-loop op on the current value: an MLP's next linear over the
+// last dim, or a convolution over (N, C, *) with the same spatial rank (the
+// chains of KernelBench's level 3 and level1/86, level2/45).
+std::optional<Value> chained_main_loop(Draw& d, const Value& cur, bool conv_like) {
+  const std::vector<int64_t>& s = cur.type.shape;
+  const int64_t rank = static_cast<int64_t>(s.size());
+  if (rank < 2) return std::nullopt;
+  if (conv_like && rank >= 3 && rank <= 5) {
+    if (s[1] < 8) return std::nullopt;  // a convolution over a reduced channel dim
+    const int spatial = static_cast<int>(rank - 2);
+    const int64_t cin = s[1], cout = draw_dim(d.rng, 16, 256);
+    const int64_t k = d.rng.pick(std::vector<int64_t>{1, 3, 3});
+    std::vector<int64_t> wshape = {cout, cin};
+    for (int i = 0; i < spatial; ++i) wshape.push_back(k);
+    std::vector<Value> in = {cur, d.g.param("w", wshape, kind("kaiming_uniform"))};
+    int64_t fan_in = cin;
+    for (int i = 0; i < spatial; ++i) fan_in *= k;
+    if (d.rng.chance(0.5)) in.push_back(bias_for_channels(d, cout, fan_in));
+    const std::string op = "conv" + std::to_string(spatial) + "d";
+    d.pattern.push_back(op);
+    json attrs = json::object();
+    if (k > 1) attrs["padding"] = k / 2;
+    return d.g.node(op, in, attrs, Domain::kAny);
+  }
+  const int64_t k = s.back(), n = draw_dim(d.rng, 64, 4096);
+  std::vector<Value> in = {cur, d.g.param("w", {n, k}, kind("kaiming_uniform"))};
+  if (d.rng.chance(0.7)) in.push_back(bias_for_channels(d, n, k));
+  d.pattern.push_back("linear");
+  return d.g.node("linear", in, json::object(), Domain::kAny);
+}
+
+// where(cur > t, cur, other): a gate on a comparison, with `other` a
+// broadcast param or a scaled copy.
+std::optional<Value> gate(Draw& d, const Value& cur, bool conv_like) {
+  const std::vector<int64_t>& s = cur.type.shape;
+  if (s.size() < 2) return std::nullopt;
+  const std::string cmp = d.rng.pick(std::vector<std::string>{"gt", "lt", "ge", "le"});
+  const Value cond = d.g.node(cmp, {cur}, {{"other", scalar_of(d.rng, {0.0, 0.5, -0.5})}}, Domain::kAny);
+  std::vector<int64_t> shape;
+  if (channel_layout(cur, conv_like)) {
+    shape.push_back(s[1]);
+    for (size_t i = 2; i < s.size(); ++i) shape.push_back(1);
+  } else {
+    shape.push_back(s.back());
+  }
+  const Value other = d.g.param("alt", shape, normal());
+  d.pattern.push_back(cmp + "_where");
+  return d.g.node("where", {cond, cur, other}, json::object(), Domain::kAny);
+}
+
+// cat of the current value with an earlier one of its type (or a second
+// input) along the last dim; tril/triu of the last two dims.
+std::optional<Value> structural(Draw& d, const Value& cur) {
+  const std::vector<int64_t>& s = cur.type.shape;
+  const int64_t rank = static_cast<int64_t>(s.size());
+  if (rank < 2) return std::nullopt;
+  if (rank >= 3 && d.rng.chance(0.4)) {
+    const std::string op = d.rng.chance(0.5) ? "tril" : "triu";
+    d.pattern.push_back(op);
+    return d.g.node(op, {cur}, {{"diagonal", d.rng.pick(std::vector<int64_t>{0, 1, -1})}}, cur.domain);
+  }
+  std::vector<Value> sources = d.g.earlier_with_type(cur.type, cur.name);
+  const Value other = sources.empty() ? d.g.input(std::vector<int64_t>(s.begin() + 1, s.end())) : d.rng.pick(sources);
+  d.pattern.push_back("cat");
+  return d.g.node("cat", {cur, other}, {{"dim", rank - 1}}, Domain::kAny);
+}
+
+// argmax/argmin (int64 indices) or prod over a short dim; only last: nothing
+// in the vocabulary takes indices further.
+std::optional<Value> index_reduction(Draw& d, const Value& cur) {
+  const std::vector<int64_t>& s = cur.type.shape;
+  const int64_t rank = static_cast<int64_t>(s.size());
+  if (rank < 2 || s.back() < 2) return std::nullopt;
+  if (s.back() <= 64 && d.rng.chance(0.5)) {
+    d.pattern.push_back("prod");
+    return d.g.node("prod", {cur}, {{"dim", rank - 1}}, Domain::kAny);
+  }
+  const std::string op = d.rng.chance(0.5) ? "argmax" : "argmin";
+  d.pattern.push_back(op);
+  return d.g.node(op, {cur}, {{"dim", rank - 1}}, Domain::kAny);
+}
+
 std::optional<Value> layout(Draw& d, const Value& cur, bool* conv_like) {
   const int64_t rank = static_cast<int64_t>(cur.type.shape.size());
   if (rank < 3) return std::nullopt;
@@ -483,7 +571,8 @@ std::optional<Value> layout(Draw& d, const Value& cur, bool* conv_like) {
 // One epilogue op after `cur`; nullopt when the drawn kind does not fit the
 // current shape (the caller draws again).
 std::optional<Value> epilogue_op(Draw& d, const Value& cur, bool* conv_like, bool last) {
-  int category = static_cast<int>(d.rng.weighted({0.28, 0.20, 0.17, 0.11, 0.09, 0.06, 0.05, 0.04}));
+  int category =
+      static_cast<int>(d.rng.weighted({0.24, 0.17, 0.15, 0.10, 0.08, 0.05, 0.05, 0.04, 0.06, 0.03, 0.02, 0.01}));
   // A rank-1 value is the batch dim alone: only pointwise ops keep the graph
   // independent of the batch size.
   if (cur.type.shape.size() < 2 && category > 1) return std::nullopt;
@@ -508,9 +597,18 @@ std::optional<Value> epilogue_op(Draw& d, const Value& cur, bool* conv_like, boo
       return pooling(d, cur);
     case 6:
       return softmax(d, cur, *conv_like);
-    default:
+    case 7:
       if (last) return std::nullopt;
       return layout(d, cur, conv_like);
+    case 8:
+      return chained_main_loop(d, cur, *conv_like);
+    case 9:
+      return gate(d, cur, *conv_like);
+    case 10:
+      return structural(d, cur);
+    default:
+      if (!last) return std::nullopt;
+      return index_reduction(d, cur);
   }
 }
 

@@ -62,6 +62,14 @@ double predict_eager_ms(const TaskSpec& task, const DeviceProfile& p) {
   return ms;
 }
 
+double bandwidth_bound_ms(const TaskSpec& task, const DeviceProfile& p) {
+  const std::map<std::string, TensorType> types = infer_graph(task);
+  double bytes = 0;
+  for (const auto& spec : task.kernel_inputs()) bytes += type_bytes(types.at(spec.name));
+  for (const auto& out : task.outputs) bytes += type_bytes(types.at(out));
+  return bytes / (p.bandwidth_gbps * 1e6);
+}
+
 double graph_bytes(const TaskSpec& task) {
   double bytes = 0;
   for (const auto& [name, type] : infer_graph(task)) bytes += type_bytes(type);

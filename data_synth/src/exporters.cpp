@@ -11,6 +11,7 @@
 
 #include "kforge/core/jsonl.h"
 #include "kforge/core/kernelbench_render.h"
+#include "kforge/core/op_registry.h"
 #include "kforge/data_synth/contamination.h"
 #include "kforge/data_synth/filters.h"
 
@@ -81,6 +82,18 @@ std::string compile_line(const fs::path& out, const json& stats) {
   }
 }
 
+// An option of the run (run.json, SynthConfig::identity), or `fallback` for a
+// folder without one.
+double run_option(const fs::path& out, const std::string& key, double fallback) {
+  try {
+    if (!fs::exists(out / "run.json")) return fallback;
+    const Document d = Document::from_file(out / "run.json");
+    return d.root.contains(key) && d.root[key].is_number() ? d.root[key].get<double>() : fallback;
+  } catch (const std::exception&) {
+    return fallback;
+  }
+}
+
 }  // namespace
 
 std::string kernelbench_file_name(const std::string& task_id) {
@@ -94,10 +107,29 @@ std::string kernelbench_file_name(const std::string& task_id) {
 json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& slots) {
   std::map<std::string, int64_t> op_hist, category_hist, dtype_hist, rejections, nearest_hist, baseline_devices;
   std::map<int64_t, int64_t> op_count_hist;
-  std::vector<double> numel, predicted, measured, eager, compile, distance, total_bytes;
-  int64_t attempts = 0, baselines = 0;
+  std::vector<double> numel, predicted, measured, eager, compile, distance, total_bytes, per_sample, conv_channels;
+  std::map<int64_t, int64_t> main_loops_hist;
+  std::map<std::string, int64_t> relation_hist;
+  int64_t attempts = 0, baselines = 0, measured_in_window = 0, judge_retries = 0;
   for (const auto& t : tasks) {
-    for (const auto& n : t.nodes) ++op_hist[n.op];
+    int64_t main_loops = 0;
+    const std::map<std::string, TensorType> types = infer_graph(t);
+    for (const auto& n : t.nodes) {
+      ++op_hist[n.op];
+      const OpSchema* schema = op_registry().find(n.op);
+      if (schema && schema->category == OpCategory::kMainLoop) {
+        ++main_loops;
+        if (n.op.rfind("conv", 0) == 0) {
+          const TensorType& in = types.at(n.in.at(0));
+          if (in.shape.size() >= 2) conv_channels.push_back(static_cast<double>(in.shape[1]));
+        }
+      }
+    }
+    ++main_loops_hist[main_loops];
+    const auto& first = t.inputs.front();
+    if (!first.shape.empty() && first.shape[0] > 0) {
+      per_sample.push_back(static_cast<double>(first.numel()) / static_cast<double>(first.shape[0]));
+    }
     ++op_count_hist[static_cast<int64_t>(t.nodes.size())];
     ++dtype_hist[dtype_name(t.inputs.front().dtype)];
     numel.push_back(static_cast<double>(t.inputs.front().numel()));
@@ -110,12 +142,15 @@ json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& 
     if (t.meta.contains("nearest_kernelbench")) {
       const json& nk = t.meta["nearest_kernelbench"];
       distance.push_back(nk.value("distance", 1.0));
+      ++relation_hist[nk.value("relation", std::string("?"))];
       ++nearest_hist[nk.value("problem", std::string())];
     }
   }
   for (const auto& s : slots) {
     predicted.push_back(s.value("predicted_ms", 0.0));
     measured.push_back(s.value("measured_ms", 0.0));
+    if (s.value("measured_in_window", false)) ++measured_in_window;
+    judge_retries += s.value("judge_retries", int64_t{0});
     total_bytes.push_back(s.value("bytes", 0.0));
     attempts += s.value("attempt", int64_t{0}) + 1;
     if (s.contains("rejections")) {
@@ -133,6 +168,19 @@ json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& 
   for (size_t i = 0; i < nearest_sorted.size() && i < 10; ++i) {
     nearest_top.push_back({{"problem", nearest_sorted[i].second}, {"tasks", -nearest_sorted[i].first}});
   }
+  json main_loops_json = json::object();
+  for (const auto& [k, v] : main_loops_hist) main_loops_json[std::to_string(k)] = v;
+  json unused = json::array();
+  for (const auto& name : op_registry().names()) {
+    if (!op_hist.count(name)) unused.push_back(name);
+  }
+  int64_t shortcuts = 0;
+  for (const char* r : {"near_constant", "constant_passes", "constant_node", "seed_insensitive",
+                        "activation_insensitive", "op_is_noop", "near_roofline"}) {
+    shortcuts += rejections.count(r) ? rejections[r] : 0;
+  }
+  double op_total = 0;
+  for (const auto& [k, v] : op_count_hist) op_total += static_cast<double>(k * v);
   int64_t rejected_total = 0;
   for (const auto& [k, v] : rejections) rejected_total += v;
   return {{"tasks", tasks.size()},
@@ -141,6 +189,13 @@ json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& 
           {"rejections", rej},
           {"op_histogram", op_hist},
           {"op_count_histogram", op_counts},
+          {"mean_ops", tasks.empty() ? 0.0 : op_total / static_cast<double>(tasks.size())},
+          {"main_loops_per_task", main_loops_json},
+          {"per_sample_elements_summary", summary_of(per_sample)},
+          {"conv_input_channels_summary", summary_of(conv_channels)},
+          {"ops_never_used", unused},
+          {"shortcut_rejections", shortcuts},
+          {"nearest_relation_histogram", relation_hist},
           {"dtype_histogram", dtype_hist},
           {"first_input_numel", numel},
           {"first_input_numel_summary", summary_of(numel)},
@@ -148,6 +203,8 @@ json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& 
           {"predicted_ms", predicted},
           {"measured_ms", measured},
           {"measured_ms_summary", summary_of(measured)},
+          {"measured_in_window", measured_in_window},
+          {"judge_retries", judge_retries},
           {"eager_ms", eager},
           {"eager_ms_summary", summary_of(eager)},
           {"compile_ms_summary", summary_of(compile)},
@@ -195,8 +252,10 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
   write_file_atomically(out / "contamination_report.json",
                         json({{"threshold", kContaminationThreshold},
                               {"rule",
-                               "rejected when the task's op tokens contain a KernelBench problem's (2+ tokens) as a "
-                               "contiguous run, or their normalized Levenshtein distance is at most the threshold"},
+                               "cores by meaning (composites fused, the clamp family aliased, layout ops and "
+                               "scalar/bias epilogues stripped); rejected when the task's core equals a KernelBench "
+                               "problem's, contains one of 2+ tokens as a contiguous run, or is within the threshold "
+                               "in normalized Levenshtein distance. Each task's `nearest.why` says how it passed"},
                               {"rejected_as_contaminated", stats["rejections"]["contaminated"]},
                               {"accepted_distance_summary", stats["kernelbench_distance_summary"]},
                               {"most_frequent_nearest", stats["nearest_problems_top"]},
@@ -225,12 +284,27 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
   for (const auto& [device, n] : stats["eager_baseline_devices"].items()) md << "; " << n << " on " << device;
   md << "\n";
   md << "- torch.compile baselines: " << compile_line(out, stats) << "\n";
+  md << "- In-process eager time inside the runtime window: " << stats["measured_in_window"] << " of " << slots.size()
+     << " (the cost model decides the window; a measurement rejects only beyond a factor "
+     << fmt(run_option(out, "measured_far_outside", 3.0)) << " of an edge)\n";
   md << "- Attempts: " << stats["attempts_recorded"] << ", rejected: " << stats["rejected"] << "\n";
+  md << "- Judge system errors asked again: " << stats["judge_retries"]
+     << "; attempts rejected as judge_error after their retries: " << stats["rejections"]["judge_error"] << "\n";
   if (options.elapsed_s > 0) md << "- Wall time of the last run: " << fmt(options.elapsed_s, "%.1f") << " s\n";
   md << "\n## Rejections by reason\n\n| reason | attempts |\n|---|---|\n";
   for (const auto& r : rejection_reasons()) md << "| " << r << " | " << stats["rejections"][r] << " |\n";
   md << "\n## Op counts per task\n\n| ops | tasks |\n|---|---|\n";
   for (const auto& [k, v] : stats["op_count_histogram"].items()) md << "| " << k << " | " << v << " |\n";
+  md << "\nMean ops per task: " << fmt(stats["mean_ops"].get<double>()) << "\n";
+  md << "\n## GEMM/conv ops per task\n\n| main-loop ops | tasks |\n|---|---|\n";
+  for (const auto& [k, v] : stats["main_loops_per_task"].items()) md << "| " << k << " | " << v << " |\n";
+  md << "\nOps of the vocabulary no task uses (" << stats["ops_never_used"].size() << "): ";
+  for (size_t i = 0; i < stats["ops_never_used"].size(); ++i) {
+    md << (i ? ", " : "") << stats["ops_never_used"][i].get<std::string>();
+  }
+  md << "\n\nShortcut rejections (near_constant, constant_passes, constant_node, seed_insensitive, "
+        "activation_insensitive, op_is_noop, near_roofline): "
+     << stats["shortcut_rejections"] << "; contamination rejections: " << stats["rejections"]["contaminated"] << "\n";
   md << "\n## Dtypes\n\n| dtype | tasks |\n|---|---|\n";
   for (const auto& [k, v] : stats["dtype_histogram"].items()) md << "| " << k << " | " << v << " |\n";
   md << "\n## Ops\n\n| op | uses |\n|---|---|\n";
@@ -249,9 +323,14 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
   line("torch.compile baseline, ms", stats["compile_ms_summary"]);
   line("in-process eager time, ms", stats["measured_ms_summary"]);
   line("first input elements", stats["first_input_numel_summary"]);
+  line("first input elements per sample", stats["per_sample_elements_summary"]);
+  line("convolution input channels", stats["conv_input_channels_summary"]);
   line("distance to nearest KernelBench problem", stats["kernelbench_distance_summary"]);
   md << "\n## Contamination\n\nThreshold " << kContaminationThreshold
-     << " (contamination_report.json has every task's nearest problem). Most frequent nearest problems:\n\n";
+     << " (contamination_report.json has every task's nearest problem, both cores and why it passed). Nearest "
+        "problem by relation:";
+  for (const auto& [k, v] : stats["nearest_relation_histogram"].items()) md << " " << k << " " << v << ";";
+  md << " most frequent nearest problems:\n\n";
   for (const auto& p : stats["nearest_problems_top"]) {
     md << "- " << p["problem"].get<std::string>() << ": " << p["tasks"] << " tasks\n";
   }

@@ -93,7 +93,7 @@ std::string canonical_graph_hash(const TaskSpec& task) {
   return sha256_hex(json(outputs).dump());
 }
 
-std::vector<std::string> canonical_op_sequence(const TaskSpec& task) {
+std::vector<size_t> canonical_node_order(const TaskSpec& task) {
   // Kahn's algorithm, breaking ties by canonical label so that node order in
   // the file does not matter.
   const Canon c = label_graph(task, {});
@@ -114,17 +114,23 @@ std::vector<std::string> canonical_op_sequence(const TaskSpec& task) {
   for (const auto& n : task.nodes) {
     if (pending[n.out] == 0) ready.push_back(&n);
   }
-  std::vector<std::string> seq;
+  std::vector<size_t> seq;
   while (!ready.empty()) {
     std::sort(ready.begin(), ready.end(), cmp);
     const GraphNode* n = ready.front();
     ready.erase(ready.begin());
-    seq.push_back(n->op);
+    seq.push_back(static_cast<size_t>(n - task.nodes.data()));
     for (const GraphNode* u : users[n->out]) {
       if (--pending[u->out] == 0) ready.push_back(u);
     }
   }
   return seq;
+}
+
+std::vector<std::string> canonical_op_sequence(const TaskSpec& task) {
+  std::vector<std::string> ops;
+  for (size_t i : canonical_node_order(task)) ops.push_back(task.nodes[i].op);
+  return ops;
 }
 
 }  // namespace kforge::synth

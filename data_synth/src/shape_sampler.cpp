@@ -91,6 +91,12 @@ std::variant<SampledShapes, ShapeRejection> sample_shapes(uint64_t seed, const C
                             fmt(accept_lo) + ", " + fmt(accept_hi) + "] ms, the window [" + fmt(options.window.lo_ms) +
                             ", " + fmt(options.window.hi_ms) + "] ms less a factor " + fmt(edge) + " from each edge"};
   }
+  const double bound = bandwidth_bound_ms(c.task, profile);
+  if (s.predicted_ms < options.min_headroom * bound) {
+    return ShapeRejection{"near_roofline", "predicted " + fmt(s.predicted_ms) + " ms against a bandwidth bound of " +
+                                               fmt(bound) + " ms: under " + fmt(options.min_headroom) +
+                                               "x, nothing for a kernel to gain"};
+  }
   s.task = std::move(c.task);
   for (int64_t vb : variant_batches(chosen, std::max(2, options.variants))) {
     std::map<std::string, std::vector<int64_t>> variant;

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "kforge/core/jsonl.h"
+#include "kforge/data_synth/device_memory.h"
 #include "kforge/data_synth/graph_hash.h"
 #include "kforge/data_synth/rng.h"
 
@@ -34,6 +35,7 @@ struct SlotResult {
   std::map<std::string, int64_t> rejections;  // of the attempts this worker ran
   bool exhausted = false;
   std::string last_rejection;
+  int judge_retries = 0;  // system errors of the judge retried, over every attempt of the slot
 };
 
 struct Job {
@@ -52,6 +54,9 @@ json SynthConfig::identity() const {
           {"backend", backend},
           {"window_ms", {shapes.window.lo_ms, shapes.window.hi_ms}},
           {"margin", shapes.margin},
+          {"measured_far_outside", filter.far_outside},
+          {"min_headroom", shapes.min_headroom},
+          {"min_headroom", shapes.min_headroom},
           {"memory_cap_bytes", shapes.memory_cap_bytes},
           {"variants", shapes.variants},
           {"op_count_weights", compose.op_count_weights},
@@ -59,7 +64,7 @@ json SynthConfig::identity() const {
           {"float16_share", compose.float16_share},
           {"bfloat16_share", compose.bfloat16_share},
           {"contamination_threshold", contamination_threshold},
-          {"format", "kforge-synth/1"}};
+          {"format", "kforge-synth/2"}};
 }
 
 size_t truncate_torn_tail(const fs::path& path) {
@@ -229,7 +234,7 @@ class Run {
       NearestProblem nearest;
       std::string hash;
       if (reason.empty()) {
-        nearest = signatures_.nearest(canonical_op_sequence(shapes->task));
+        nearest = signatures_.nearest(contamination_ops(shapes->task));
         hash = canonical_graph_hash(shapes->task);
         if (!nearest.problem.empty() && nearest.distance <= c_.contamination_threshold) {
           reason = "contaminated";
@@ -268,23 +273,33 @@ class Run {
                    {"nearest_kernelbench", nearest.to_json()}};
       const auto b0 = std::chrono::steady_clock::now();
       BaselineResult base;
+      int retries = 0;
       if (baseline_) {
         // On a GPU the judge times the reference in its own process: hold
         // the device exclusively, as the in-process timing does, so that no
         // other slot's filter work runs on it meanwhile.
         std::unique_lock<std::shared_mutex> exclusive;
         if (filter_.device_lock) exclusive = std::unique_lock<std::shared_mutex>(*filter_.device_lock);
-        try {
-          base = baseline_(task);
-        } catch (const std::exception& e) {
-          base.error = e.what();
-        }
+        // What this process's allocator keeps cached is memory the judge,
+        // another process, cannot have.
+        release_cached_device_memory(filter_.device);
+        base = judge(task, &retries);
       } else {
         base.error = "no baseline callback";
       }
+      r.judge_retries += retries;
       // Stopped meanwhile (the judge may have been interrupted with us): this
       // attempt's outcome is not trusted; a rerun redoes the slot.
       if (stopping()) break;
+      if (baseline_ && !base.error.empty() && base.invalid.empty()) {
+        // A task is committed only with the judge's check behind it: a
+        // system error that outlived its retries rejects the attempt, and
+        // the slot moves on (DESIGN.md: a system error is never a verdict).
+        ++r.rejections["judge_error"];
+        r.last_rejection = "judge_error: " + base.error;
+        count_rejection("judge_error");
+        continue;
+      }
       if (!base.invalid.empty()) {
         // The judge's own reference check refused what the filters passed:
         // the judge decides, the attempt is rejected.
@@ -306,18 +321,36 @@ class Run {
                   {"dtype", dtype_name(task.inputs.front().dtype)},
                   {"predicted_ms", shapes->predicted_ms},
                   {"measured_ms", verdict.eager_ms},
+                  {"measured_in_window", verdict.measured_in_window},
                   {"bytes", shapes->bytes},
                   {"filter_s", filter_s},
                   {"baseline_s", seconds_since(b0)},
                   {"baseline", base.eager_ms ? json(*base.eager_ms) : json(nullptr)},
                   {"baseline_device", base.device},
                   {"baseline_error", base.error},
-                  {"baseline_detail", base.detail}};
+                  {"baseline_detail", base.detail},
+                  {"judge_retries", r.judge_retries}};
       r.task = std::move(task);
       return r;
     }
     r.exhausted = !stopping();
     return r;
+  }
+
+  // The judge's answer for `task`: a system error (an answer that is neither
+  // a verdict nor a timing) is asked again, up to c_.judge_retries times.
+  BaselineResult judge(const TaskSpec& task, int* retries) {
+    for (;;) {
+      BaselineResult base;
+      try {
+        base = baseline_(task);
+      } catch (const std::exception& e) {
+        base.error = e.what();
+      }
+      if (base.error.empty() || !base.invalid.empty() || *retries >= c_.judge_retries || stopping()) return base;
+      ++*retries;
+      count_judge_retry();
+    }
   }
 
   void worker() {
@@ -383,6 +416,11 @@ class Run {
   void count_attempt() {
     std::lock_guard<std::mutex> lock(mu_);
     ++progress_state_.attempts;
+  }
+
+  void count_judge_retry() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++progress_state_.judge_retries;
   }
 
   void count_rejection(const std::string& reason) {

@@ -72,7 +72,21 @@ def check_case(case):
                 target.copy_(value)
             else:
                 args.append(value)
-        result = model(*args)
+        try:
+            result = model(*args)
+        except RuntimeError as e:
+            # CPU PyTorch 1.13 lacks some half kernels (batch_norm); the C++
+            # reference holds half values in float32 on the CPU
+            # (core/src/reference/run_reference.cpp), so the module runs the
+            # same way here and its outputs are cast back.
+            low = [a for a in args if a.dtype in (torch.float16, torch.bfloat16)]
+            if "not implemented for" not in str(e) or not low:
+                raise
+            declared = low[0].dtype
+            model = model.float()
+            result = model(*[a.float() if a.dtype == declared else a for a in args])
+            result = tuple(r.to(declared) if r.is_floating_point() else r
+                           for r in (result if isinstance(result, tuple) else (result,)))
     outputs = result if isinstance(result, tuple) else (result,)
     if len(outputs) != len(case["outputs"]):
         return False, "forward returned %d outputs, expected %d" % (len(outputs), len(case["outputs"]))

@@ -48,6 +48,7 @@ TEST(FiltersTest, AGoodTaskPassesAndIsTimed) {
   const FilterVerdict v = run_filters(t, cpu_options());
   EXPECT_TRUE(v.passed) << v.reason << ": " << v.detail;
   EXPECT_GT(v.eager_ms, 0.0);
+  EXPECT_TRUE(v.measured_in_window) << v.eager_ms;
 }
 
 TEST(FiltersTest, FailsToRun) {
@@ -62,6 +63,37 @@ TEST(FiltersTest, NanOrInf) {
 TEST(FiltersTest, NearConstant) {
   // softmax over a dim of one element is 1 everywhere.
   EXPECT_REASON(task_of({tensor("x", {64, 1})}, {{"softmax", {"x"}, "y", {{"dim", 1}}}}), "near_constant");
+}
+
+TEST(FiltersTest, AConstantPassesTheTolerance) {
+  // Softmax over 4096 columns: every value is near 1/4096, within atol 1e-2
+  // of the mean, though the values spread far more than rounding noise.
+  EXPECT_REASON(task_of({tensor("x", {4, 4096})}, {{"softmax", {"x"}, "y", {{"dim", 1}}}}), "constant_passes");
+  // Outputs of RMS 1e-3 against atol 1e-2: zero passes them all.
+  EXPECT_REASON(task_of({tensor("x", {64, 64})}, {{"mul", {"x"}, "y", {{"other", 1e-3}}}}), "constant_passes");
+}
+
+TEST(FiltersTest, AConstantNodeMakesItsUpstreamDead) {
+  // relu6(min(x, 0)) is 0 everywhere: the bias added after it makes the
+  // output vary, but a kernel need not compute anything before the relu6.
+  TensorSpec bias = tensor("b", {64});
+  TaskSpec t = task_of({tensor("x", {64, 64})}, {{"minimum", {"x"}, "t0", {{"other", 0.0}}},
+                                                 {"relu6", {"t0"}, "t1", json::object()},
+                                                 {"add", {"t1", "b"}, "y", json::object()}});
+  t.params = {bias};
+  EXPECT_REASON(t, "constant_node");
+}
+
+TEST(FiltersTest, AnActivationTheOutputIgnores) {
+  // max(x, y) with y in [10, 20) and x standard normal is y: redrawing both
+  // inputs changes the output (not seed-insensitive), redrawing x alone does not.
+  TensorSpec y = tensor("y", {64, 64}, "uniform");
+  y.init.low = 10.0;
+  y.init.high = 20.0;
+  const TaskSpec t = task_of({tensor("x", {64, 64}), y}, {{"maximum", {"x", "y"}, "z", json::object()}});
+  const std::string r = reason_of(t);
+  EXPECT_EQ(r.substr(0, std::string("activation_insensitive").size()), "activation_insensitive") << r;
+  EXPECT_NE(r.find("input x"), std::string::npos) << r;
 }
 
 TEST(FiltersTest, SeedInsensitive) {
@@ -107,6 +139,24 @@ TEST(FiltersTest, OutsideTheRuntimeWindow) {
   const FilterVerdict v = run_filters(task_of({tensor("x", {8, 8})}, {{"tanh", {"x"}, "y", json::object()}}), o);
   EXPECT_EQ(v.reason, "runtime_window") << v.detail;
   EXPECT_GT(v.eager_ms, 0.0);
+}
+
+// The measurement rejects only a gross cost-model miss: a task measured
+// outside the window but within far_outside of it passes, annotated as
+// outside. A tanh of 8x8 takes microseconds: above 1e-4 ms, far below 100 ms.
+TEST(FiltersTest, AMeasuredTimeNearTheWindowOnlyAnnotates) {
+  FilterOptions o = cpu_options();
+  o.window = {100.0, 200.0};
+  o.far_outside = 1e6;
+  const TaskSpec t = task_of({tensor("x", {8, 8})}, {{"tanh", {"x"}, "y", json::object()}});
+  const FilterVerdict v = run_filters(t, o);
+  EXPECT_TRUE(v.passed) << v.reason << ": " << v.detail;
+  EXPECT_FALSE(v.measured_in_window);
+  EXPECT_LT(v.eager_ms, 100.0);
+  o.far_outside = 3.0;  // the default: 8x8 is far below 100 / 3 ms
+  const FilterVerdict far = run_filters(t, o);
+  EXPECT_EQ(far.reason, "runtime_window") << far.detail;
+  EXPECT_NE(far.detail.find("more than a factor 3 outside"), std::string::npos) << far.detail;
 }
 
 TEST(FiltersTest, AVariantThatMisbehavesIsCaught) {

@@ -5,11 +5,14 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -88,6 +91,81 @@ TEST(SynthCliTest, SameSeedSameFileWhateverTheThreadCount) {
   EXPECT_NE(read(c / "tasks.jsonl").substr(0, 200), read(a / "tasks.jsonl").substr(0, 200));
   kforge::remove_tree(b);
   kforge::remove_tree(c);
+}
+
+// Another process spinning on every core (at least two) while it lives: the
+// load under which a measured window verdict once gave slot 5 another task.
+// Processes, not threads: the child of a threaded test binary may only do
+// async-signal-safe work, and forking again and spinning is that.
+class CpuHog {
+ public:
+  CpuHog() {
+    const unsigned spinners = std::max(2u, std::thread::hardware_concurrency());
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      // Never outlive the test, even one that crashes before the destructor.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      for (unsigned i = 1; i < spinners; ++i) {
+        if (::fork() == 0) {
+          ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+          break;
+        }
+      }
+      for (volatile uint64_t i = 0;; i = i + 1) {
+      }
+    }
+    if (pid_ > 0) ::setpgid(pid_, pid_);  // as the child does: no race on who is first
+  }
+  ~CpuHog() {
+    if (pid_ <= 0) return;
+    ::kill(-pid_, SIGKILL);  // the whole group: the leader and its spinners
+    ::waitpid(pid_, nullptr, 0);
+  }
+  CpuHog(const CpuHog&) = delete;
+  CpuHog& operator=(const CpuHog&) = delete;
+  pid_t pid() const { return pid_; }
+
+  // CPU clock ticks the leader has spun so far (/proc/PID/stat utime).
+  long ticks() const {
+    const std::string stat = read("/proc/" + std::to_string(pid_) + "/stat");
+    const size_t name_end = stat.rfind(')');
+    if (name_end == std::string::npos) return -1;
+    std::istringstream rest(stat.substr(name_end + 1));  // from field 3 (state) on
+    std::string field;
+    for (int i = 3; i <= 14; ++i) rest >> field;  // field 14 is utime
+    return std::atol(field.c_str());
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// Which task a slot gets must not depend on the machine's load or on the
+// worker count: the cost model decides the window, the measured time only
+// annotates (or rejects a gross miss, far from any edge). Two runs beside a
+// hog on every core, one and two workers, give the unloaded run's file.
+TEST(SynthCliTest, SameFileBesideACpuHog) {
+  const fs::path& quiet = reference_run();
+  const fs::path one = scratch("hog_one"), two = scratch("hog_two");
+  std::string out;
+  {
+    CpuHog hog;
+    ASSERT_GT(hog.pid(), 0);
+    ASSERT_EQ(run(synth_cmd(one, 8, 11, 1), &out), 0) << out;
+    ASSERT_EQ(run(synth_cmd(two, 8, 11, 2), &out), 0) << out;
+    EXPECT_GT(hog.ticks(), 0) << "the hog never ran";
+  }
+  ASSERT_EQ(lines_of(one / "tasks.jsonl"), 8u);
+  EXPECT_EQ(read(one / "tasks.jsonl"), read(two / "tasks.jsonl"));
+  EXPECT_EQ(read(one / "tasks.jsonl"), read(quiet / "tasks.jsonl"));
+  // The measurement is still recorded, as an annotation.
+  for_each_jsonl_line(two / "slots.jsonl", [&](const Document& d, size_t) {
+    EXPECT_GT(d.root["measured_ms"].get<double>(), 0.0) << d.root.dump();
+    EXPECT_TRUE(d.root.contains("measured_in_window")) << d.root.dump();
+  });
+  kforge::remove_tree(one);
+  kforge::remove_tree(two);
 }
 
 TEST(SynthCliTest, EveryTaskIsValidUniqueAndRecordsItsNearestKernelBenchProblem) {

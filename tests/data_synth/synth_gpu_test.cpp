@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -37,16 +38,27 @@ TEST(SynthGpuTest, TasksFromTheGpuAreDeterministicAndInTheWindow) {
   EXPECT_EQ(pa.accepted, 24);
   EXPECT_EQ(read(a / "tasks.jsonl"), read(b / "tasks.jsonl"));
   for (const auto& line : load_task_set(a / "tasks.jsonl")) EXPECT_EQ(line.meta["synth"]["backend"], "cuda");
-  // Every committed slot's in-process time on the GPU is inside the window.
+  // The cost model decides the window: every committed slot's prediction is
+  // inside it, at least a factor sqrt(margin) from each edge. The GPU time
+  // measured in-process only annotates: it is never more than far_outside
+  // (3x) outside the window, and it lands inside for most tasks, or the
+  // CUDA profile (cost_model.cpp) needs recalibrating.
+  const double edge = std::sqrt(c.shapes.margin);
   std::ifstream slots(a / "slots.jsonl");
   std::string line;
-  int n = 0;
+  int n = 0, inside = 0;
   while (std::getline(slots, line)) {
     const json s = json::parse(line);
-    EXPECT_GE(s["measured_ms"].get<double>(), 0.05) << line;
-    EXPECT_LE(s["measured_ms"].get<double>(), 20.0) << line;
+    EXPECT_GE(s["predicted_ms"].get<double>(), 0.05 * edge) << line;
+    EXPECT_LE(s["predicted_ms"].get<double>(), 20.0 / edge) << line;
+    EXPECT_GE(s["measured_ms"].get<double>(), 0.05 / 3) << line;
+    EXPECT_LE(s["measured_ms"].get<double>(), 20.0 * 3) << line;
+    const double m = s["measured_ms"].get<double>();
+    EXPECT_EQ(s["measured_in_window"].get<bool>(), m >= 0.05 && m <= 20.0) << line;
+    if (m >= 0.05 && m <= 20.0) ++inside;
     ++n;
   }
+  EXPECT_GT(inside, n / 2) << "the measured GPU time is outside the window for most tasks";
   EXPECT_EQ(n, 24);
   kforge::remove_tree(a);
   kforge::remove_tree(b);

@@ -19,18 +19,35 @@ namespace kforge::synth {
 
 // Every reason an attempt can be rejected for: the composer and shape
 // sampler's, the filters', the judge's reference check (judge_check, from the
-// baseline callback), then deduplication and contamination.
+// baseline callback) or its system errors past their retries (judge_error),
+// then deduplication and contamination.
 const std::vector<std::string>& rejection_reasons();
 
 struct FilterOptions {
   at::Device device = at::Device(at::kCPU);
   RuntimeWindow window;
-  // Timed calls after one warm-up; the fastest is judged against the window
-  // (filters.cpp, time_eager: the statistic load moves least).
+  // Timed calls after one warm-up; the fastest is recorded (filters.cpp,
+  // time_eager: the statistic load moves least).
   int timing_runs = 5;
+  // The cost model decides whether a task is inside the window (shape_search);
+  // the measured time rejects it only when it lies more than this factor
+  // outside an edge (below lo / far_outside or above hi * far_outside): a
+  // cost-model miss that large, never load or timing noise near an edge,
+  // which would let the machine's load pick a slot's task.
+  double far_outside = 3.0;
   // Two outputs count as "the same" (seed-insensitive, no-op op) when every
   // element is within this fraction of the task's tolerance.
   double same_fraction = 1.0;
+  // constant_passes: one constant (the output's mean, median or zero) is
+  // within the task's tolerance of at least this share of an output's
+  // elements. A kernel that writes it would be mostly right, and the whole of
+  // a softmax over a long row is within atol of 1/N.
+  double constant_fraction = 0.9;
+  // activation_insensitive: redrawing one input (parameters held) leaves at
+  // least this share of the output elements within the tolerance. Not all of
+  // them: a saturated path (sigmoid of a large std) can flip a few elements
+  // through a threshold and still leave the output a function of the weights.
+  double insensitive_share = 0.99;
   // The float32 (or half) reference must agree with the float64 one within
   // this fraction of the tolerance: a reference that uses up its own
   // tolerance leaves nothing for an honest kernel.
@@ -48,6 +65,9 @@ struct FilterVerdict {
   std::string reason;   // one of rejection_reasons() when rejected
   std::string detail;   // what was seen, e.g. "node 2 (relu) is a no-op: ..."
   double eager_ms = 0;  // fastest timed run (when the task got that far)
+  // Whether eager_ms is inside the window itself: an annotation only (the
+  // verdict used far_outside).
+  bool measured_in_window = false;
 };
 
 FilterVerdict run_filters(const TaskSpec& task, const FilterOptions& options);

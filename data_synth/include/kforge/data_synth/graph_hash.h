@@ -21,6 +21,8 @@ std::string canonical_graph_hash(const TaskSpec& task);
 // The nodes' ops in a canonical topological order (name- and order-free),
 // e.g. {"conv2d", "relu", "add"}: what contamination compares.
 std::vector<std::string> canonical_op_sequence(const TaskSpec& task);
+// The same order as indices into task.nodes.
+std::vector<size_t> canonical_node_order(const TaskSpec& task);
 
 // Whether swapping the first two tensor inputs of `op` leaves its result unchanged.
 bool is_commutative(const std::string& op, const json& attrs);

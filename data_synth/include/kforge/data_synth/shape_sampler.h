@@ -4,8 +4,9 @@
 //
 // Sizes other than the batch are drawn log-uniformly by the composer; the
 // batch is chosen on a log grid with the cost model (cost_model.h) so that
-// the choice depends on the seed only. The measured eager time is then judged
-// by the runtime-window filter (filters.h).
+// the choice depends on the seed only. The cost model also decides whether the
+// task is inside the window; the measured eager time (filters.h) annotates it
+// and rejects only a gross miss of the model.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,11 @@ struct ShapeOptions {
   int64_t max_batch = 1 << 16;
   // Extra shape variants per task (the batch changed); at least two.
   int variants = 2;
+  // near_roofline: the cost model's eager time is under this multiple of the
+  // fused task's bandwidth bound (bandwidth_bound_ms): one memory-bound pass
+  // that eager PyTorch already runs at the bandwidth. Decided by the cost
+  // model, like the window, so that it does not depend on the machine's load.
+  double min_headroom = 1.5;
 };
 
 struct SampledShapes {
@@ -50,7 +56,7 @@ struct SampledShapes {
 };
 
 struct ShapeRejection {
-  std::string reason;  // "shape_search" or "memory_cap"
+  std::string reason;  // "shape_search", "memory_cap" or "near_roofline"
   std::string detail;
 };
 

@@ -36,7 +36,10 @@ namespace kforge::synth {
 struct BaselineResult {
   std::optional<double> eager_ms;
   std::string device;  // e.g. "NVIDIA H200" or the CPU model
-  std::string error;   // why there is no baseline (judge failure), else empty
+  // A system error of the judge (it could not answer): the request is made
+  // again (SynthConfig::judge_retries), then the attempt is rejected as
+  // judge_error.
+  std::string error;
   // Non-empty when the judge refused the task (its reference check: what
   // `kforge task check` and the env's reset ask): the attempt is rejected as
   // "judge_check" with this message, so no exported task fails that check.
@@ -62,6 +65,11 @@ struct SynthConfig {
   // A slot that rejects this many attempts in a row stops the run: the
   // options cannot produce tasks (e.g. an unreachable runtime window).
   int max_attempts_per_slot = 2000;
+  // A judge system error (BaselineResult::error from a callback that is
+  // given) is asked again this many times; still an error, the attempt is
+  // rejected as judge_error. A task is never committed without the judge's
+  // check.
+  int judge_retries = 3;
   // Set (e.g. by a SIGINT handler) to stop early: attempts in flight finish,
   // nothing more is committed, and synthesize() returns with done == false.
   // What was committed stays; a rerun continues from there.
@@ -78,6 +86,7 @@ struct SynthProgress {
   int64_t attempts = 0;                       // this run's attempts
   int64_t rejected = 0;                       // this run's rejections
   std::map<std::string, int64_t> rejections;  // this run's, by reason
+  int64_t judge_retries = 0;                  // judge system errors asked again
   double elapsed_s = 0;
   bool done = false;       // every slot up to the target is committed
   bool cancelled = false;  // stopped early through SynthConfig::cancel
