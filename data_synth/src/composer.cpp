@@ -340,6 +340,20 @@ std::optional<Choice> scalar_op(Draw& d, const Value& cur) {
 // Index of the channel dim for (N, C, *) layouts (conv outputs), else the last dim.
 bool channel_layout(const Value& cur, bool conv_like) { return conv_like && cur.type.shape.size() >= 3; }
 
+// The shape of a param broadcast over the channel dim of (N, C, *) or over
+// the last dim.
+std::vector<int64_t> broadcast_param_shape(const Value& cur, bool conv_like) {
+  const std::vector<int64_t>& s = cur.type.shape;
+  std::vector<int64_t> shape;
+  if (channel_layout(cur, conv_like)) {
+    shape.push_back(s[1]);
+    for (size_t i = 2; i < s.size(); ++i) shape.push_back(1);
+  } else {
+    shape.push_back(s.back());
+  }
+  return shape;
+}
+
 // A binary op with a broadcast param (bias or scale), a second kernel input of
 // the same shape, or a residual connection to an earlier value.
 std::optional<Value> binary_branch(Draw& d, const Value& cur, bool conv_like) {
@@ -361,14 +375,7 @@ std::optional<Value> binary_branch(Draw& d, const Value& cur, bool conv_like) {
     d.pattern.push_back("input_" + op);
     return d.g.node(op, {cur, other}, json::object(), Domain::kAny);
   }
-  // A param broadcast over the channel dim of (N, C, *) or the last dim.
-  std::vector<int64_t> shape;
-  if (channel_layout(cur, conv_like)) {
-    shape.push_back(s[1]);
-    for (size_t i = 2; i < s.size(); ++i) shape.push_back(1);
-  } else {
-    shape.push_back(s.back());
-  }
+  const std::vector<int64_t> shape = broadcast_param_shape(cur, conv_like);
   const bool scale = d.rng.chance(0.35);
   Value p = d.g.param(scale ? "scale" : "bias", shape, scale ? normal(1.0, 0.5) : normal());
   d.pattern.push_back(scale ? "scale" : "bias");
@@ -511,13 +518,7 @@ std::optional<Value> gate(Draw& d, const Value& cur, bool conv_like) {
   if (s.size() < 2) return std::nullopt;
   const std::string cmp = d.rng.pick(std::vector<std::string>{"gt", "lt", "ge", "le"});
   const Value cond = d.g.node(cmp, {cur}, {{"other", scalar_of(d.rng, {0.0, 0.5, -0.5})}}, Domain::kAny);
-  std::vector<int64_t> shape;
-  if (channel_layout(cur, conv_like)) {
-    shape.push_back(s[1]);
-    for (size_t i = 2; i < s.size(); ++i) shape.push_back(1);
-  } else {
-    shape.push_back(s.back());
-  }
+  const std::vector<int64_t> shape = broadcast_param_shape(cur, conv_like);
   const Value other = d.g.param("alt", shape, normal());
   d.pattern.push_back(cmp + "_where");
   return d.g.node("where", {cond, cur, other}, json::object(), Domain::kAny);
