@@ -44,6 +44,19 @@ SynthConfig config(int workers) {
   return c;
 }
 
+// The graph hash of the task slot 0 takes when every task passes: the tests
+// below make their judge fail it, so that a failure is certain whatever the
+// seed. (at() throws, failing the test, when no task was written.)
+std::string first_task_hash(const std::string& name) {
+  const fs::path dir = scratch(name);
+  SynthConfig one = config(1);
+  one.n = 1;
+  EXPECT_EQ(synthesize(one, dir, {}, {}).accepted, 1);
+  std::string hash = load_task_set(dir / "tasks.jsonl").at(0).meta["synth"]["graph_hash"].get<std::string>();
+  kforge::remove_tree(dir);
+  return hash;
+}
+
 TEST(SynthesizerTest, SameFileForOneAndThreeWorkersWithCallbackBaselines) {
   const fs::path a = scratch("a"), b = scratch("b");
   int calls = 0;
@@ -101,13 +114,10 @@ TEST(SynthesizerTest, SameFileForOneAndThreeWorkersWithCallbackBaselines) {
 // rejected as judge_check and the slot moves on to its next attempt; the
 // verdict depends on the task only, so the set stays deterministic.
 TEST(SynthesizerTest, TasksTheJudgeRefusesAreRejectedDeterministically) {
-  const fs::path a = scratch("judge_a"), b = scratch("judge_b"), first = scratch("judge_first");
-  // The task slot 0 takes when nothing is refused: the judge below refuses
-  // it, so at least one refusal is certain whatever the seed.
-  SynthConfig one = config(1);
-  one.n = 1;
-  ASSERT_EQ(synthesize(one, first, {}, {}).accepted, 1);
-  const std::string slot0 = load_task_set(first / "tasks.jsonl").at(0).meta["synth"]["graph_hash"].get<std::string>();
+  const fs::path a = scratch("judge_a"), b = scratch("judge_b");
+  // The judge below refuses slot 0's first task, so at least one refusal is
+  // certain whatever the seed.
+  const std::string slot0 = first_task_hash("judge_first");
   std::atomic<int> refused{0};
   BaselineFn judge = [&](const TaskSpec& t) {
     BaselineResult r;
@@ -138,7 +148,6 @@ TEST(SynthesizerTest, TasksTheJudgeRefusesAreRejectedDeterministically) {
   }
   kforge::remove_tree(a);
   kforge::remove_tree(b);
-  kforge::remove_tree(first);
 }
 
 // A judge system error (e.g. "CUDA out of memory" while this process held
@@ -147,11 +156,8 @@ TEST(SynthesizerTest, TasksTheJudgeRefusesAreRejectedDeterministically) {
 // check. Slot 0's first task always fails here, so a rejection is certain;
 // every other task fails twice, then answers.
 TEST(SynthesizerTest, AJudgeSystemErrorIsRetriedAndNeverCommitted) {
-  const fs::path first = scratch("sys_first"), a = scratch("sys_a"), b = scratch("sys_b");
-  SynthConfig one = config(1);
-  one.n = 1;
-  ASSERT_EQ(synthesize(one, first, {}, {}).accepted, 1);
-  const std::string slot0 = load_task_set(first / "tasks.jsonl").at(0).meta["synth"]["graph_hash"].get<std::string>();
+  const fs::path a = scratch("sys_a"), b = scratch("sys_b");
+  const std::string slot0 = first_task_hash("sys_first");
   std::mutex mu;
   std::map<std::string, int> calls;
   BaselineFn judge = [&](const TaskSpec& t) {
@@ -202,7 +208,6 @@ TEST(SynthesizerTest, AJudgeSystemErrorIsRetriedAndNeverCommitted) {
                       "after their retries: 1"),
             std::string::npos)
       << read(a / "DATASET_CARD.md");
-  kforge::remove_tree(first);
   kforge::remove_tree(a);
   kforge::remove_tree(b);
 }
