@@ -180,8 +180,14 @@ TEST_F(RolloutRunnerTest, TheContrastivePresetsGroupNormalizationIsUsedByDefault
 TEST_F(RolloutRunnerTest, AutoNormalizationUsesTheRewardsStdKindAndEps) {
   // The reward file asks for the population std and eps 0.5; the advantages
   // must be what RewardFunction::normalize_group computes with those, not a
-  // sample std with eps 1e-6.
-  auto policy = std::make_shared<BaselinePolicy>(BaselineConfig{"cpp", 0, 3});
+  // sample std with eps 1e-6. One member submits a wrong kernel: its penalty
+  // (-1.5) is below any correct member's reward (clipped to [-1, 1]), so the
+  // totals differ however the machine's load moves the measured speedups.
+  auto policy = std::make_shared<ScriptedPolicy>([](const PolicyRequest& r) {
+    std::string source = correct_source();
+    if (r.episode_id.back() == '2') source.replace(source.find("v > 0.0f ? v : 0.0f"), 19, "v");
+    return call("submit", {{"source", source}});
+  });
   RolloutConfig c = config(1, 3);
   c.env = (testing::data_dir() / "env_population_std.yaml").string();
   const std::vector<Trajectory> trajectories = run(c, policy);
@@ -193,7 +199,8 @@ TEST_F(RolloutRunnerTest, AutoNormalizationUsesTheRewardsStdKindAndEps) {
     advantages.push_back(t.info["group"]["advantage"].get<double>());
   }
   // Distinct totals, or every normalization gives zeros.
-  ASSERT_NE(*std::min_element(totals.begin(), totals.end()), *std::max_element(totals.begin(), totals.end()));
+  ASSERT_EQ(*std::min_element(totals.begin(), totals.end()), -1.5);
+  ASSERT_GE(*std::max_element(totals.begin(), totals.end()), -1.0);
   const auto reward = reward::RewardFunction::load((testing::data_dir() / "reward_population_std.yaml").string());
   const std::vector<double> expected = reward.normalize_group(totals);
   for (size_t i = 0; i < totals.size(); ++i) EXPECT_NEAR(advantages[i], expected[i], 1e-9) << i;
