@@ -58,7 +58,8 @@ struct ServerConfig {
   double idle_timeout_s = 900.0;
   // Larger messages make ZeroMQ drop the connection (ZMQ_MAXMSGSIZE).
   size_t max_message_bytes = 64u << 20;
-  // Steps one client may have in flight at once (one per env in any case).
+  // Steps and resets one client may have in flight at once (one per env in
+  // any case); twice as many of its requests may wait to be handled.
   int max_inflight_per_client = 256;
   // On stop(): how long in-flight steps may still finish and be answered;
   // those still running after it are answered with shutting_down.
