@@ -12,6 +12,7 @@
 
 #include "kforge/core/error.h"
 #include "kforge/core/task_set.h"
+#include "kforge/env/step_info.h"
 #include "kforge/reward/reward.h"
 #include "kforge/rollout/baseline_policy.h"
 #include "kforge/rollout/openai_policy.h"
@@ -479,12 +480,8 @@ struct RolloutRunner::Impl {
 
   // --- the environment -------------------------------------------------------------
 
-  bool supplies_solution(const json& call, const json& info) const {
-    const json& error = info.value("error", json(nullptr));
-    if (error.is_object()) {
-      const std::string kind = error.value("kind", "");
-      if (kind == "invalid_action" || kind == "no_solution" || kind == "episode_finished") return false;
-    }
+  bool supplies_solution(const json& call, const env::StepInfo& info) const {
+    if (info.error && info.error->kind != env::StepErrorKind::kSystem) return false;
     try {
       return pool->tools().decode(call).solution.has_value();
     } catch (const InputError&) {
@@ -494,10 +491,9 @@ struct RolloutRunner::Impl {
 
   void on_step(Episode& ep, StepResult result) {
     ++stats.steps;
-    const json& info = result.info;
-    const double step_ms = info.value("timings", json::object()).value("step_ms", 0.0);
-    stats.env_step_ms += step_ms;
-    ep.env_total_ms += step_ms;
+    env::StepInfo info = env::step_info_from_json(result.info);
+    stats.env_step_ms += info.timings.step_ms;
+    ep.env_total_ms += info.timings.step_ms;
     const int turn = static_cast<int>(ep.traj.turns.size());
     Turn t;
     t.messages = json::array({ep.assistant});
@@ -514,25 +510,24 @@ struct RolloutRunner::Impl {
     t.action = ep.call;
     t.observation = result.observation;
     t.reward = result.reward;
-    t.reward_components = info.value("reward_components", json::object());
-    t.timings = info.value("timings", json::object());
+    t.reward_components = info.reward_components.to_json();
+    t.timings = env::to_json(info.timings);
     t.timings["policy_ms"] = ep.policy_ms;
     if (supplies_solution(ep.call, info)) ep.solution_turn = turn;
-    const json& budget = info.value("budget", json::object());
-    json env_info = info;
-    env_info.erase("tool_call");  // the turn's action
-    t.info = {{"env", env_info},
+    info.tool_call = nullptr;  // the turn's action
+    t.info = {{"env", env::to_json(info)},
               {"policy", ep.policy_meta},
               {"state",
-               {{"turns_used", budget.value("turns_used", 0)},
-                {"time_used_s", budget.value("time_used_s", 0.0)},
-                {"compile_errors", budget.value("compile_errors", 0)},
-                {"episode_return", info.value("episode_return", 0.0)},
+               {{"turns_used", info.budget.turns_used},
+                {"time_used_s", info.budget.time_used_s},
+                {"compile_errors", info.budget.compile_errors},
+                {"episode_return", info.episode_return},
                 {"solution_turn", ep.solution_turn}}}};
     for (const auto& m : t.messages) ep.messages.push_back(m);
     ep.traj.turns.push_back(std::move(t));
     if (result.terminated || result.truncated) {
-      finish(ep, result.terminated, result.truncated ? info.value("truncation_reason", "budget") : "");
+      const std::string reason = info.truncation_reason.empty() ? "budget" : info.truncation_reason;
+      finish(ep, result.terminated, result.truncated ? reason : "");
       return;
     }
     ep.state = State::kNeedPolicy;
@@ -542,10 +537,17 @@ struct RolloutRunner::Impl {
 
   void remember_exemplar(const Episode& ep) {
     if (ep.traj.turns.empty() || ep.solution_turn < 0) return;
-    const json& env_info = ep.traj.turns.back().info.value("env", json::object());
-    const json& fin = env_info.value("final_evaluation", json::object());
-    const json& m = fin.contains("measurement") ? fin["measurement"] : env_info.value("measurement", json::object());
-    if (m.value("outcome", "") != "correct" || !m.contains("speedup_eager") || !m["speedup_eager"].is_number()) return;
+    // The last turn's info (a fork's may be its parent's, read from a file).
+    const json& env_info = ep.traj.turns.back().info.value("env", json(nullptr));
+    if (!env_info.is_object()) return;
+    std::optional<Measurement> scored;
+    try {
+      scored = env::step_info_from_json(env_info).scored_measurement();
+    } catch (const InputError&) {
+      return;
+    }
+    const Measurement& m = *scored;
+    if (!m.correct() || !m.speedup_eager) return;
     // The scored solution is the episode's latest one (submit or auto-submit).
     env::Exemplar e;
     try {
@@ -555,7 +557,7 @@ struct RolloutRunner::Impl {
     } catch (const InputError&) {
       return;
     }
-    e.speedup_eager = m["speedup_eager"].get<double>();
+    e.speedup_eager = *m.speedup_eager;
     e.note = "trajectory " + ep.traj.id;
     auto& list = best[ep.traj.task_id];
     for (const auto& other : list) {
@@ -781,7 +783,7 @@ void RolloutRunner::add_fork(const Trajectory& parent, int turn, int n) {
   const json& state = parent.turns[static_cast<size_t>(turn)].info.value("state", json(nullptr));
   if (!state.is_object()) throw InputError(what + ": turn " + std::to_string(turn) + " has no info.state");
   const json& env_info = parent.turns[static_cast<size_t>(turn)].info.value("env", json::object());
-  if (env_info.value("final", false)) {
+  if (env::step_info_from_json(env_info, what + ": turn " + std::to_string(turn) + " info.env").final) {
     throw InputError(what + ": the episode ended at turn " + std::to_string(turn) + "; fork from an earlier turn");
   }
   impl_->forks.push_back({parent, turn});
