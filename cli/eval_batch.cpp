@@ -282,26 +282,22 @@ json input_error_row(const BatchPair& p, const std::string& verdict, const std::
 
 json result_row(const BatchPair& p, const StepResult& step) {
   json row = base_row(p);
-  const EvalSummary s = summarize(step);
+  const env::StepInfo info = env::step_info_from_json(step.info);
+  const EvalSummary s = summarize(step, info);
   row["verdict"] = s.verdict;
   row["reward"] = s.reward;
   row["system_error"] = s.system_error;
   row["evaluated"] = !s.system_error;
-  const json& info = step.info;
-  const json m = info.value("measurement", json::object());
-  row["speedup"] = m.contains("speedup_eager") ? m["speedup_eager"] : json(nullptr);
-  row["measurement"] = m;
-  if (info.contains("eval_report") && info["eval_report"].is_object()) {
-    const json& r = info["eval_report"];
-    // A report of a compile error has no device: null, which value() would
-    // refuse to read as a string.
-    auto text = [&](const char* key) { return r.contains(key) && r[key].is_string() ? r[key] : json(""); };
-    row["summary"] = text("summary");
-    row["device"] = text("device");
-    row["eval_phases_ms"] = r.value("phase_ms", json::object());
+  const Measurement& m = info.measurement;
+  row["speedup"] = m.speedup_eager ? json(*m.speedup_eager) : json(nullptr);
+  row["measurement"] = to_json(m);
+  if (info.eval_report) {
+    row["summary"] = info.eval_report->summary;
+    row["device"] = info.eval_report->device;
+    row["eval_phases_ms"] = info.eval_report->phase_ms;
   }
-  if (info.contains("error") && info["error"].is_object()) row["error"] = info["error"].value("message", std::string());
-  row["timings"] = info.value("timings", json::object());
+  if (info.error) row["error"] = info.error->message;
+  row["timings"] = env::to_json(info.timings);
   return row;
 }
 

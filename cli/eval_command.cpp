@@ -61,7 +61,10 @@ int run_eval(const EvalArgs& a) {
   }
   if (summarize(step).system_error) {
     std::cerr << "kforge eval: the environment failed: "
-              << step.info["error"].value("message", std::string("unknown error")) << "\n";
+              << env::step_info_from_json(step.info)
+                     .error.value_or(env::StepError{env::StepErrorKind::kSystem, "unknown error"})
+                     .message
+              << "\n";
     return kExitSystem;
   }
   return kExitOk;

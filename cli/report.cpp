@@ -43,30 +43,28 @@ std::string indent(const std::string& text, const std::string& pad) {
 
 }  // namespace
 
-EvalSummary summarize(const StepResult& step) {
+EvalSummary summarize(const StepResult& step) { return summarize(step, env::step_info_from_json(step.info)); }
+
+EvalSummary summarize(const StepResult& step, const env::StepInfo& info) {
   EvalSummary s;
   s.reward = step.reward;
-  const json& err = at_or_null(step.info, "error");
-  if (err.is_object()) {
-    s.verdict = "error: " + err.value("kind", std::string("unknown"));
-    s.system_error = err.value("kind", std::string()) == "system";
+  if (info.error) {
+    s.verdict = "error: " + env::step_error_kind_name(info.error->kind);
+    s.system_error = info.error->kind == env::StepErrorKind::kSystem;
   }
   // Truncated episodes are scored on their final evaluation.
-  const json& fin = at_or_null(step.info, "final_evaluation");
-  const json& m = fin.is_object() ? at_or_null(fin, "measurement") : at_or_null(step.info, "measurement");
-  if (s.verdict.empty()) s.verdict = m.is_object() ? m.value("outcome", std::string("unknown")) : "unknown";
-  const json& sp = at_or_null(m, "speedup_eager");
-  s.speedup = sp.is_number() ? fixed(sp.get<double>(), 2) + "x" : "-";
+  const Measurement& m = info.scored_measurement();
+  if (s.verdict.empty()) s.verdict = outcome_name(m.outcome);
+  s.speedup = m.speedup_eager ? fixed(*m.speedup_eager, 2) + "x" : "-";
   return s;
 }
 
 std::string format_report(const TaskSpec& task, const Solution& solution, const std::string& backend,
                           const StepResult& step) {
-  const json& info = step.info;
-  const json& m = at_or_null(info, "measurement");
-  const json& report = at_or_null(info, "eval_report");
+  const env::StepInfo info = env::step_info_from_json(step.info);
+  const Measurement& m = info.measurement;
   const json& data = step.observation.data;
-  const EvalSummary sum = summarize(step);
+  const EvalSummary sum = summarize(step, info);
   std::ostringstream o;
   auto row = [&o](const std::string& key, const std::string& value) {
     char head[16];
@@ -74,10 +72,10 @@ std::string format_report(const TaskSpec& task, const Solution& solution, const 
     o << head << value << "\n";
   };
   o << "kforge eval: " << task.id << "\n";
-  const std::string hash = info.value("solution_hash", std::string());
+  const std::string& hash = info.solution_hash;
   row("solution", solution.origin + " (" + solution_mode_name(solution.mode) +
                       (hash.empty() ? "" : ", " + hash.substr(0, 12)) + ")");
-  const std::string device = report.is_object() ? report.value("device", std::string()) : "";
+  const std::string device = info.eval_report ? info.eval_report->device : "";
   row("backend", backend + (device.empty() ? "" : " (" + device + ")"));
   const json& comp = at_or_null(data, "compile");
   if (comp.is_object()) {
@@ -96,26 +94,20 @@ std::string format_report(const TaskSpec& task, const Solution& solution, const 
     }
     row("checks", c);
   }
-  if (report.is_object() && at_or_null(report, "timing").is_object()) {
-    const TimingSummary timing = timing_summary_from_json(report["timing"], "<eval report timing>");
+  if (info.eval_report && info.eval_report->timing) {
+    const TimingSummary& timing = *info.eval_report->timing;
     row("candidate", timing_line(timing.candidate));
     row("eager", timing_line(timing.reference));
   }
-  if (m.is_object()) {
-    std::string sp = m.contains("speedup_eager") ? fixed(m["speedup_eager"].get<double>(), 2) + "x vs eager" : "-";
-    sp += m.contains("speedup_compile") ? ", " + fixed(m["speedup_compile"].get<double>(), 2) + "x vs torch.compile"
-                                        : ", vs torch.compile: n/a (no baseline for this device)";
-    if (m.value("timed", false)) row("speedup", sp);
-    const json& viol = at_or_null(m, "violations");
-    for (const auto& v : viol)
-      row("violation", v.value("check", std::string()) + ": " + v.value("detail", std::string()));
-  }
+  std::string sp = m.speedup_eager ? fixed(*m.speedup_eager, 2) + "x vs eager" : "-";
+  sp += m.speedup_compile ? ", " + fixed(*m.speedup_compile, 2) + "x vs torch.compile"
+                          : ", vs torch.compile: n/a (no baseline for this device)";
+  if (m.timed) row("speedup", sp);
+  for (const auto& v : m.violations) row("violation", v.check + ": " + v.detail);
   std::string rw = fixed(step.reward, 3);
-  const json& comps = at_or_null(info, "reward_components");
   std::string parts;
-  for (auto it = comps.begin(); comps.is_object() && it != comps.end(); ++it) {
-    if (it.key() == "total") continue;
-    parts += (parts.empty() ? "" : ", ") + it.key() + " " + general(it.value().get<double>());
+  for (const auto& [name, value] : info.reward_components.components) {
+    parts += (parts.empty() ? "" : ", ") + name + " " + general(value);
   }
   if (!parts.empty()) rw += " (" + parts + ")";
   row("reward", rw);
@@ -124,14 +116,15 @@ std::string format_report(const TaskSpec& task, const Solution& solution, const 
 }
 
 json report_json(const TaskSpec& task, const Solution& solution, const std::string& backend, const StepResult& step) {
-  const EvalSummary s = summarize(step);
+  const env::StepInfo info = env::step_info_from_json(step.info);
+  const EvalSummary s = summarize(step, info);
   return {{"task_id", task.id},
           {"solution", {{"origin", solution.origin}, {"mode", solution_mode_name(solution.mode)}}},
           {"backend", backend},
           {"verdict", s.verdict},
           {"reward", step.reward},
-          {"reward_components", step.info.value("reward_components", json::object())},
-          {"measurement", step.info.value("measurement", json::object())},
+          {"reward_components", info.reward_components.to_json()},
+          {"measurement", to_json(info.measurement)},
           {"result", to_json(step)}};
 }
 

@@ -7,6 +7,7 @@
 #include "kforge/core/solution.h"
 #include "kforge/core/step.h"
 #include "kforge/core/task_spec.h"
+#include "kforge/env/step_info.h"
 
 namespace kforge::cli {
 
@@ -19,6 +20,8 @@ struct EvalSummary {
 };
 
 EvalSummary summarize(const StepResult& step);
+// The same from the step's info already read (env/step_info.h).
+EvalSummary summarize(const StepResult& step, const env::StepInfo& info);
 
 std::string format_report(const TaskSpec& task, const Solution& solution, const std::string& backend,
                           const StepResult& step);

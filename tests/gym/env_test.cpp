@@ -8,6 +8,7 @@
 
 #include "gym_test_util.h"
 #include "kforge/env/analysis.h"
+#include "kforge/env/step_info.h"
 
 namespace kforge::env {
 namespace {
@@ -69,6 +70,11 @@ void expect_complete_info(const StepResult& r) {
   }
   EXPECT_TRUE(info["cache_hit"].is_boolean());
   EXPECT_TRUE(info["budget"]["turns_used"].is_number());
+  // The typed StepInfo reads back exactly what the engine wrote.
+  const StepInfo typed = step_info_from_json(info);
+  EXPECT_EQ(to_json(typed), info);
+  EXPECT_DOUBLE_EQ(typed.reward_components.total, r.reward);
+  EXPECT_EQ(typed.final, r.terminated || r.truncated);
 }
 
 class EnvTest : public ::testing::Test {
@@ -230,6 +236,7 @@ TEST_F(EnvTest, TruncationAtMaxTurnsScoresTheLastSolution) {
   const StepResult b = env().step(make_action(ActionType::kCompile));
   EXPECT_TRUE(b.truncated);
   EXPECT_FALSE(b.terminated);
+  expect_complete_info(b);
   EXPECT_EQ(b.info["truncation_reason"], "max_turns");
   EXPECT_TRUE(b.info["final_evaluation"]["auto_submitted"].get<bool>());
   EXPECT_EQ(b.info["final_evaluation"]["measurement"]["outcome"], "correct");
@@ -254,6 +261,7 @@ TEST_F(EnvTest, TruncationWithoutAutoSubmitCountsAsFailure) {
   env().reset(task_);
   const StepResult r = env().step(make_action(ActionType::kVerify, "correct"));
   EXPECT_TRUE(r.truncated);
+  expect_complete_info(r);
   EXPECT_FALSE(r.info["final_evaluation"]["auto_submitted"].get<bool>());
   EXPECT_LT(r.reward, 0.0);
   EXPECT_TRUE(has(r.observation.text, "counts as failed")) << r.observation.text;
@@ -312,6 +320,27 @@ TEST_F(EnvTest, SystemFailureIsNotTheCandidatesFault) {
   EXPECT_FALSE(r.terminated);
   EXPECT_FALSE(r.info["counted_turn"].get<bool>());
   EXPECT_EQ(r.info["budget"]["turns_used"], 0);
+  EXPECT_DOUBLE_EQ(r.reward, 0.0);
+  EXPECT_TRUE(has(r.observation.text, "not your fault")) << r.observation.text;
+}
+
+// The auto-submit of a truncated episode goes through the same compile and
+// evaluate phases as a submit action, so a judge that cannot run is the
+// system's failure there too: the episode ends, unscored.
+TEST_F(EnvTest, AnAutoSubmitTheSystemCannotEvaluateIsNotScored) {
+  config_.tools_dir = std::filesystem::path(KFORGE_BINARY_DIR) / "tests/gym/empty-tools-dir";
+  std::filesystem::create_directories(config_.tools_dir);
+  config_.max_turns = 1;
+  env().reset(task_);
+  const StepResult r = env().step(make_action(ActionType::kCompile, "correct"));
+  expect_complete_info(r);
+  EXPECT_TRUE(r.truncated);
+  const StepInfo info = step_info_from_json(r.info);
+  EXPECT_FALSE(info.error.has_value()) << "the compile itself worked";
+  ASSERT_TRUE(info.final_evaluation.has_value());
+  EXPECT_TRUE(info.final_evaluation->auto_submitted);
+  ASSERT_TRUE(info.final_evaluation->system_error.has_value()) << r.info.dump(2);
+  EXPECT_TRUE(info.final_evaluation->eval_ms.has_value());
   EXPECT_DOUBLE_EQ(r.reward, 0.0);
   EXPECT_TRUE(has(r.observation.text, "not your fault")) << r.observation.text;
 }

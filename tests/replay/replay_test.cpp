@@ -89,14 +89,16 @@ TEST(ReplayReadTest, RealEpisodesAreReadAndTheirEndingsDerived) {
   EXPECT_TRUE(a.turns[1].solution_inherited) << "a verify without source acts on the last solution";
   EXPECT_EQ(a.turns[1].solution->source, a.turns[0].solution->source);
   EXPECT_EQ(a.turns[1].outcome, "correct");
-  EXPECT_TRUE(a.turns[2].measurement.is_object()) << "read from the turn's env info";
+  ASSERT_TRUE(a.turns[2].step.has_value()) << "read from the turn's env info";
+  EXPECT_EQ(a.turns[2].step->action, "submit");
+  EXPECT_EQ(a.turns[2].step->seed, 11u);
   EXPECT_EQ(a.turns[2].solution->mode, SolutionMode::kCpp);
 
   const RecordedEpisode& b = episode(set, "ep-b");
   EXPECT_FALSE(b.success);
   EXPECT_EQ(b.failure_cause, "wrong");
   EXPECT_EQ(b.turns_used, 1);
-  EXPECT_TRUE(b.turns[0].measurement.is_null()) << "ep-b was recorded without env info: observation data is used";
+  EXPECT_FALSE(b.turns[0].step.has_value()) << "ep-b was recorded without env info: observation data is used";
   EXPECT_EQ(b.turns[0].outcome, "wrong");
 
   const RecordedEpisode& c = episode(set, "ep-c");
@@ -118,6 +120,67 @@ TEST(ReplayReadTest, RealEpisodesAreReadAndTheirEndingsDerived) {
   EXPECT_EQ(e.failure_cause, "policy_error");
   EXPECT_EQ(e.turns_used, 0);
   EXPECT_TRUE(has(e.policy_error, "HTTP 503"));
+}
+
+// Trajectory files of schema version 1 written by an earlier build (the
+// recorded episodes above and a rollout worker's truncated, auto-submitted
+// episode, as main wrote them at 57eb3a8) read as they did, their step infos
+// into StepInfo and back unchanged.
+TEST(ReplayReadTest, SchemaVersion1FilesOfAnEarlierBuildStillRead) {
+  const fs::path dir = rollout_data() / "schema_v1";
+  const RecordedSet old = read_trajectory_files({dir});
+  ASSERT_TRUE(old.problems.empty()) << old.problems[0].message;
+  ASSERT_EQ(old.files, 2u);
+  ASSERT_EQ(old.episodes.size(), 6u);
+  const RecordedSet now = read_trajectory_files({recorded_episodes_file()});
+  for (const auto& e : now.episodes) {
+    const RecordedEpisode& o = episode(old, e.id.c_str());
+    EXPECT_EQ(o.schema_version, 1);
+    EXPECT_EQ(o.success, e.success) << e.id;
+    EXPECT_EQ(o.failure_cause, e.failure_cause) << e.id;
+    EXPECT_EQ(o.final_turn, e.final_turn) << e.id;
+    EXPECT_EQ(o.turns_used, e.turns_used) << e.id;
+    EXPECT_EQ(o.seed, e.seed) << e.id;
+    ASSERT_EQ(o.turns.size(), e.turns.size()) << e.id;
+    for (size_t i = 0; i < e.turns.size(); ++i) {
+      EXPECT_EQ(o.turns[i].action, e.turns[i].action) << e.id << " turn " << i;
+      EXPECT_EQ(o.turns[i].outcome, e.turns[i].outcome) << e.id << " turn " << i;
+      EXPECT_EQ(o.turns[i].error_kind, e.turns[i].error_kind) << e.id << " turn " << i;
+      EXPECT_EQ(o.turns[i].step.has_value(), e.turns[i].step.has_value()) << e.id << " turn " << i;
+    }
+  }
+  // The rollout worker's episode: two compiles, then the turn budget; its
+  // last solution was auto-submitted and scored correct.
+  const RecordedEpisode* worker = nullptr;
+  for (const auto& e : old.episodes) {
+    if (e.file.find("rollout-turn-budget") != std::string::npos) worker = &e;
+  }
+  ASSERT_NE(worker, nullptr);
+  EXPECT_TRUE(worker->truncated);
+  EXPECT_EQ(worker->truncation_reason, "max_turns");
+  EXPECT_TRUE(worker->success) << worker->failure_cause;
+  ASSERT_TRUE(worker->turns.back().step.has_value());
+  const env::StepInfo& last = *worker->turns.back().step;
+  ASSERT_TRUE(last.final_evaluation.has_value());
+  EXPECT_TRUE(last.final_evaluation->auto_submitted);
+  EXPECT_TRUE(last.final_evaluation->eval_report.has_value());
+  EXPECT_EQ(last.truncation_reason, "max_turns");
+
+  // Every recorded step info reads into StepInfo and writes back as it was.
+  int infos = 0;
+  for (const char* name : {"replay-episodes.jsonl", "rollout-turn-budget.jsonl"}) {
+    std::ifstream in(dir / name);
+    for (std::string line; std::getline(in, line);) {
+      const json t = json::parse(line);
+      for (const auto& turn : t["turns"]) {
+        if (!turn.contains("info") || !turn["info"].contains("env")) continue;
+        const json& recorded = turn["info"]["env"];
+        EXPECT_EQ(env::to_json(env::step_info_from_json(recorded)), recorded) << recorded.dump(1);
+        ++infos;
+      }
+    }
+  }
+  EXPECT_EQ(infos, 9) << "ep-a 3, ep-c 4, the worker's 2";
 }
 
 TEST(ReplayReadTest, SummaryPerTaskAndPolicyVersion) {

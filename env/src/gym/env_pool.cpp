@@ -218,9 +218,18 @@ void EnvPool::Impl::worker() {
       // one result for it.
       step.result.observation.text = std::string("The environment failed on this step: ") + e.what() + "\n";
       step.result.observation.data = {{"type", "step"}, {"error", {{"kind", "system"}, {"message", e.what()}}}};
-      step.result.info = {{"env_id", env_id},
-                          {"error", {{"kind", "system"}, {"message", e.what()}}},
-                          {"reward_components", {{"total", 0.0}}}};
+      StepInfo info;
+      info.env_id = env_id;
+      info.episode = state->episode;
+      info.task_id = state->task.id;
+      info.seed = state->seed;
+      info.turn = state->turns;
+      info.action = job->action ? action_type_name(job->action->type) : "invalid";
+      info.episode_return = state->episode_return;
+      info.budget = {state->turns, config.max_turns, state->time_used_ms / 1000.0, config.time_budget_s,
+                     state->compile_errors};
+      info.error = StepError{StepErrorKind::kSystem, e.what()};
+      step.result.info = to_json(info);
     }
     {
       std::lock_guard<std::mutex> lock(mu);

@@ -1,5 +1,6 @@
 #include "step_engine.h"
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <string>
@@ -214,247 +215,285 @@ Measurement StepEngine::measure(const std::string& action, const EpisodeState& e
 }
 
 StepResult StepEngine::run(EpisodeState& ep, StepJob& job) const {
-  const auto t0 = Clock::now();
-  StepRecord rec;
+  const auto started = Clock::now();
+  StepWork work = check(ep, job);
+  if (work.rec.error == StepErrorKind::kNone) {
+    ep.last_solution = job.solution;
+    work.rec.solution_mode = solution_mode_name(job.solution->mode);
+    work.attempt = act(ep, *job.action, *job.solution, job.compile);
+    record(ep, work);
+  }
+  const Attempt& a = work.attempt;
+  // A step that could not do what was asked is "invalid" to the reward
+  // function: not judged (no failure value), only per-step terms apply.
+  work.rec.measurement = measure(work.rec.error == StepErrorKind::kNone ? work.rec.action : "invalid", ep,
+                                 a.compile ? &*a.compile : nullptr, a.eval ? &*a.eval : nullptr);
+  StepResult out = settle(ep, job, work);
+  if (out.observation.text.empty()) out.observation = step_observation(work.rec);
+  out.reward = work.paid.total;
+  ep.episode_return += out.reward;
+  out.info = to_json(describe(ep, job, work, out, started));
+  return out;
+}
+
+// Check: a step queued behind the one that ended its episode is not run; an
+// action found invalid when it was sent stays so.
+StepWork StepEngine::check(const EpisodeState& ep, const StepJob& job) const {
+  StepWork work;
+  StepRecord& rec = work.rec;
   rec.max_turns = config_.max_turns;
   rec.turn = ep.turns;
   rec.action = job.action ? action_type_name(job.action->type) : "invalid";
   rec.error = job.error;
   rec.error_message = job.error_message;
-  double wait_ms = 0.0;
-  double charged_ms = 0.0;
-  double compile_wait_ms = 0.0, eval_wait_ms = 0.0, analysis_ms = 0.0;
-  json eval_phases = json::object();
-
-  const bool finished = ep.terminated || ep.truncated;
-  if (finished) {
+  work.finished = ep.terminated || ep.truncated;
+  if (work.finished) {
     rec.error = StepErrorKind::kEpisodeFinished;
     rec.error_message = std::string("it ended ") + (ep.terminated ? "with a submit" : "when its budget ran out") +
                         "; this step was not run (reset the environment to start a new episode)";
   }
-  std::optional<CompileResult> compile;
-  std::optional<EvalReport> eval;
-  if (rec.error == StepErrorKind::kNone) {
-    const Action& a = *job.action;
-    ep.last_solution = job.solution;
-    rec.solution_mode = solution_mode_name(job.solution->mode);
-    try {
-      const auto tw = Clock::now();
-      compile = job.compile.get();
-      compile_wait_ms = ms_between(tw, Clock::now());
-      wait_ms += compile_wait_ms;
-    } catch (const std::exception& e) {
-      rec.error = StepErrorKind::kSystem;
-      rec.error_message = std::string("compiling failed inside the environment: ") + e.what();
-    }
-    // A compile the system could not do is not the candidate's fault; one
-    // that ran out of time is (heavy unrolling, template explosions).
-    if (compile && !compile->system_error.empty() && !compile->timed_out) {
-      rec.error = StepErrorKind::kSystem;
-      rec.error_message = "the compiler could not run: " + compile->system_error;
-      compile.reset();
-    }
-    if (compile) {
-      rec.compile = compile;
-      rec.solution_hash = compile->artifact.hash;
-      ep.last_solution_hash = compile->artifact.hash;
-      if (!compile->cache_hit) charged_ms += compile->compile_ms;
-      if (!compile->ok) ++ep.compile_errors;
-      if (compile->ok && judges(a.type)) {
-        eval = evaluate(ep.task, ep.seed, compile->artifact, a.type, &eval_wait_ms);
-        wait_ms += eval_wait_ms;
-        eval_phases = eval->phase_ms;
-        const double phases = phase_total(eval->phase_ms);
-        charged_ms += phases > 0 ? phases : eval_wait_ms;
-        rec.eval = eval;
-        // A judging request always reaches a verdict unless the system
-        // failed (the executor's convention: not_run, "system error: ...").
-        if (eval->outcome == Outcome::kNotRun) {
-          rec.error = StepErrorKind::kSystem;
-          rec.error_message = eval->summary.empty() ? "the judge could not evaluate the solution" : eval->summary;
-        }
-      }
-      if (compile->ok && a.type == ActionType::kAnalyze) {
-        AnalysisInput in;
-        in.task = &ep.task;
-        in.solution = &*job.solution;
-        in.artifact = &compile->artifact;
-        in.device.arch = config_.arch;
-        in.args = a.tool_args;
-        const auto ta = Clock::now();
-        const AnalysisResult result = analysis_.run(a.tool, in);
-        analysis_ms = ms_between(ta, Clock::now());
-        wait_ms += analysis_ms;
-        charged_ms += analysis_ms;
-        rec.analysis_tool = a.tool;
-        rec.analysis = to_json(result);
-      }
-    }
-  }
+  return work;
+}
 
-  const bool counts_turn = rec.error != StepErrorKind::kEpisodeFinished && rec.error != StepErrorKind::kSystem;
-  // A step that could not do what was asked is "invalid" to the reward
-  // function: not judged (no failure value), only per-step terms apply.
-  rec.measurement = measure(rec.error == StepErrorKind::kNone ? rec.action : "invalid", ep,
-                            compile ? &*compile : nullptr, eval ? &*eval : nullptr);
+// Act: wait for the solution's compile, then judge it (verify, profile,
+// submit) or run the analysis tool on it.
+Attempt StepEngine::act(const EpisodeState& ep, const Action& action, const Solution& solution,
+                        const std::shared_future<CompileResult>& compile) const {
+  Attempt out;
+  await_compile(compile, out);
+  if (!out.compile || !out.compile->ok) return out;
+  if (judges(action.type)) {
+    judge(ep, action.type, out);
+  } else if (action.type == ActionType::kAnalyze) {
+    analyze(ep, action, solution, out);
+  }
+  return out;
+}
+
+void StepEngine::await_compile(const std::shared_future<CompileResult>& compile, Attempt& out) const {
+  try {
+    const auto tw = Clock::now();
+    out.compile = compile.get();
+    out.compile_wait_ms = ms_between(tw, Clock::now());
+  } catch (const std::exception& e) {
+    out.error = StepErrorKind::kSystem;
+    out.error_message = std::string("compiling failed inside the environment: ") + e.what();
+    return;
+  }
+  // A compile the system could not do is not the candidate's fault; one
+  // that ran out of time is (heavy unrolling, template explosions).
+  if (!out.compile->system_error.empty() && !out.compile->timed_out) {
+    out.error = StepErrorKind::kSystem;
+    out.error_message = "the compiler could not run: " + out.compile->system_error;
+    out.compile.reset();
+    return;
+  }
+  if (!out.compile->cache_hit) out.charged_ms += out.compile->compile_ms;
+}
+
+void StepEngine::judge(const EpisodeState& ep, ActionType type, Attempt& out) const {
+  out.eval = evaluate(ep.task, ep.seed, out.compile->artifact, type, &out.eval_wait_ms);
+  const double phases = phase_total(out.eval->phase_ms);
+  out.charged_ms += phases > 0 ? phases : out.eval_wait_ms;
+  // A judging request always reaches a verdict unless the system failed
+  // (the executor's convention: not_run, "system error: ...").
+  if (out.eval->outcome == Outcome::kNotRun) {
+    out.error = StepErrorKind::kSystem;
+    out.error_message = out.eval->summary.empty() ? "the judge could not evaluate the solution" : out.eval->summary;
+  }
+}
+
+void StepEngine::analyze(const EpisodeState& ep, const Action& action, const Solution& solution, Attempt& out) const {
+  AnalysisInput in;
+  in.task = &ep.task;
+  in.solution = &solution;
+  in.artifact = &out.compile->artifact;
+  in.device.arch = config_.arch;
+  in.args = action.tool_args;
+  const auto ta = Clock::now();
+  const AnalysisResult result = analysis_.run(action.tool, in);
+  out.analysis_ms = ms_between(ta, Clock::now());
+  out.charged_ms += out.analysis_ms;
+  out.analysis_tool = action.tool;
+  out.analysis = to_json(result);
+}
+
+// The action's attempt into the step's record and the episode's state.
+void StepEngine::record(EpisodeState& ep, StepWork& work) const {
+  const Attempt& a = work.attempt;
+  StepRecord& rec = work.rec;
+  work.wait_ms += a.waited_ms();
+  if (a.error != StepErrorKind::kNone) {
+    rec.error = a.error;
+    rec.error_message = a.error_message;
+  }
+  if (a.compile) {
+    rec.compile = a.compile;
+    rec.solution_hash = a.compile->artifact.hash;
+    ep.last_solution_hash = a.compile->artifact.hash;
+    if (!a.compile->ok) ++ep.compile_errors;
+  }
+  rec.eval = a.eval;
+  if (!a.analysis_tool.empty()) {
+    rec.analysis_tool = a.analysis_tool;
+    rec.analysis = a.analysis;
+  }
+}
+
+// Settle: count the turn, charge its time, end the episode by submit or by a
+// budget (with the final evaluation of a truncated episode), and pay.
+StepResult StepEngine::settle(EpisodeState& ep, const StepJob& job, StepWork& work) const {
+  StepRecord& rec = work.rec;
   StepResult out;
-  reward::RewardBreakdown paid;
-  json step_reward = json::object();
-  json final_info = nullptr;
-  if (finished) {
+  work.counts_turn = rec.error != StepErrorKind::kEpisodeFinished && rec.error != StepErrorKind::kSystem;
+  if (work.finished) {
     out.terminated = ep.terminated;
     out.truncated = ep.truncated;
-  } else if (counts_turn) {
-    ++ep.turns;
-    ep.time_used_ms += charged_ms;
-    rec.terminated = rec.error == StepErrorKind::kNone && job.action->type == ActionType::kSubmit;
-    if (!rec.terminated) {
-      if (ep.turns >= config_.max_turns) {
-        rec.truncated = true;
-        rec.truncation_reason = "max_turns";
-      } else if (config_.time_budget_s > 0 && ep.time_used_ms >= config_.time_budget_s * 1000.0) {
-        rec.truncated = true;
-        rec.truncation_reason = "time_budget";
-      }
-    }
-    const reward::RewardBreakdown full = reward_.compute(rec.measurement, ep.reward_context);
-    step_reward = full.to_json();
-    if (rec.truncated) {
-      // The final reward of a truncated episode: its last solution as if
-      // submitted, reusing this step's evaluation when it already is one.
-      StepRecord fin;
-      fin.action = "submit";
-      fin.turn = rec.turn;
-      bool auto_submitted = false;
-      const bool auto_submit = config_.reward.on_truncation == TruncationReward::kAutoSubmit && ep.last_solution;
-      if (auto_submit) {
-        auto_submitted = true;
-        const ActionType type =
-            job.action && rec.error == StepErrorKind::kNone ? job.action->type : ActionType::kAnalyze;
-        const bool reusable = rec.compile && (!rec.compile->ok || type == ActionType::kProfile ||
-                                              (type == ActionType::kVerify && !rec.measurement.correct()));
-        fin.solution_hash = ep.last_solution_hash;
-        if (reusable) {
-          fin.measurement = rec.measurement;
-        } else {
-          std::optional<CompileResult> fc;
-          std::optional<EvalReport> fe;
-          const auto tf = Clock::now();
-          try {
-            fc = start_compile(*ep.last_solution, ep.task).get();
-            if (fc->ok) fe = evaluate(ep.task, ep.seed, fc->artifact, ActionType::kSubmit, &wait_ms);
-            fin.solution_hash = fc->artifact.hash;
-            if (!fc->system_error.empty() && !fc->timed_out) {
-              fin.error = StepErrorKind::kSystem;
-              fin.error_message = fc->system_error;
-            } else if (fe && fe->outcome == Outcome::kNotRun) {
-              fin.error = StepErrorKind::kSystem;
-              fin.error_message = fe->summary;
-            }
-          } catch (const std::exception& e) {
-            fe.reset();
-            fc.reset();
-            fin.error = StepErrorKind::kSystem;
-            fin.error_message = e.what();
-          }
-          const double final_ms = ms_between(tf, Clock::now());
-          fin.measurement = measure("submit", ep, fc ? &*fc : nullptr, fe ? &*fe : nullptr);
-          fin.measurement.turn = rec.turn;
-          final_info = {{"eval_ms", final_ms}};
-          if (fe) final_info["eval_report"] = to_json(*fe);
-        }
-        fin.measurement.action = "submit";
-      } else {
-        fin.measurement.action = "submit";
-        fin.measurement.turn = rec.turn;
-        fin.measurement.compile_errors_so_far = ep.compile_errors;
-      }
-      if (!final_info.is_object()) final_info = json::object();
-      // The episode is over either way; a final evaluation the system could
-      // not do is not scored against the policy.
-      if (fin.error == StepErrorKind::kSystem) {
-        final_info["system_error"] = fin.error_message;
-      } else {
-        paid = reward_.compute(fin.measurement, ep.reward_context);
-      }
-      final_info["auto_submitted"] = auto_submitted;
-      final_info["measurement"] = to_json(fin.measurement);
-      rec.truncated = true;
-      ep.truncated = true;
-      Observation obs = step_observation(rec);
-      obs.text +=
-          fin.error == StepErrorKind::kSystem
-              ? "The environment could not evaluate your most recent solution (not your fault): " + fin.error_message +
-                    "\n"
-              : truncation_note(fin, auto_submitted);
-      obs.data["final_evaluation"] = {{"auto_submitted", auto_submitted},
-                                      {"verdict", verdict_line(fin.measurement)},
-                                      {"measurement", to_json(fin.measurement)}};
-      out.observation = std::move(obs);
-    } else if (config_.reward.paid_on == RewardPaidOn::kEveryStep || rec.terminated) {
-      paid = full;
-    } else {
-      paid = only_terms(full, config_.reward.step_terms);
-    }
-    if (rec.terminated) ep.terminated = true;
-    out.terminated = rec.terminated;
-    out.truncated = rec.truncated;
+    return out;
   }
-  if (out.observation.text.empty()) out.observation = step_observation(rec);
-  out.reward = paid.total;
-  ep.episode_return += out.reward;
+  if (!work.counts_turn) return out;
+  ++ep.turns;
+  ep.time_used_ms += work.attempt.charged_ms;
+  rec.terminated = rec.error == StepErrorKind::kNone && job.action->type == ActionType::kSubmit;
+  if (!rec.terminated) {
+    if (ep.turns >= config_.max_turns) {
+      rec.truncated = true;
+      rec.truncation_reason = "max_turns";
+    } else if (config_.time_budget_s > 0 && ep.time_used_ms >= config_.time_budget_s * 1000.0) {
+      rec.truncated = true;
+      rec.truncation_reason = "time_budget";
+    }
+  }
+  const reward::RewardBreakdown full = reward_.compute(rec.measurement, ep.reward_context);
+  work.step_reward = full;
+  if (rec.truncated) {
+    out.observation = final_evaluation(ep, job, work);
+  } else if (config_.reward.paid_on == RewardPaidOn::kEveryStep || rec.terminated) {
+    work.paid = full;
+  } else {
+    work.paid = only_terms(full, config_.reward.step_terms);
+  }
+  if (rec.terminated) ep.terminated = true;
+  out.terminated = rec.terminated;
+  out.truncated = rec.truncated;
+  return out;
+}
 
-  const double step_ms = ms_between(t0, Clock::now());
-  json timings = {{"queue_ms", ms_between(job.sent, t0)},
-                  {"compile_ms", compile ? compile->compile_ms : 0.0},
-                  {"compile_wait_ms", compile_wait_ms},
-                  {"eval_ms", eval_wait_ms},
-                  {"eval_phases", eval_phases},
-                  {"analysis_ms", analysis_ms},
-                  {"step_ms", step_ms},
-                  // Time the environment itself spent: the step's wall time
-                  // minus waiting on the compile service, executor and tools.
-                  {"env_ms", std::max(0.0, step_ms - wait_ms)},
-                  {"charged_ms", counts_turn ? charged_ms : 0.0}};
-  json info = {{"env_id", ep.env_id},
-               {"episode", ep.episode},
-               {"task_id", ep.task.id},
-               {"seed", ep.seed},
-               {"turn", rec.turn},
-               {"action", rec.action},
-               {"counted_turn", counts_turn},
-               {"final", out.terminated || out.truncated},
-               {"reward_components", paid.to_json()},
-               {"step_reward", step_reward},
-               {"measurement", to_json(rec.measurement)},
-               {"timings", timings},
-               {"cache_hit", compile ? compile->cache_hit : false},
-               {"solution_hash", rec.solution_hash},
-               {"episode_return", ep.episode_return},
-               {"budget",
-                {{"turns_used", ep.turns},
-                 {"max_turns", config_.max_turns},
-                 {"time_used_s", ep.time_used_ms / 1000.0},
-                 {"time_budget_s", config_.time_budget_s},
-                 {"compile_errors", ep.compile_errors}}}};
-  info["error"] = rec.error == StepErrorKind::kNone
-                      ? json(nullptr)
-                      : json{{"kind", step_error_kind_name(rec.error)}, {"message", rec.error_message}};
+// The final reward of a truncated episode: its last solution as if
+// submitted, through the same act() as a submit action, reusing this step's
+// evaluation when it already is one. Returns the step's observation.
+Observation StepEngine::final_evaluation(EpisodeState& ep, const StepJob& job, StepWork& work) const {
+  const StepRecord& rec = work.rec;
+  StepRecord fin;
+  fin.action = "submit";
+  fin.turn = rec.turn;
+  FinalEvaluation fe;
+  if (config_.reward.on_truncation == TruncationReward::kAutoSubmit && ep.last_solution) {
+    fe.auto_submitted = true;
+    const ActionType type = job.action && rec.error == StepErrorKind::kNone ? job.action->type : ActionType::kAnalyze;
+    const bool reusable = rec.compile && (!rec.compile->ok || type == ActionType::kProfile ||
+                                          (type == ActionType::kVerify && !rec.measurement.correct()));
+    fin.solution_hash = ep.last_solution_hash;
+    if (reusable) {
+      fin.measurement = rec.measurement;
+    } else {
+      const auto tf = Clock::now();
+      Action submit;
+      submit.type = ActionType::kSubmit;
+      submit.solution = ep.last_solution;
+      Attempt a;
+      try {
+        a = act(ep, submit, *ep.last_solution, start_compile(*ep.last_solution, ep.task));
+      } catch (const std::exception& e) {
+        a = Attempt{};
+        a.error = StepErrorKind::kSystem;
+        a.error_message = e.what();
+      }
+      work.wait_ms += a.waited_ms();
+      if (a.compile) fin.solution_hash = a.compile->artifact.hash;
+      fin.error = a.error;
+      fin.error_message = a.error_message;
+      fin.measurement = measure("submit", ep, a.compile ? &*a.compile : nullptr, a.eval ? &*a.eval : nullptr);
+      fin.measurement.turn = rec.turn;
+      fe.eval_ms = ms_between(tf, Clock::now());
+      fe.eval_report = std::move(a.eval);
+    }
+    fin.measurement.action = "submit";
+  } else {
+    fin.measurement.action = "submit";
+    fin.measurement.turn = rec.turn;
+    fin.measurement.compile_errors_so_far = ep.compile_errors;
+  }
+  // The episode is over either way; a final evaluation the system could not
+  // do is not scored against the policy.
+  if (fin.error == StepErrorKind::kSystem) {
+    fe.system_error = fin.error_message;
+  } else {
+    work.paid = reward_.compute(fin.measurement, ep.reward_context);
+  }
+  fe.measurement = fin.measurement;
+  work.rec.truncated = true;
+  ep.truncated = true;
+  Observation obs = step_observation(rec);
+  obs.text +=
+      fin.error == StepErrorKind::kSystem
+          ? "The environment could not evaluate your most recent solution (not your fault): " + fin.error_message + "\n"
+          : truncation_note(fin, fe.auto_submitted);
+  obs.data["final_evaluation"] = {{"auto_submitted", fe.auto_submitted},
+                                  {"verdict", verdict_line(fin.measurement)},
+                                  {"measurement", to_json(fin.measurement)}};
+  work.final_evaluation = std::move(fe);
+  return obs;
+}
+
+// Describe: the step's info (step_info.h).
+StepInfo StepEngine::describe(const EpisodeState& ep, const StepJob& job, const StepWork& work, const StepResult& out,
+                              Clock::time_point started) const {
+  const StepRecord& rec = work.rec;
+  const Attempt& a = work.attempt;
+  StepInfo info;
+  info.env_id = ep.env_id;
+  info.episode = ep.episode;
+  info.task_id = ep.task.id;
+  info.seed = ep.seed;
+  info.turn = rec.turn;
+  info.action = rec.action;
+  info.counted_turn = work.counts_turn;
+  info.final = out.terminated || out.truncated;
+  info.reward_components = work.paid;
+  info.step_reward = work.step_reward;
+  info.measurement = rec.measurement;
+  StepTimings& t = info.timings;
+  t.queue_ms = ms_between(job.sent, started);
+  t.compile_ms = a.compile ? a.compile->compile_ms : 0.0;
+  t.compile_wait_ms = a.compile_wait_ms;
+  t.eval_ms = a.eval_wait_ms;
+  t.eval_phases = a.eval ? a.eval->phase_ms : json::object();
+  t.analysis_ms = a.analysis_ms;
+  t.step_ms = ms_between(started, Clock::now());
+  // Time the environment itself spent: the step's wall time minus waiting on
+  // the compile service, executor and tools.
+  t.env_ms = std::max(0.0, t.step_ms - work.wait_ms);
+  t.charged_ms = work.counts_turn ? a.charged_ms : 0.0;
+  info.cache_hit = a.compile ? a.compile->cache_hit : false;
+  info.solution_hash = rec.solution_hash;
+  info.episode_return = ep.episode_return;
+  info.budget = {ep.turns, config_.max_turns, ep.time_used_ms / 1000.0, config_.time_budget_s, ep.compile_errors};
+  if (rec.error != StepErrorKind::kNone) info.error = StepError{rec.error, rec.error_message};
   if (!job.raw_call.is_null()) {
     // The call is echoed for the trainer's logs, but not a large one: a
     // policy's 400 KB of nested brackets doubled every reply and, from 8
     // clients, slowed every other client's steps 10x (bench/server --flood 4).
     if (approx_json_bytes(job.raw_call, kToolCallEchoBytes) <= kToolCallEchoBytes) {
-      info["tool_call"] = job.raw_call;
+      info.tool_call = job.raw_call;
     } else {
-      info["tool_call_preview"] = call_preview(job.raw_call);
+      info.tool_call_preview = call_preview(job.raw_call);
     }
   }
-  if (eval) info["eval_report"] = to_json(*eval);
-  if (!final_info.is_null()) info["final_evaluation"] = final_info;
-  if (rec.truncated) info["truncation_reason"] = rec.truncation_reason;
-  out.info = std::move(info);
-  return out;
+  info.eval_report = a.eval;
+  info.final_evaluation = work.final_evaluation;
+  if (rec.truncated) info.truncation_reason = rec.truncation_reason;
+  return info;
 }
 
 }  // namespace kforge::env::internal

@@ -20,6 +20,7 @@
 #include "kforge/env/env_config.h"
 #include "kforge/env/executor.h"
 #include "kforge/env/observation.h"
+#include "kforge/env/step_info.h"
 #include "kforge/reward/reward.h"
 
 namespace kforge::env::internal {
@@ -58,6 +59,39 @@ struct StepJob {
   Clock::time_point sent;
 };
 
+// What one action established about one solution, phase by phase (compile,
+// then evaluate or analyze), and the time each phase waited on a service.
+// Both a policy's action and a truncated episode's auto-submit go through it.
+struct Attempt {
+  // Absent when the compile could not be done (a system error).
+  std::optional<CompileResult> compile;
+  std::optional<EvalReport> eval;  // judging actions whose candidate compiled
+  std::string analysis_tool;       // analyze actions whose candidate compiled
+  json analysis = nullptr;
+  StepErrorKind error = StepErrorKind::kNone;  // kNone or kSystem
+  std::string error_message;
+  double compile_wait_ms = 0.0;
+  double eval_wait_ms = 0.0;
+  double analysis_ms = 0.0;
+  double charged_ms = 0.0;  // what it costs the episode's time budget
+  double waited_ms() const { return compile_wait_ms + eval_wait_ms + analysis_ms; }
+};
+
+// One step on its way through run()'s phases.
+struct StepWork {
+  StepRecord rec;         // what the observation is rendered from
+  bool finished = false;  // the episode had ended before this step
+  bool counts_turn = false;
+  Attempt attempt;       // the action's own attempt
+  double wait_ms = 0.0;  // waits on services, the final evaluation's included
+  reward::RewardBreakdown paid;
+  std::optional<reward::RewardBreakdown> step_reward;
+  std::optional<FinalEvaluation> final_evaluation;
+};
+
+// run() reads as its phases: check the step may run, act on the solution
+// (compile, then evaluate or analyze), measure, settle the turn (budgets,
+// truncation and its final evaluation, the reward), and describe it (info).
 class StepEngine {
  public:
   StepEngine(const EnvConfig& config, CompileService& compiler, Executor& executor,
@@ -70,6 +104,21 @@ class StepEngine {
   std::shared_future<CompileResult> start_compile(const Solution& solution, const TaskSpec& task) const;
 
  private:
+  // The phases of run().
+  StepWork check(const EpisodeState& ep, const StepJob& job) const;
+  Attempt act(const EpisodeState& ep, const Action& action, const Solution& solution,
+              const std::shared_future<CompileResult>& compile) const;
+  void record(EpisodeState& ep, StepWork& work) const;
+  StepResult settle(EpisodeState& ep, const StepJob& job, StepWork& work) const;
+  Observation final_evaluation(EpisodeState& ep, const StepJob& job, StepWork& work) const;
+  StepInfo describe(const EpisodeState& ep, const StepJob& job, const StepWork& work, const StepResult& out,
+                    Clock::time_point started) const;
+
+  // The parts of act().
+  void await_compile(const std::shared_future<CompileResult>& compile, Attempt& out) const;
+  void judge(const EpisodeState& ep, ActionType type, Attempt& out) const;
+  void analyze(const EpisodeState& ep, const Action& action, const Solution& solution, Attempt& out) const;
+
   Measurement measure(const std::string& action, const EpisodeState& ep, const CompileResult* compile,
                       const EvalReport* eval) const;
   EvalReport evaluate(const TaskSpec& task, uint64_t episode_seed, const Artifact& artifact, ActionType type,

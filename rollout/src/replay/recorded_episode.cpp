@@ -52,12 +52,28 @@ std::vector<std::string> violation_checks(const json& list) {
   return out;
 }
 
-// The parts of a measurement (core/measurement.h JSON) replay uses.
-void read_measurement(const json& m, std::string* outcome, std::optional<double>* speedup,
+// The parts of a measurement replay uses.
+void read_measurement(const Measurement& m, std::string* outcome, std::optional<double>* speedup,
                       std::vector<std::string>* violations) {
-  *outcome = string_at(m, "outcome");
-  *speedup = number_at(m, "speedup_eager");
-  *violations = violation_checks(find_or_null(m, "violations"));
+  *outcome = outcome_name(m.outcome);
+  *speedup = m.speedup_eager;
+  violations->clear();
+  for (const auto& v : m.violations) {
+    if (!v.check.empty()) violations->push_back(v.check);
+  }
+}
+
+// The step info a turn recorded (info.env). One that does not read as a
+// step info (a foreign or damaged writer) counts as not recorded: the turn is
+// then read from its observation, as the turns of writers that keep none.
+std::optional<env::StepInfo> step_info_of(const json& turn, const std::string& where) {
+  const json& env_info = find_or_null(find_or_null(turn, "info"), "env");
+  if (!env_info.is_object()) return std::nullopt;
+  try {
+    return env::step_info_from_json(env_info, where + ": info.env");
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
 }
 
 // A solution recorded in a trajectory. "source_file" is refused: a recorded
@@ -112,13 +128,12 @@ RecordedTurn read_turn(const json& t, size_t index, const std::string& where) {
   }
   if (auto n = number_at(data, "turn")) turn.env_turn = static_cast<int>(*n);
   turn.error_kind = string_at(find_or_null(data, "error"), "kind");
-  // Prefer the step's measurement when the recorder kept the env's info.
-  const json& env_info = find_or_null(find_or_null(t, "info"), "env");
-  const json& m = find_or_null(env_info, "measurement");
-  if (m.is_object()) {
-    turn.measurement = m;
-    read_measurement(m, &turn.outcome, &turn.speedup, &turn.violations);
-    if (auto n = number_at(m, "turn")) turn.env_turn = static_cast<int>(*n);
+  // Prefer the step's info when the recorder kept it.
+  turn.step = step_info_of(t, where);
+  if (turn.step) {
+    read_measurement(turn.step->measurement, &turn.outcome, &turn.speedup, &turn.violations);
+    turn.env_turn = turn.step->measurement.turn;
+    turn.error_kind = turn.step->error ? env::step_error_kind_name(turn.step->error->kind) : "";
   } else {
     turn.outcome = string_at(data, "outcome");
     turn.speedup = number_at(find_or_null(data, "timing"), "speedup_eager");
@@ -153,13 +168,23 @@ void derive(RecordedEpisode* e) {
       break;
     }
   }
-  // A truncated episode's last observation carries the evaluation of its
-  // last solution as if submitted (env step_engine), when there was one.
-  if (e->final_turn < 0 && !e->truncation_final.is_null()) {
+  // A truncated episode's last step carries the evaluation of its last
+  // solution as if submitted (env step_engine), when there was one: in its
+  // info (the typed FinalEvaluation), or in its observation for writers that
+  // kept no info.
+  const RecordedTurn& last = e->turns.back();
+  const env::FinalEvaluation* fin = last.step && last.step->final_evaluation ? &*last.step->final_evaluation : nullptr;
+  if (e->final_turn < 0 && (fin != nullptr || !e->truncation_final.is_null())) {
     const json& fe = e->truncation_final;
-    const json& m = find_or_null(fe, "measurement");
-    if (bool_at(fe, "auto_submitted")) {
-      read_measurement(m, &e->final_outcome, &e->final_speedup, &violations);
+    if (fin != nullptr ? fin->auto_submitted : bool_at(fe, "auto_submitted")) {
+      if (fin != nullptr) {
+        read_measurement(fin->measurement, &e->final_outcome, &e->final_speedup, &violations);
+      } else {
+        const json& m = find_or_null(fe, "measurement");
+        e->final_outcome = string_at(m, "outcome");
+        e->final_speedup = number_at(m, "speedup_eager");
+        violations = violation_checks(find_or_null(m, "violations"));
+      }
       if (e->final_outcome == "not_run") e->final_outcome.clear();
       // The auto-submitted solution is the episode's most recent one.
       for (int i = static_cast<int>(e->turns.size()) - 1; i >= 0; --i) {
@@ -169,7 +194,7 @@ void derive(RecordedEpisode* e) {
         }
       }
     }
-    system_error = find(fe, "system_error") != nullptr;
+    system_error = fin != nullptr ? fin->system_error.has_value() : find(fe, "system_error") != nullptr;
   }
   e->success = e->final_outcome == "correct" && violations.empty();
   if (e->success) {
@@ -298,10 +323,7 @@ RecordedEpisode episode_from_json(const json& value, const std::string& file, si
     }
     // The first step's info carries the reset seed when the trajectory's
     // info does not.
-    if (!e.seed) {
-      const json& env_info = find_or_null(find_or_null((*turns)[i], "info"), "env");
-      if (const json* s = find(env_info, "seed"); s != nullptr && s->is_number_unsigned()) e.seed = s->get<uint64_t>();
-    }
+    if (!e.seed && turn.step) e.seed = turn.step->seed;
     const json& data = find_or_null(find_or_null((*turns)[i], "observation"), "data");
     if (i + 1 == turns->size()) {
       if (const json* fe = find(data, "final_evaluation"); fe != nullptr && fe->is_object()) e.truncation_final = *fe;

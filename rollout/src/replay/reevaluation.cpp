@@ -9,6 +9,7 @@
 #include "kforge/core/error.h"
 #include "kforge/core/measurement.h"
 #include "kforge/env/env_pool.h"
+#include "kforge/env/step_info.h"
 #include "kforge/reward/reward.h"
 #include "kforge/rollout/replay/replay_summary.h"
 #include "text_table.h"
@@ -137,10 +138,7 @@ ReevalReport reevaluate(const std::vector<RecordedEpisode>& episodes, const Task
         job.task = task;
         job.solution = *t.solution;
         job.env_turn = t.env_turn;
-        if (t.measurement.is_object() && t.measurement.contains("compile_errors_so_far") &&
-            t.measurement["compile_errors_so_far"].is_number_integer()) {
-          job.compile_errors_so_far = t.measurement["compile_errors_so_far"].get<int>();
-        }
+        if (t.step) job.compile_errors_so_far = t.step->measurement.compile_errors_so_far;
         job.exemplars = e.exemplar_speedups;
         jobs.push_back(std::move(job));
         if (!e.seed) row.note = "no reset seed recorded: seed 0 used";
@@ -214,13 +212,12 @@ ReevalReport reevaluate(const std::vector<RecordedEpisode>& episodes, const Task
         ReevalRow& row = report.rows[job.row];
         ++report.runs;
         ++done;
-        const json& info = step.result.info;
-        const json& err = info.contains("error") ? info["error"] : json();
-        if (err.is_object() && err.value("kind", "") == "system") {
+        const env::StepInfo info = env::step_info_from_json(step.result.info);
+        if (info.system_error()) {
           ++job.system_errors;
-          job.last_system_error = err.value("message", std::string("unknown"));
-        } else if (info.contains("measurement")) {
-          Measurement m = measurement_from_json(info["measurement"]);
+          job.last_system_error = info.error->message;
+        } else {
+          Measurement m = info.measurement;
           m.turn = job.env_turn;
           if (job.compile_errors_so_far >= 0) m.compile_errors_so_far = job.compile_errors_so_far;
           reward::RewardContext ctx;

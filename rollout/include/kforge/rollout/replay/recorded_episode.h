@@ -20,6 +20,7 @@
 
 #include "kforge/core/document.h"
 #include "kforge/core/solution.h"
+#include "kforge/env/step_info.h"
 
 namespace kforge::rollout::replay {
 
@@ -34,17 +35,22 @@ struct RecordedTurn {
   // recent one when the action named none (`solution_inherited`).
   std::optional<Solution> solution;
   bool solution_inherited = false;
-  // What the step established: an outcome name of core/measurement.h
-  // ("correct", "wrong", "compile_error", ...) or "" when nothing was judged.
+  // The environment's step info (turns[i].info.env, env/step_info.h) when
+  // the trajectory recorded it and it reads as one; absent otherwise (older
+  // writers, recorders that keep only the observation).
+  std::optional<env::StepInfo> step;
+  // What replay asks of every turn, from `step` when there is one, else from
+  // the observation's data: an outcome name of core/measurement.h
+  // ("correct", "wrong", "compile_error", ...) or "" when nothing was judged,
+  // the speedup vs eager PyTorch when timed, the violated checks' names, and
+  // the step error's kind (invalid_action | no_solution | system | ...; ""
+  // for none).
   std::string outcome;
-  std::optional<double> speedup;        // vs eager PyTorch, when timed
-  std::vector<std::string> violations;  // check names
-  std::string error_kind;               // invalid_action | no_solution | system | ...; "" for none
+  std::optional<double> speedup;
+  std::vector<std::string> violations;
+  std::string error_kind;
   double reward = 0.0;
   json reward_components = json::object();
-  // The step's measurement (core/measurement.h JSON) when the trajectory
-  // recorded the step info; null otherwise.
-  json measurement = nullptr;
 };
 
 struct RecordedEpisode {
