@@ -2,14 +2,11 @@
 
 #include <cmath>
 
+#include "kforge/core/splitmix64.h"
+
 namespace kforge::synth {
 
-uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+uint64_t mix64(uint64_t x) { return splitmix64(x); }
 
 uint64_t derive_seed(uint64_t base, std::initializer_list<uint64_t> parts) {
   uint64_t h = mix64(base);

@@ -11,19 +11,12 @@
 #include "baseline/kernel_graph.h"
 #include "baseline/variant.h"
 #include "kforge/core/error.h"
+#include "kforge/core/splitmix64.h"
 
 namespace kforge::rollout {
 namespace {
 
 using baseline::Variant;
-
-// splitmix64: unrelated streams for nearby seeds and turns.
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 0xcbf29ce484222325ULL;
@@ -138,7 +131,7 @@ PolicyReply BaselinePolicy::act_one(const PolicyRequest& request) const {
 
   const std::vector<Tried> tried = history(request.messages);
   const uint64_t episode_seed = request.sampling.seed ? *request.sampling.seed : fnv1a(request.episode_id);
-  std::mt19937_64 rng(mix(mix(config_.seed) ^ episode_seed) + static_cast<uint64_t>(tried.size()));
+  std::mt19937_64 rng(splitmix64(splitmix64(config_.seed) ^ episode_seed) + static_cast<uint64_t>(tried.size()));
 
   const Tried* best = nullptr;
   for (const auto& t : tried) {
@@ -201,7 +194,7 @@ std::vector<std::string> baseline_variants(const std::string& mode, int count, u
   Variant first;
   if (mode != "cuda") first.tile = 4;
   out.push_back(first.describe());
-  std::mt19937_64 rng(mix(seed));
+  std::mt19937_64 rng(splitmix64(seed));
   for (int attempt = 0; static_cast<int>(out.size()) < count && attempt < 64 * count; ++attempt) {
     const std::string d = baseline::random_variant(mode, rng).describe();
     if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "kforge/core/error.h"
+#include "kforge/core/splitmix64.h"
 #include "kforge/core/task_set.h"
 #include "kforge/env/step_info.h"
 #include "kforge/reward/reward.h"
@@ -22,20 +23,13 @@
 namespace kforge::rollout {
 namespace {
 
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 std::string random_run_id() {
   std::random_device rd;
   const uint64_t x = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
                      static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
   static const char* kHex = "0123456789abcdef";
   std::string s;
-  for (int i = 0; i < 8; ++i) s += kHex[(mix(x) >> (4 * i)) & 15];
+  for (int i = 0; i < 8; ++i) s += kHex[(splitmix64(x) >> (4 * i)) & 15];
   return s;
 }
 
@@ -156,9 +150,9 @@ void RolloutRunner::Impl::say(const std::string& line) const {
 
 size_t RolloutRunner::Impl::draw_task() {
   if (next_draw % order.size() == 0 && config.shuffle) {
-    // mix(seed) first: seeds S and S+1 (two ranks of one job) must not
+    // splitmix64(seed) first: seeds S and S+1 (two ranks of one job) must not
     // give shifted copies of one stream of shuffles.
-    std::mt19937_64 rng(mix(mix(config.seed) + next_draw));
+    std::mt19937_64 rng(splitmix64(splitmix64(config.seed) + next_draw));
     std::shuffle(order.begin(), order.end(), rng);
   }
   return order[next_draw++ % order.size()];
@@ -221,7 +215,8 @@ void RolloutRunner::Impl::start(const Spec& spec, int env_id) {
     const int k = g.fork->turn;
     task = parse_task(Document::from_value(parent.info.at("task"), "<trajectory " + parent.id + " task>"));
     ep.env_seed = parent.info.at("seed").get<uint64_t>();
-    ep.sampling_seed = mix(ep.env_seed ^ mix(static_cast<uint64_t>(spec.member) + 1) ^ std::hash<std::string>{}(g.id));
+    ep.sampling_seed =
+        splitmix64(ep.env_seed ^ splitmix64(static_cast<uint64_t>(spec.member) + 1) ^ std::hash<std::string>{}(g.id));
     const json& state = parent.turns[static_cast<size_t>(k)].info.at("state");
     env::EpisodeResume resume;
     resume.turns_used = state.at("turns_used").get<int>();
@@ -243,8 +238,8 @@ void RolloutRunner::Impl::start(const Spec& spec, int env_id) {
     ep.traj.info["fork"] = {{"parent", parent.id}, {"parent_group", parent.group_id}, {"turn", k}};
   } else {
     task = tasks[g.task];
-    ep.env_seed = mix(config.seed ^ mix(spec.group * 1024 + static_cast<uint64_t>(spec.member)) ^
-                      static_cast<uint64_t>(g.requeues[static_cast<size_t>(spec.member)]) * 7919);
+    ep.env_seed = splitmix64(config.seed ^ splitmix64(spec.group * 1024 + static_cast<uint64_t>(spec.member)) ^
+                             static_cast<uint64_t>(g.requeues[static_cast<size_t>(spec.member)]) * 7919);
     ep.sampling_seed = ep.env_seed;
   }
   env::ResetResult rr;

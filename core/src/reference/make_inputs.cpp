@@ -4,18 +4,10 @@
 #include <string>
 
 #include "kforge/core/reference.h"
+#include "kforge/core/splitmix64.h"
 
 namespace kforge::ref {
 namespace {
-
-// splitmix64's finalizer: a bijective mixer whose outputs for nearby inputs
-// (seed 1, 2, 3...) are statistically unrelated.
-uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 0xcbf29ce484222325ULL;
@@ -80,7 +72,7 @@ at::Tensor draw(const TensorSpec& spec, const at::Device& device, at::Generator&
 
 }  // namespace
 
-uint64_t tensor_seed(uint64_t seed, const std::string& name) { return mix64(mix64(seed) ^ fnv1a(name)); }
+uint64_t tensor_seed(uint64_t seed, const std::string& name) { return splitmix64(splitmix64(seed) ^ fnv1a(name)); }
 
 std::vector<at::Tensor> make_inputs(const TaskSpec& task, uint64_t seed, const at::Device& device) {
   std::vector<at::Tensor> out;

@@ -13,14 +13,13 @@
 #include <cstdlib>
 #include <deque>
 #include <mutex>
-#include <system_error>
+
+#include "kforge/core/errno_text.h"
 
 extern char** environ;
 
 namespace kforge::env::analysis_detail {
 namespace {
-
-std::string errno_text(int err) { return std::generic_category().message(err); }
 
 class Pipe {
  public:

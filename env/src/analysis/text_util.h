@@ -5,19 +5,15 @@
 #include <string>
 #include <vector>
 
+#include "kforge/core/trim.h"
+
 namespace kforge::env::analysis_detail {
 
 inline bool starts_with(const std::string& s, const std::string& prefix) {
   return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
 }
 
-inline std::string trim(const std::string& s) {
-  const char* ws = " \t\r\n";
-  const size_t a = s.find_first_not_of(ws);
-  if (a == std::string::npos) return "";
-  const size_t b = s.find_last_not_of(ws);
-  return s.substr(a, b - a + 1);
-}
+using ::kforge::trim;
 
 inline std::string join(const std::vector<std::string>& items, const std::string& sep = ", ") {
   std::string out;

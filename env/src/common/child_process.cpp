@@ -13,8 +13,8 @@
 #include <cstring>
 #include <thread>
 
-#include "common/errno_text.h"
 #include "common/unique_fd.h"
+#include "kforge/core/errno_text.h"
 #include "kforge/core/error.h"
 
 extern char** environ;

@@ -8,7 +8,7 @@
 #include <chrono>
 
 #include "common/deadline.h"
-#include "common/errno_text.h"
+#include "kforge/core/errno_text.h"
 #include "kforge/core/error.h"
 
 namespace kforge::exec {

@@ -17,10 +17,10 @@
 #include <system_error>
 #include <utility>
 
-#include "common/errno_text.h"
 #include "common/json_fields.h"
 #include "common/runner_protocol.h"
 #include "common/wire.h"
+#include "kforge/core/errno_text.h"
 #include "kforge/core/error.h"
 #include "kforge/core/remove_tree.h"
 

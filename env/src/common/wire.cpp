@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "common/errno_text.h"
+#include "kforge/core/errno_text.h"
 #include "kforge/core/msgpack.h"
 
 namespace kforge::exec {

@@ -7,6 +7,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "kforge/core/trim.h"
+
 namespace kforge::env {
 namespace {
 
@@ -34,12 +36,8 @@ int to_int(const std::string& s) {
   }
 }
 
-std::string trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  const size_t e = s.find_last_not_of(" \t");
-  return s.substr(b, e - b + 1);
-}
+// Spaces and tabs only, not line ends: what these parsers have always trimmed.
+std::string trim_blanks(const std::string& s) { return trim(s, " \t"); }
 
 // "file:12:5" / "file:12" / "file" -> parts.
 void split_location(const std::string& prefix, std::string* file, int* line, int* column) {
@@ -127,7 +125,7 @@ Kind parse_tool(const std::string& line, Diagnostic* d) {
     if (colon == std::string::npos) return Kind::kNone;
     d->file = t;
     d->line = d->column = 0;
-    d->message = trim(line.substr(colon + 1));
+    d->message = trim_blanks(line.substr(colon + 1));
     if (severity == "error" || severity == "fatal") return Kind::kError;
     if (severity == "warning") return Kind::kWarning;
     return Kind::kIgnored;  // "ptxas info", "ptxas ." (resource usage lines)
@@ -265,7 +263,7 @@ std::vector<Diagnostic> parse_diagnostics(const std::string& log) {
     if (kind == Kind::kNone) kind = parse_linker(line, &d);
     if (kind == Kind::kNone || kind == Kind::kIgnored) continue;
     d.severity = kind == Kind::kError ? Diagnostic::Severity::kError : Diagnostic::Severity::kWarning;
-    d.message = trim(d.message);
+    d.message = trim_blanks(d.message);
     if (!context.context_file.empty() && context.context_file != d.file) {
       d.context_file = context.context_file;
       d.context_line = context.context_line;
@@ -327,7 +325,7 @@ std::string condense_diagnostics(const std::string& log, const std::string& file
     // Nothing we recognize: the tail of the log is the best summary.
     std::vector<std::string> tail;
     for (const auto& line : split_lines(log)) {
-      if (trim(line).empty() || line.rfind("ptxas info", 0) == 0) continue;
+      if (trim_blanks(line).empty() || line.rfind("ptxas info", 0) == 0) continue;
       tail.push_back(clip(line, limits.max_line_chars));
     }
     const size_t from = tail.size() > 20 ? tail.size() - 20 : 0;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kforge/core/input_limits.h"
+#include "kforge/core/trim.h"
 
 namespace kforge::env {
 namespace {
@@ -51,12 +52,6 @@ size_t skip_cpp_literal(const std::string& s, size_t i) {
 // "<<<" or ">>>" at `i`.
 bool is_triple(const std::string& s, size_t i, char c) {
   return i + 2 < s.size() && s[i] == c && s[i + 1] == c && s[i + 2] == c;
-}
-
-std::string trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
 bool is_default_stream(const std::string& arg) {

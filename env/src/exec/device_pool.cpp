@@ -1,6 +1,7 @@
 // DevicePool (kforge/env/device_pool.h): lanes over every configured device,
-// routing, failing devices taken out, retries elsewhere, the once-per-task
-// reference check and the baseline cache.
+// routing, failing devices taken out, retries elsewhere. The requests
+// themselves (with the once-per-task reference check and the baseline cache)
+// are in device_pool_requests.cpp, the pool's status in device_pool_status.cpp.
 #include "kforge/env/device_pool.h"
 
 #include <sched.h>
@@ -11,40 +12,18 @@
 #include <cstdlib>
 #include <deque>
 #include <functional>
-#include <map>
 #include <mutex>
-#include <optional>
 #include <thread>
 
 #include "exec/baseline_cache.h"
+#include "exec/device_pool_lanes.h"
 #include "exec/judge_lane.h"
 #include "exec/tool_paths.h"
 #include "kforge/core/error.h"
 #include "kforge/core/remove_tree.h"
-#include "kforge/core/sha256.h"
 
 namespace kforge::env {
 namespace {
-
-using exec::JudgeLane;
-using exec::LaneFault;
-
-// check_task results kept; a report is small next to the reference run it saves.
-constexpr size_t kMaxCachedChecks = 65536;
-
-EvalReport system_report(const std::string& message) {
-  EvalReport r;
-  r.outcome = Outcome::kNotRun;
-  r.summary = "system error: " + message;
-  return r;
-}
-
-ReferenceReport reference_system_report(const std::string& message) {
-  ReferenceReport r;
-  r.status = ReferenceStatus::kError;
-  r.problem = "system error: " + message;
-  return r;
-}
 
 std::filesystem::path make_private_scratch() {
   std::string pattern = (std::filesystem::temp_directory_path() / "kforge-exec-XXXXXX").string();
@@ -71,93 +50,9 @@ std::vector<int> allowed_cores() {
   return cores;
 }
 
-class Pool final : public DevicePool {
- public:
-  explicit Pool(const ExecutorConfig& config);
-  ~Pool() override;
+}  // namespace
 
-  std::future<EvalReport> submit(EvalRequest request) override;
-  std::future<ReferenceReport> submit_reference(ReferenceRequest request) override;
-  std::shared_future<ReferenceReport> check_task(const TaskSpec& task, const EvalOptions& options) override;
-  int reference_checks() const override { return reference_checks_.load(); }
-  BackendKind backend() const override { return config_.backend; }
-  std::string device_name() override;
-  StartReport start_report() override;
-  int restarts() const override;
-  int judge_pid() const override { return lanes_.empty() ? 0 : lanes_.front()->judge->judge_pid(); }
-  json health() override;
-  json status() const override;
-  std::vector<LaneStatus> lanes() const override;
-  int devices_in_service() const override;
-
- private:
-  // A queued request. `attempt` runs it on a lane and keeps its result (a
-  // retry runs it again); `deliver` fulfils the promise with what was kept;
-  // `abandon` fulfils it with a system error when it never runs. Exactly one
-  // of deliver/abandon is called, once.
-  struct Job {
-    std::function<LaneFault(JudgeLane&)> attempt;
-    std::function<void()> deliver;
-    std::function<void(const std::string&)> abandon;
-    bool retryable = true;  // false for health probes, which belong to one lane
-    int failed_on = -1;     // the device whose lane failed it, once retried
-  };
-  using JobPtr = std::shared_ptr<Job>;
-  using Deliveries = std::vector<std::function<void()>>;
-
-  struct Device {
-    int index = 0;
-    std::string label;
-    std::deque<JobPtr> queue;
-    std::vector<size_t> lanes;
-    int outstanding = 0;  // queued + running
-    int completed = 0;
-    int errors_in_a_row = 0;
-    int retried_elsewhere = 0;
-    bool in_service = true;
-    std::string out_reason;
-    std::string last_fault;  // kept in service as the last device, but failing
-  };
-
-  struct Lane {
-    size_t device = 0;
-    int number = 0;
-    std::unique_ptr<JudgeLane> judge;
-    std::deque<JobPtr> pinned;  // health probes for this lane
-    bool active = true;         // its thread still serves
-    std::thread thread;
-  };
-
-  void lane_loop(size_t lane_index);
-  void enqueue(JobPtr job);
-  // Puts the job on the device in service with the fewest outstanding
-  // requests other than `exclude` (or `exclude` itself when it is the only one).
-  void route_locked(const JobPtr& job, int exclude);
-  void settle_locked(size_t device, const JobPtr& job, LaneFault fault, Deliveries* deliveries);
-  void take_out_locked(size_t device, const std::string& reason);
-  bool other_device_in_service_locked(size_t device) const;
-
-  ExecutorConfig config_;
-  std::filesystem::path scratch_;
-  bool own_scratch_ = false;
-  std::string setup_error_;  // tools not found, ...: every request reports it
-  std::optional<exec::BaselineCache> baselines_;
-
-  mutable std::mutex mutex_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  std::vector<Device> devices_;
-  std::vector<std::unique_ptr<Lane>> lanes_;
-  size_t next_route_ = 0;  // rotates ties between equally busy devices
-  int retries_ = 0;
-  size_t lanes_started_ = 0;  // lanes that made their first judge start attempt
-  std::condition_variable started_cv_;
-
-  std::mutex checks_mutex_;
-  std::map<std::string, std::shared_future<ReferenceReport>> checks_;
-  std::deque<std::string> check_order_;
-  std::atomic<int> reference_checks_{0};
-};
+namespace pool_detail {
 
 Pool::Pool(const ExecutorConfig& config) : config_(config) {
   std::vector<int> indices;
@@ -401,223 +296,7 @@ void Pool::enqueue(JobPtr job) {
   job->abandon(setup_error_.empty() ? "executor is shutting down" : setup_error_);
 }
 
-std::future<EvalReport> Pool::submit(EvalRequest request) {
-  auto promise = std::make_shared<std::promise<EvalReport>>();
-  auto result = std::make_shared<EvalReport>();
-  auto req = std::make_shared<EvalRequest>(std::move(request));
-  auto job = std::make_shared<Job>();
-  job->attempt = [req, result](JudgeLane& lane) { return lane.eval(*req, result.get()); };
-  job->deliver = [promise, result] { promise->set_value(std::move(*result)); };
-  job->abandon = [promise](const std::string& why) { promise->set_value(system_report(why)); };
-  std::future<EvalReport> future = promise->get_future();
-  enqueue(std::move(job));
-  return future;
-}
-
-std::future<ReferenceReport> Pool::submit_reference(ReferenceRequest request) {
-  auto promise = std::make_shared<std::promise<ReferenceReport>>();
-  auto result = std::make_shared<ReferenceReport>();
-  auto req = std::make_shared<ReferenceRequest>(std::move(request));
-  auto job = std::make_shared<Job>();
-  exec::BaselineCache* cache = baselines_ ? &*baselines_ : nullptr;
-  job->attempt = [req, result, cache](JudgeLane& lane) {
-    if (cache == nullptr || !req->time) return lane.reference(*req, result.get());
-    // The key needs the device and versions this lane's judge reported.
-    std::string error;
-    LaneFault fault = LaneFault::kNone;
-    if (!lane.ensure_judge(&error, &fault)) {
-      *result = reference_system_report(error);
-      return fault;
-    }
-    const std::string key = exec::BaselineCache::key(*req, lane.device_name(), lane.versions());
-    if (std::optional<ReferenceReport> hit = cache->load(key)) {
-      *result = std::move(*hit);
-      (*result->timing)["cache"] = {{"hit", true}, {"key", key}};
-      return LaneFault::kNone;
-    }
-    fault = lane.reference(*req, result.get());
-    if (fault == LaneFault::kNone && result->ok() && result->timing) {
-      cache->store(key, *result);
-      (*result->timing)["cache"] = {{"hit", false}, {"key", key}};
-    }
-    return fault;
-  };
-  job->deliver = [promise, result] { promise->set_value(std::move(*result)); };
-  job->abandon = [promise](const std::string& why) { promise->set_value(reference_system_report(why)); };
-  std::future<ReferenceReport> future = promise->get_future();
-  enqueue(std::move(job));
-  return future;
-}
-
-std::shared_future<ReferenceReport> Pool::check_task(const TaskSpec& task, const EvalOptions& options) {
-  const std::string key = sha256_hex(to_json(task).dump());
-  {
-    std::lock_guard<std::mutex> lock(checks_mutex_);
-    if (auto it = checks_.find(key); it != checks_.end()) return it->second;
-  }
-  auto promise = std::make_shared<std::promise<ReferenceReport>>();
-  std::shared_future<ReferenceReport> future = promise->get_future().share();
-  {
-    std::lock_guard<std::mutex> lock(checks_mutex_);
-    // Another caller may have asked between the two locks: theirs wins.
-    if (auto it = checks_.find(key); it != checks_.end()) return it->second;
-    checks_.emplace(key, future);
-    check_order_.push_back(key);
-    while (check_order_.size() > kMaxCachedChecks) {
-      checks_.erase(check_order_.front());
-      check_order_.pop_front();
-    }
-  }
-  // A system error says nothing about the task: forget it before anyone can
-  // see it, so that the next call asks a judge again.
-  auto deliver = [this, promise, key](ReferenceReport report) {
-    if (report.status == ReferenceStatus::kError) {
-      std::lock_guard<std::mutex> lock(checks_mutex_);
-      checks_.erase(key);
-    }
-    promise->set_value(std::move(report));
-  };
-  auto result = std::make_shared<ReferenceReport>();
-  auto req = std::make_shared<ReferenceRequest>();
-  req->task = task;
-  req->check = true;
-  req->time = false;
-  req->options = options;
-  auto job = std::make_shared<Job>();
-  job->attempt = [this, req, result](JudgeLane& lane) {
-    ++reference_checks_;
-    return lane.reference(*req, result.get());
-  };
-  job->deliver = [deliver, result] { deliver(std::move(*result)); };
-  job->abandon = [deliver](const std::string& why) { deliver(reference_system_report(why)); };
-  enqueue(std::move(job));
-  return future;
-}
-
-std::string Pool::device_name() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  started_cv_.wait(lock, [this] { return lanes_started_ >= lanes_.size(); });
-  for (const auto& dev : devices_) {
-    if (!dev.in_service) continue;
-    for (size_t l : dev.lanes) {
-      std::string name = lanes_[l]->judge->device_name();
-      if (!name.empty()) return name;
-    }
-  }
-  return "";
-}
-
-Executor::StartReport Pool::start_report() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  started_cv_.wait(lock, [this] { return lanes_started_ >= lanes_.size(); });
-  StartReport r;
-  if (!setup_error_.empty()) {
-    r.error = setup_error_;
-    return r;
-  }
-  // The first device in service that started names the pool (as
-  // device_name()); the count is the same for every judge of the machine.
-  for (const auto& dev : devices_) {
-    for (size_t l : dev.lanes) {
-      const JudgeLane& judge = *lanes_[l]->judge;
-      if (r.device_count < 0) r.device_count = judge.device_count();
-      if (r.device_name.empty() && dev.in_service) r.device_name = judge.device_name();
-      if (r.error.empty()) r.error = judge.start_error();
-    }
-  }
-  if (!r.device_name.empty()) r.error.clear();
-  return r;
-}
-
-int Pool::restarts() const {
-  int n = 0;
-  for (const auto& lane : lanes_) n += lane->judge->restarts();
-  return n;
-}
-
-json Pool::status() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  json devices = json::array();
-  for (const auto& dev : devices_) {
-    json d = {{"index", dev.index},
-              {"label", dev.label},
-              {"in_service", dev.in_service},
-              {"lanes", dev.lanes.size()},
-              {"outstanding", dev.outstanding},
-              {"completed", dev.completed},
-              {"system_errors_in_a_row", dev.errors_in_a_row},
-              {"retried_elsewhere", dev.retried_elsewhere}};
-    if (!dev.in_service) d["out_reason"] = dev.out_reason;
-    if (dev.in_service && dev.errors_in_a_row > 0) d["last_fault"] = dev.last_fault;
-    devices.push_back(d);
-  }
-  json s = {{"backend", backend_name(config_.backend)}, {"devices", devices}, {"retries", retries_}};
-  if (!setup_error_.empty()) s["error"] = setup_error_;
-  return s;
-}
-
-std::vector<LaneStatus> Pool::lanes() const {
-  std::vector<LaneStatus> out;
-  for (const auto& lane : lanes_) {
-    out.push_back({devices_[lane->device].index, lane->number, lane->judge->judge_pid(), lane->judge->cpu()});
-  }
-  return out;
-}
-
-int Pool::devices_in_service() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  int n = 0;
-  for (const auto& dev : devices_) n += dev.in_service;
-  return n;
-}
-
-json Pool::health() {
-  if (!setup_error_.empty()) return {{"error", setup_error_}};
-  std::vector<std::future<json>> answers;
-  std::vector<size_t> asked;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (size_t i = 0; i < lanes_.size(); ++i) {
-      Lane& lane = *lanes_[i];
-      if (!lane.active || stopping_) continue;
-      auto promise = std::make_shared<std::promise<json>>();
-      auto result = std::make_shared<json>();
-      auto job = std::make_shared<Job>();
-      job->retryable = false;
-      job->attempt = [result](JudgeLane& l) {
-        *result = l.health();
-        return LaneFault::kNone;
-      };
-      job->deliver = [promise, result] { promise->set_value(std::move(*result)); };
-      job->abandon = [promise](const std::string& why) { promise->set_value({{"error", why}}); };
-      answers.push_back(promise->get_future());
-      asked.push_back(i);
-      lane.pinned.push_back(std::move(job));
-    }
-  }
-  cv_.notify_all();
-  json out = status();
-  json lanes = json::array();
-  size_t a = 0;
-  for (size_t i = 0; i < lanes_.size(); ++i) {
-    json h;
-    if (a < asked.size() && asked[a] == i) {
-      h = answers[a++].get();
-    } else {
-      h = {{"error", "device out of service: " + devices_[lanes_[i]->device].out_reason}};
-    }
-    h["device_index"] = devices_[lanes_[i]->device].index;
-    h["lane"] = lanes_[i]->number;
-    lanes.push_back(h);
-  }
-  if (lanes.size() == 1) {
-    for (const auto& [k, v] : lanes[0].items()) out[k] = v;
-  }
-  out["lanes"] = lanes;
-  return out;
-}
-
-}  // namespace
+}  // namespace pool_detail
 
 std::vector<int> visible_gpu_indices() {
   std::vector<int> out;
@@ -645,6 +324,8 @@ std::vector<int> visible_gpu_indices() {
   return out;
 }
 
-std::unique_ptr<DevicePool> make_device_pool(const ExecutorConfig& config) { return std::make_unique<Pool>(config); }
+std::unique_ptr<DevicePool> make_device_pool(const ExecutorConfig& config) {
+  return std::make_unique<pool_detail::Pool>(config);
+}
 
 }  // namespace kforge::env

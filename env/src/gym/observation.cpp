@@ -7,6 +7,8 @@
 #include <sstream>
 #include <vector>
 
+#include "kforge/core/trim.h"
+
 namespace kforge::env {
 namespace {
 
@@ -66,12 +68,6 @@ std::string clip_head(const std::string& text, size_t max_chars, size_t max_line
 std::string clip_tail(const std::string& text, size_t max_chars) {
   if (text.size() <= max_chars) return text;
   return "[...]" + text.substr(text.size() - max_chars);
-}
-
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
 // Renders a small JSON value compactly for the policy: numbers with few

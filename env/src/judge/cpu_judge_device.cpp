@@ -11,9 +11,9 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "common/errno_text.h"
 #include "common/unique_fd.h"
 #include "judge/cpu_cache.h"
+#include "kforge/core/errno_text.h"
 
 namespace kforge::judge {
 namespace {
@@ -24,15 +24,15 @@ class MemfdArena final : public SharedArena {
  public:
   explicit MemfdArena(const exec::ArenaLayout& layout) : layout_(layout) {
     fd_.reset(::memfd_create("kforge-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING));
-    if (!fd_) throw std::runtime_error(std::string("memfd_create: ") + exec::errno_text(errno));
+    if (!fd_) throw std::runtime_error(std::string("memfd_create: ") + errno_text(errno));
     if (::ftruncate(fd_.get(), static_cast<off_t>(layout_.size)) != 0) {
-      throw std::runtime_error(std::string("ftruncate arena: ") + exec::errno_text(errno));
+      throw std::runtime_error(std::string("ftruncate arena: ") + errno_text(errno));
     }
     if (::fcntl(fd_.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-      throw std::runtime_error(std::string("seal arena: ") + exec::errno_text(errno));
+      throw std::runtime_error(std::string("seal arena: ") + errno_text(errno));
     }
     void* p = ::mmap(nullptr, layout_.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd_.get(), 0);
-    if (p == MAP_FAILED) throw std::runtime_error(std::string("mmap arena: ") + exec::errno_text(errno));
+    if (p == MAP_FAILED) throw std::runtime_error(std::string("mmap arena: ") + errno_text(errno));
     base_ = static_cast<char*>(p);
   }
   ~MemfdArena() override { ::munmap(base_, layout_.size); }

@@ -3,6 +3,9 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "common/elf_inspector.h"
 #include "common/json_fields.h"
@@ -49,101 +52,10 @@ std::string timing_summary(const TimingSummary& t) {
   return buf;
 }
 
-}  // namespace
-
-env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, RunnerPool* pool,
-                         EvaluationCounters* counters, RunnerPool* profilers, exec::GpuGate* gate) {
-  const env::EvalOptions& options = request.options;
-  auto start = Clock::now();
-  exec::GpuGate no_gate;
-  if (gate == nullptr) gate = &no_gate;
-  exec::Deadline deadline = exec::Deadline::after_ms(options.eval_timeout_ms);
-  env::EvalReport report;
-  report.device = device->name();
-  ++counters->evaluations;
-  auto finish = [&](env::EvalReport r) {
-    r.phase_ms["total"] = ms_since(start);
-    return r;
-  };
-
-  // 1. Static checks: nothing is loaded before the file passes them.
-  const SolutionMode mode = request.artifact.mode;
-  if (mode != SolutionMode::kCpp && device->backend() == "cpu") {
-    report.outcome = Outcome::kRejected;
-    report.summary = "rejected: solution mode " + solution_mode_name(mode) + " cannot run on the cpu backend (use cpp)";
-    return finish(report);
-  }
-  // The CUDA runner runs shared objects with a kf_forward over device memory
-  // (cuda, and torch_ext built against the torch shim) and NVRTC cubins by
-  // their launch plans (nvrtc).
-  if (mode == SolutionMode::kCpp && device->backend() == "cuda") {
-    report.outcome = Outcome::kRejected;
-    report.summary = "rejected: solution mode cpp cannot run on the cuda backend (use cuda, nvrtc or torch_ext)";
-    return finish(report);
-  }
-  if (mode == SolutionMode::kNvrtc && !request.artifact.launch.is_object()) {
-    report.outcome = Outcome::kRejected;
-    report.summary = "rejected: the nvrtc artifact has no launch plan";
-    return finish(report);
-  }
-  if (!std::filesystem::is_regular_file(request.artifact.path)) {
-    report.outcome = Outcome::kNotRun;
-    report.summary = "system error: artifact " + request.artifact.path.string() + " does not exist";
-    return finish(report);
-  }
-  // Load checks look at what the dynamic loader would run and what the code
-  // may call on the host: they apply to shared objects. A CUBIN has no host
-  // code: the runner reads it as data and hands it to the CUDA driver, which
-  // loads device code only, and what runs is the plan's kernels, launched by
-  // the runner on the candidate's stream (the timing, leftover-work and
-  // profiler checks still apply to them).
-  if (mode != SolutionMode::kNvrtc) {
-    auto t = Clock::now();
-    exec::ElfInspection inspection =
-        exec::inspect_candidate(request.artifact.path, device->symbol_policy(request.task.libraries));
-    report.phase_ms["inspect"] = ms_since(t);
-    if (!inspection.accepted) {
-      report.outcome = Outcome::kRejected;
-      report.violations = inspection.violations;
-      report.summary = rejection_summary(inspection.violations);
-      return finish(report);
-    }
-  }
-  if (!request.verify && !request.time) {
-    report.outcome = Outcome::kNotRun;
-    report.summary = "inspected only: neither verify nor time was requested";
-    return finish(report);
-  }
-  // A task too large or too slow for this judge (task_fit.h). Reset refuses
-  // such tasks before any candidate is charged; a request that reaches the
-  // judge anyway is not run, and says why with figures.
-  if (const TaskFit fit = check_task_fit(request.task, JudgeWork::kEvaluation, options, *device); !fit.fits()) {
-    report.outcome = Outcome::kNotRun;
-    report.summary = "task cannot be judged: " + fit.problem;
-    return finish(report);
-  }
-
-  // 2. Shapes, arena and a runner with the candidate loaded. From here the
-  // request works on the device: as a reader of the gate until it times.
-  // Time spent waiting for other candidates' exclusive parts is not this
-  // candidate's: the request's deadline moves by it, so that queueing behind
-  // other lanes never turns into this candidate's timeout.
-  auto add_gate_wait = [&](double ms) {
-    report.phase_ms["gate_wait"] = report.phase_ms.value("gate_wait", 0.0) + ms;
-    if (ms > 0) deadline = exec::Deadline::after_ms(deadline.remaining_ms() + ms);
-  };
-  add_gate_wait(gate->shared());
-  CasePlan plan = plan_cases(request.task, device->page_size(), device->arena_alignment());
-  auto t = Clock::now();
-  CandidateSession session(device, pool->take(), &plan);
-  exec::RunnerLimits limits;
-  limits.memory_bytes = options.memory_limit_bytes;
-  limits.cpu_seconds = options.eval_timeout_ms / 1000.0 + 5;
-  exec::Deadline load_deadline =
-      exec::Deadline::earliest(deadline, exec::Deadline::after_ms(std::max(options.call_timeout_ms, 5000.0)));
-  exec::RunnerReply ready = session.start(runner_candidate(request.artifact, request.task), limits, load_deadline);
-  report.phase_ms["spawn"] = ms_since(t);
-
+// The verdict on a runner's `setup` reply: who is to blame when the
+// candidate could not be loaded.
+Verdict verdict_on_load(const exec::RunnerReply& ready, SolutionMode mode, const env::EvalOptions& options,
+                        CandidateSession* session) {
   Verdict verdict;
   if (!ready.ok() && !ready.candidate_ran) {
     // Before the runner said `loading` nothing of the candidate existed in
@@ -166,82 +78,231 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
         verdict_from_runner_failure(ready,
                                     mode == SolutionMode::kNvrtc ? "while loading the candidate's CUBIN"
                                                                  : "while loading the candidate (static constructors)",
-                                    std::max(options.call_timeout_ms, 5000.0), session.runner().output_tail());
+                                    std::max(options.call_timeout_ms, 5000.0), session->runner().output_tail());
+  }
+  return verdict;
+}
+
+// One request on its way to a report: the report being filled, the
+// request's deadline, and the judge's device, runners and gate.
+class Evaluation {
+ public:
+  Evaluation(const env::EvalRequest& request, JudgeDevice* device, RunnerPool* pool, RunnerPool* profilers,
+             exec::GpuGate* gate)
+      : request_(request),
+        options_(request.options),
+        device_(device),
+        pool_(pool),
+        profilers_(profilers),
+        gate_(gate),
+        start_(Clock::now()),
+        deadline_(exec::Deadline::after_ms(options_.eval_timeout_ms)) {
+    report_.device = device->name();
   }
 
+  // 1. Static checks: nothing is loaded before the file passes them. False
+  // when they decided the report.
+  bool passes_static_checks();
+  // 2. Shapes, arena and a runner with the candidate loaded. From here the
+  // request works on the device: as a reader of the gate until it times.
+  Verdict start_candidate();
   // 3. Verification, always before timing.
-  if (!verdict.failed()) {
-    t = Clock::now();
-    VerificationResult v = verify_candidate(plan, options, request.input_seed, &session, device, deadline);
-    report.phase_ms["verify"] = ms_since(t);
-    report.verification = std::move(v.cases);
-    verdict = std::move(v.verdict);
+  Verdict verify();
+  // 4. Timing, alone on the device; a failure replaces `verdict`, a
+  // measurement adds to its summary.
+  void time(Verdict* verdict);
+  // 5. Profile (CUDA), when asked for and the verdict allows it.
+  void profile(Verdict* verdict);
+  // The runner retired and the verdict written into the report.
+  env::EvalReport finish(Verdict verdict, EvaluationCounters* counters);
+  // The report as it stands, with the total time.
+  env::EvalReport finish();
+
+ private:
+  // Time spent waiting for other candidates' exclusive parts is not this
+  // candidate's: the request's deadline moves by it, so that queueing behind
+  // other lanes never turns into this candidate's timeout.
+  void add_gate_wait(double ms) {
+    report_.phase_ms["gate_wait"] = report_.phase_ms.value("gate_wait", 0.0) + ms;
+    if (ms > 0) deadline_ = exec::Deadline::after_ms(deadline_.remaining_ms() + ms);
+  }
+  // No runner starting meanwhile (runner_pool.h): the spares started after
+  // the previous candidate's timing must be done starting. Then the GPU is
+  // ours alone: every other judge on it has left its shared part or waits
+  // (gpu_gate.h).
+  void settle_runners() {
+    const auto s = Clock::now();
+    pool_->settle(deadline_);
+    if (profilers_ != nullptr) profilers_->settle(deadline_);
+    report_.phase_ms["settle"] = report_.phase_ms.value("settle", 0.0) + ms_since(s);
+    add_gate_wait(gate_->exclusive());
+  }
+  bool reject(Outcome outcome, std::string summary) {
+    report_.outcome = outcome;
+    report_.summary = std::move(summary);
+    return false;
   }
 
-  // 4. Timing, with no runner starting meanwhile (runner_pool.h): the spares
-  // started after the previous candidate's timing must be done starting.
-  // Then the GPU is ours alone: every other judge on it has left its shared
-  // part or waits (gpu_gate.h).
-  auto settle_runners = [&] {
-    const auto s = Clock::now();
-    pool->settle(deadline);
-    if (profilers != nullptr) profilers->settle(deadline);
-    report.phase_ms["settle"] = report.phase_ms.value("settle", 0.0) + ms_since(s);
-    add_gate_wait(gate->exclusive());
-  };
-  if (!verdict.failed() && request.time) {
-    settle_runners();
-    t = Clock::now();
-    TimingResult timing = time_candidate(plan, options, &session, device, deadline);
-    report.phase_ms["time"] = ms_since(t);
-    report.timing = std::move(timing.timing);
-    if (timing.verdict.failed()) {
-      verdict = std::move(timing.verdict);
-    } else if (timing.timed && report.timing) {
-      verdict.summary += timing_summary(*report.timing);
+  const env::EvalRequest& request_;
+  const env::EvalOptions& options_;
+  JudgeDevice* device_;
+  RunnerPool* pool_;
+  RunnerPool* profilers_;
+  exec::GpuGate* gate_;
+  Clock::time_point start_;
+  exec::Deadline deadline_;
+  env::EvalReport report_;
+  std::optional<CasePlan> plan_;
+  exec::RunnerLimits limits_;
+  std::optional<CandidateSession> session_;
+};
+
+bool Evaluation::passes_static_checks() {
+  const SolutionMode mode = request_.artifact.mode;
+  if (mode != SolutionMode::kCpp && device_->backend() == "cpu") {
+    return reject(Outcome::kRejected,
+                  "rejected: solution mode " + solution_mode_name(mode) + " cannot run on the cpu backend (use cpp)");
+  }
+  // The CUDA runner runs shared objects with a kf_forward over device memory
+  // (cuda, and torch_ext built against the torch shim) and NVRTC cubins by
+  // their launch plans (nvrtc).
+  if (mode == SolutionMode::kCpp && device_->backend() == "cuda") {
+    return reject(Outcome::kRejected,
+                  "rejected: solution mode cpp cannot run on the cuda backend (use cuda, nvrtc or torch_ext)");
+  }
+  if (mode == SolutionMode::kNvrtc && !request_.artifact.launch.is_object()) {
+    return reject(Outcome::kRejected, "rejected: the nvrtc artifact has no launch plan");
+  }
+  if (!std::filesystem::is_regular_file(request_.artifact.path)) {
+    return reject(Outcome::kNotRun, "system error: artifact " + request_.artifact.path.string() + " does not exist");
+  }
+  // Load checks look at what the dynamic loader would run and what the code
+  // may call on the host: they apply to shared objects. A CUBIN has no host
+  // code: the runner reads it as data and hands it to the CUDA driver, which
+  // loads device code only, and what runs is the plan's kernels, launched by
+  // the runner on the candidate's stream (the timing, leftover-work and
+  // profiler checks still apply to them).
+  if (mode != SolutionMode::kNvrtc) {
+    auto t = Clock::now();
+    exec::ElfInspection inspection =
+        exec::inspect_candidate(request_.artifact.path, device_->symbol_policy(request_.task.libraries));
+    report_.phase_ms["inspect"] = ms_since(t);
+    if (!inspection.accepted) {
+      report_.violations = inspection.violations;
+      return reject(Outcome::kRejected, rejection_summary(inspection.violations));
     }
   }
+  if (!request_.verify && !request_.time) {
+    return reject(Outcome::kNotRun, "inspected only: neither verify nor time was requested");
+  }
+  // A task too large or too slow for this judge (task_fit.h). Reset refuses
+  // such tasks before any candidate is charged; a request that reaches the
+  // judge anyway is not run, and says why with figures.
+  if (const TaskFit fit = check_task_fit(request_.task, JudgeWork::kEvaluation, options_, *device_); !fit.fits()) {
+    return reject(Outcome::kNotRun, "task cannot be judged: " + fit.problem);
+  }
+  return true;
+}
+
+Verdict Evaluation::start_candidate() {
+  add_gate_wait(gate_->shared());
+  plan_.emplace(plan_cases(request_.task, device_->page_size(), device_->arena_alignment()));
+  auto t = Clock::now();
+  session_.emplace(device_, pool_->take(), &*plan_);
+  limits_.memory_bytes = options_.memory_limit_bytes;
+  limits_.cpu_seconds = options_.eval_timeout_ms / 1000.0 + 5;
+  exec::Deadline load_deadline =
+      exec::Deadline::earliest(deadline_, exec::Deadline::after_ms(std::max(options_.call_timeout_ms, 5000.0)));
+  exec::RunnerReply ready = session_->start(runner_candidate(request_.artifact, request_.task), limits_, load_deadline);
+  report_.phase_ms["spawn"] = ms_since(t);
+  return verdict_on_load(ready, request_.artifact.mode, options_, &*session_);
+}
+
+Verdict Evaluation::verify() {
+  auto t = Clock::now();
+  VerificationResult v = verify_candidate(*plan_, options_, request_.input_seed, &*session_, device_, deadline_);
+  report_.phase_ms["verify"] = ms_since(t);
+  report_.verification = std::move(v.cases);
+  return std::move(v.verdict);
+}
+
+void Evaluation::time(Verdict* verdict) {
+  settle_runners();
+  auto t = Clock::now();
+  TimingResult timing = time_candidate(*plan_, options_, &*session_, device_, deadline_);
+  report_.phase_ms["time"] = ms_since(t);
+  report_.timing = std::move(timing.timing);
+  if (timing.verdict.failed()) {
+    *verdict = std::move(timing.verdict);
+  } else if (timing.timed && report_.timing) {
+    verdict->summary += timing_summary(*report_.timing);
+  }
+}
+
+// Energy, kernel attribution, hardware metrics, roofline. A time below the
+// roofline says only that work escaped the timed interval; the profile still
+// runs then, because its kernel attribution can say where the work went
+// (another stream, or after the call returned), which is what the policy
+// needs to hear. Its violations are added to the roofline's.
+void Evaluation::profile(Verdict* verdict) {
+  const bool explain_roofline = verdict->outcome == Outcome::kViolation && has_check(*verdict, "below_roofline");
+  if ((verdict->failed() && !explain_roofline) || !request_.profile || device_->backend() != "cuda") return;
+  // The energy counter is the whole device's, like the timer's GPU; the
+  // counters and the traced call must see this candidate alone too.
+  if (options_.energy_window_ms > 0) settle_runners();
+  add_gate_wait(gate_->exclusive());
+  auto t = Clock::now();
+  ProfileResult profile = profile_candidate(request_, *plan_, &*session_, device_, profilers_, limits_, deadline_,
+                                            report_.timing ? &*report_.timing : nullptr);
+  report_.phase_ms["profile"] = ms_since(t);
+  for (const auto& [part, ms] : profile.phase_ms.items()) report_.phase_ms["profile_" + part] = ms;
+  report_.profile = std::move(profile.profile);
+  if (!explain_roofline) {
+    if (profile.verdict.failed()) *verdict = std::move(profile.verdict);
+  } else {
+    for (auto& v : profile.verdict.violations) {
+      verdict->summary += "; " + v.check + ": " + v.detail;
+      verdict->violations.push_back(std::move(v));
+    }
+  }
+}
+
+env::EvalReport Evaluation::finish(Verdict verdict, EvaluationCounters* counters) {
+  if (report_.timing) report_.timing->sandbox = session_->sandbox_state();
+  // A runner that is gone already was killed for a fault (crash, hang,
+  // blocked syscall, tampering); healthy ones are retired here.
+  if (!session_->runner().alive()) ++counters->runner_faults;
+  session_->runner().terminate();
+  report_.candidate_output = session_->runner().output_tail(kOutputTailBytes);
+  report_.outcome = verdict.outcome;
+  report_.summary = verdict.summary;
+  report_.violations = std::move(verdict.violations);
+  return finish();
+}
+
+env::EvalReport Evaluation::finish() {
+  env::EvalReport r = std::move(report_);
+  r.phase_ms["total"] = ms_since(start_);
+  return r;
+}
+
+}  // namespace
+
+env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, RunnerPool* pool,
+                         EvaluationCounters* counters, RunnerPool* profilers, exec::GpuGate* gate) {
+  exec::GpuGate no_gate;
+  Evaluation evaluation(request, device, pool, profilers, gate != nullptr ? gate : &no_gate);
+  ++counters->evaluations;
+
+  if (!evaluation.passes_static_checks()) return evaluation.finish();
+  Verdict verdict = evaluation.start_candidate();
+  if (!verdict.failed()) verdict = evaluation.verify();
+  if (!verdict.failed() && request.time) evaluation.time(&verdict);
   // The next candidate's runner starts now, while this one is profiled (or
   // the report is written): after the timing, before the next one's.
   pool->refill();
-
-  // 5. Profile (CUDA): energy, kernel attribution, hardware metrics, roofline.
-  // A time below the roofline says only that work escaped the timed interval;
-  // the profile still runs then, because its kernel attribution can say where
-  // the work went (another stream, or after the call returned), which is what
-  // the policy needs to hear. Its violations are added to the roofline's.
-  const bool explain_roofline = verdict.outcome == Outcome::kViolation && has_check(verdict, "below_roofline");
-  if ((!verdict.failed() || explain_roofline) && request.profile && device->backend() == "cuda") {
-    // The energy counter is the whole device's, like the timer's GPU; the
-    // counters and the traced call must see this candidate alone too.
-    if (options.energy_window_ms > 0) settle_runners();
-    add_gate_wait(gate->exclusive());
-    t = Clock::now();
-    ProfileResult profile = profile_candidate(request, plan, &session, device, profilers, limits, deadline,
-                                              report.timing ? &*report.timing : nullptr);
-    report.phase_ms["profile"] = ms_since(t);
-    for (const auto& [part, ms] : profile.phase_ms.items()) report.phase_ms["profile_" + part] = ms;
-    report.profile = std::move(profile.profile);
-    if (!explain_roofline) {
-      if (profile.verdict.failed()) verdict = std::move(profile.verdict);
-    } else {
-      for (auto& v : profile.verdict.violations) {
-        verdict.summary += "; " + v.check + ": " + v.detail;
-        verdict.violations.push_back(std::move(v));
-      }
-    }
-  }
-  if (report.timing) report.timing->sandbox = session.sandbox_state();
-
-  // A runner that is gone already was killed for a fault (crash, hang,
-  // blocked syscall, tampering); healthy ones are retired here.
-  if (!session.runner().alive()) ++counters->runner_faults;
-  session.runner().terminate();
-  report.candidate_output = session.runner().output_tail(kOutputTailBytes);
-  report.outcome = verdict.outcome;
-  report.summary = verdict.summary;
-  report.violations = std::move(verdict.violations);
-  return finish(report);
+  evaluation.profile(&verdict);
+  return evaluation.finish(std::move(verdict), counters);
 }
 
 }  // namespace kforge::judge

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "common/gpu_gate.h"
 #include "common/json_fields.h"
@@ -91,170 +93,234 @@ env::EvalReport system_failure(const std::string& message) {
   return r;
 }
 
-}  // namespace
-
-int serve_executor(const JudgeServerConfig& config, int control_fd) {
+// The judge's device and the GPU gate it shares with other judges on it;
+// `error` says why there is no device.
+struct OpenedDevice {
   std::unique_ptr<JudgeDevice> device;
-  std::string device_error;
-  exec::GpuGate gate;
+  std::string error;
   std::string gate_key;
+};
+
+OpenedDevice open_device(const JudgeServerConfig& config, exec::GpuGate* gate) {
+  OpenedDevice opened;
   try {
-    if (!config.gate_dir.empty()) gate_key = gpu_gate_key(config.backend, config.device);
-    if (!gate_key.empty()) gate = exec::GpuGate(config.gate_dir, gate_key);
+    if (!config.gate_dir.empty()) opened.gate_key = gpu_gate_key(config.backend, config.device);
+    if (!opened.gate_key.empty()) *gate = exec::GpuGate(config.gate_dir, opened.gate_key);
     // Creating our context is GPU work like a runner's start-up.
-    gate.shared();
-    device = make_judge_device(config.backend, config.device);
+    gate->shared();
+    opened.device = make_judge_device(config.backend, config.device);
   } catch (const std::exception& e) {
-    device_error = e.what();
+    opened.error = e.what();
   }
+  return opened;
+}
+
+json hello_message(const JudgeServerConfig& config, const OpenedDevice& opened, const exec::GpuGate& gate) {
   json hello = {{"type", "hello"},
-                {"ok", device != nullptr},
+                {"ok", opened.device != nullptr},
                 {"backend", config.backend},
                 {"pid", ::getpid()},
                 {"device_count", judge_device_count(config.backend)}};
-  if (device) {
-    hello["device"] = device->name();
-    hello["versions"] = device->versions();
+  if (opened.device) {
+    hello["device"] = opened.device->name();
+    hello["versions"] = opened.device->versions();
     // Which lock files: judges that print the same name share the GPU.
-    hello["gate"] = gate.enabled() ? (config.gate_dir / exec::GpuGate::file_key(gate_key)).string() : "";
+    hello["gate"] = gate.enabled() ? (config.gate_dir / exec::GpuGate::file_key(opened.gate_key)).string() : "";
   } else {
-    hello["error"] = device_error;
+    hello["error"] = opened.error;
   }
-  try {
-    send(control_fd, hello);
-  } catch (const exec::WireError&) {
-    return 1;
-  }
-  if (!device) return 2;
+  return hello;
+}
 
-  // CUDA exchanges spin for their replies (RunnerProcess::Config::reply_spin_us);
-  // CPU ones sleep: there the judge's spinning would take a core from the
-  // candidate, and the CPU clock, not the round trip, is what is timed.
-  const int reply_spin_us = config.backend == "cuda" ? kCudaReplySpinUs : 0;
-  RunnerPool pool({config.runner, config.scratch, config.backend, config.device, false, reply_spin_us},
-                  config.backend == "cuda" ? 2 : 1);
-  pool.refill();
+// Requests, one at a time, on an open device: the runner pools, the counters
+// the executor reads and the memory bound that retires the judge.
+class RequestServer {
+ public:
+  RequestServer(const JudgeServerConfig& config, int control_fd, JudgeDevice* device, exec::GpuGate* gate)
+      : control_fd_(control_fd),
+        device_(device),
+        gate_(gate),
+        config_(config),
+        // CUDA exchanges spin for their replies (RunnerProcess::Config::reply_spin_us);
+        // CPU ones sleep: there the judge's spinning would take a core from the
+        // candidate, and the CPU clock, not the round trip, is what is timed.
+        reply_spin_us_(config.backend == "cuda" ? kCudaReplySpinUs : 0),
+        pool_({config.runner, config.scratch, config.backend, config.device, false, reply_spin_us_},
+              config.backend == "cuda" ? 2 : 1),
+        memory_(config.memory) {}
+
+  // Serves until the executor goes or says shutdown; the exit code.
+  int serve();
+
+ private:
+  // Each returns the exit code when the judge must end after the request.
+  std::optional<int> serve_eval(const json& msg);
+  std::optional<int> serve_reference(const json& msg);
+  // After a request's own work, before its reply is sent: why this judge
+  // must retire (memory_bound.h), if it must. Which of the two it is
+  // matters to the device pool: a broken context counts against the
+  // device, a judge grown too big does not.
+  std::string retirement(bool* device_broken);
+  static std::optional<int> exit_if_retired(const std::string& broken);
+  // Before timing anything, every spare of this judge must have started.
+  void settle_all(exec::Deadline deadline) {
+    pool_.settle(deadline);
+    if (profilers_) profilers_->settle(deadline);
+  }
+
+  int control_fd_;
+  JudgeDevice* device_;
+  exec::GpuGate* gate_;
+  const JudgeServerConfig& config_;
+  const int reply_spin_us_;
+  RunnerPool pool_;
+  std::unique_ptr<RunnerPool> profilers_;
+  EvaluationCounters counters_;
+  MemoryBound memory_;
+  int reference_requests_ = 0;
+};
+
+int RequestServer::serve() {
+  pool_.refill();
   // CUDA profile requests run CUPTI in runners of their own (profile.h). One
   // is started now, so that the first profile does not wait for a CUPTI
   // start-up, and replaced during each profile.
-  std::unique_ptr<RunnerPool> profilers;
-  if (config.backend == "cuda") {
-    profilers = std::make_unique<RunnerPool>(
-        exec::RunnerProcess::Config{config.runner, config.scratch, config.backend, config.device, true, reply_spin_us});
-    profilers->refill();
+  if (config_.backend == "cuda") {
+    profilers_ = std::make_unique<RunnerPool>(exec::RunnerProcess::Config{
+        config_.runner, config_.scratch, config_.backend, config_.device, true, reply_spin_us_});
+    profilers_->refill();
   }
-  // Before timing anything, every spare of this judge must have started.
-  auto settle_all = [&](exec::Deadline deadline) {
-    pool.settle(deadline);
-    if (profilers) profilers->settle(deadline);
-  };
-  EvaluationCounters counters;
-  MemoryBound memory(config.memory);
-  int reference_requests = 0;
   while (true) {
-    if (gate.enabled()) wait_between_requests(control_fd, &gate, &pool, profilers.get());
+    if (gate_->enabled()) wait_between_requests(control_fd_, gate_, &pool_, profilers_.get());
     exec::Frame frame;
     try {
-      frame = exec::recv_frame(control_fd, Deadline::never());
+      frame = exec::recv_frame(control_fd_, Deadline::never());
     } catch (const exec::WireError&) {
       return 0;  // executor gone
     }
     const json& msg = frame.body;
     const std::string type = exec::string_or(msg, "type", "");
     try {
+      std::optional<int> exit_code;
       if (type == "eval") {
-        env::EvalReport report;
-        try {
-          report = evaluate(env::eval_request_from_json(msg.at("request")), device.get(), &pool, &counters,
-                            profilers.get(), &gate);
-        } catch (const InputError& e) {
-          report = system_failure(std::string("invalid request: ") + e.what());
-        } catch (const std::exception& e) {
-          report = system_failure(e.what());
-        }
-        // A device failure that outlives the request (the judge's own CUDA
-        // context is gone) ends this judge once the report is out; the
-        // Executor starts a fresh one for the next request.
-        std::string broken = device->context_error();
-        // After the report's own work, before it is sent: a judge that must
-        // retire says so in it (memory_bound.h). Which of the two it is
-        // matters to the device pool: a broken context counts against the
-        // device, a judge grown too big does not.
-        const bool device_broken = !broken.empty();
-        if (broken.empty()) broken = memory.after_request(device.get());
-        json reply = {{"type", "report"},
-                      {"id", exec::integer_or(msg, "id", 0)},
-                      {"report", env::to_json(report)},
-                      {"runner_faults", counters.runner_faults},
-                      {"evaluations", counters.evaluations}};
-        if (!broken.empty()) {
-          reply["retire"] = broken;
-          reply["retire_kind"] = device_broken ? "device" : "memory";
-        }
-        try {
-          send(control_fd, reply);
-        } catch (const exec::WireError& e) {
-          // A report too large for a frame must not end the judge (and with
-          // it every env on the device); the request gets a system error.
-          if (e.kind() != exec::WireError::Kind::kMalformed) throw;
-          reply["report"] = env::to_json(system_failure(std::string("the report could not be sent: ") + e.what()));
-          send(control_fd, reply);
-        }
-        if (!broken.empty()) {
-          std::fprintf(stderr, "kforge-judge: %s; exiting so that the executor starts a new judge\n", broken.c_str());
-          return 3;
-        }
-        // Spares start as readers (or inside this judge's exclusive part).
-        if (gate.hold() == exec::GpuGate::Hold::kNone) gate.shared();
-        pool.refill();
+        exit_code = serve_eval(msg);
       } else if (type == "reference") {
-        ++reference_requests;
-        env::ReferenceReport report;
-        try {
-          env::ReferenceRequest request = env::reference_request_from_json(msg.at("request"));
-          // A timed reference is a measurement: alone on the GPU, like a
-          // candidate's timing; a check only runs the graph.
-          if (request.time) {
-            settle_all(exec::Deadline::after_ms(request.options.eval_timeout_ms));
-            gate.exclusive();
-          } else {
-            gate.shared();
-          }
-          report = probe_reference(request, device.get());
-        } catch (const InputError& e) {
-          report.problem = std::string("system error: invalid request: ") + e.what();
-        } catch (const std::exception& e) {
-          report.problem = std::string("system error: ") + e.what();
-        }
-        report.device = device->name();
-        std::string broken = device->context_error();
-        const bool device_broken = !broken.empty();
-        // A huge task's reference grows the judge like an evaluation does.
-        if (broken.empty()) broken = memory.after_request(device.get());
-        json reply = {{"type", "reference_report"},
-                      {"id", msg.value("id", 0)},
-                      {"report", env::to_json(report)},
-                      {"reference_requests", reference_requests}};
-        if (!broken.empty()) {
-          reply["retire"] = broken;
-          reply["retire_kind"] = device_broken ? "device" : "memory";
-        }
-        send(control_fd, reply);
-        if (!broken.empty()) {
-          std::fprintf(stderr, "kforge-judge: %s; exiting so that the executor starts a new judge\n", broken.c_str());
-          return 3;
-        }
+        exit_code = serve_reference(msg);
       } else if (type == "health") {
-        send(control_fd, health(config, pool, counters, reference_requests, device.get(), memory));
+        send(control_fd_, health(config_, pool_, counters_, reference_requests_, device_, memory_));
       } else if (type == "shutdown") {
         return 0;
       } else {
-        send(control_fd, {{"type", "error"}, {"message", "unknown message type '" + type + "'"}});
+        send(control_fd_, {{"type", "error"}, {"message", "unknown message type '" + type + "'"}});
       }
+      if (exit_code) return *exit_code;
     } catch (const exec::WireError&) {
       return 0;
     }
   }
+}
+
+std::optional<int> RequestServer::serve_eval(const json& msg) {
+  env::EvalReport report;
+  try {
+    report =
+        evaluate(env::eval_request_from_json(msg.at("request")), device_, &pool_, &counters_, profilers_.get(), gate_);
+  } catch (const InputError& e) {
+    report = system_failure(std::string("invalid request: ") + e.what());
+  } catch (const std::exception& e) {
+    report = system_failure(e.what());
+  }
+  // A device failure that outlives the request (the judge's own CUDA
+  // context is gone) ends this judge once the report is out; the
+  // Executor starts a fresh one for the next request.
+  bool device_broken = false;
+  const std::string broken = retirement(&device_broken);
+  json reply = {{"type", "report"},
+                {"id", exec::integer_or(msg, "id", 0)},
+                {"report", env::to_json(report)},
+                {"runner_faults", counters_.runner_faults},
+                {"evaluations", counters_.evaluations}};
+  if (!broken.empty()) {
+    reply["retire"] = broken;
+    reply["retire_kind"] = device_broken ? "device" : "memory";
+  }
+  try {
+    send(control_fd_, reply);
+  } catch (const exec::WireError& e) {
+    // A report too large for a frame must not end the judge (and with
+    // it every env on the device); the request gets a system error.
+    if (e.kind() != exec::WireError::Kind::kMalformed) throw;
+    reply["report"] = env::to_json(system_failure(std::string("the report could not be sent: ") + e.what()));
+    send(control_fd_, reply);
+  }
+  if (std::optional<int> code = exit_if_retired(broken)) return code;
+  // Spares start as readers (or inside this judge's exclusive part).
+  if (gate_->hold() == exec::GpuGate::Hold::kNone) gate_->shared();
+  pool_.refill();
+  return std::nullopt;
+}
+
+std::optional<int> RequestServer::serve_reference(const json& msg) {
+  ++reference_requests_;
+  env::ReferenceReport report;
+  try {
+    env::ReferenceRequest request = env::reference_request_from_json(msg.at("request"));
+    // A timed reference is a measurement: alone on the GPU, like a
+    // candidate's timing; a check only runs the graph.
+    if (request.time) {
+      settle_all(exec::Deadline::after_ms(request.options.eval_timeout_ms));
+      gate_->exclusive();
+    } else {
+      gate_->shared();
+    }
+    report = probe_reference(request, device_);
+  } catch (const InputError& e) {
+    report.problem = std::string("system error: invalid request: ") + e.what();
+  } catch (const std::exception& e) {
+    report.problem = std::string("system error: ") + e.what();
+  }
+  report.device = device_->name();
+  // A huge task's reference grows the judge like an evaluation does.
+  bool device_broken = false;
+  const std::string broken = retirement(&device_broken);
+  json reply = {{"type", "reference_report"},
+                {"id", msg.value("id", 0)},
+                {"report", env::to_json(report)},
+                {"reference_requests", reference_requests_}};
+  if (!broken.empty()) {
+    reply["retire"] = broken;
+    reply["retire_kind"] = device_broken ? "device" : "memory";
+  }
+  send(control_fd_, reply);
+  return exit_if_retired(broken);
+}
+
+std::string RequestServer::retirement(bool* device_broken) {
+  std::string broken = device_->context_error();
+  *device_broken = !broken.empty();
+  if (broken.empty()) broken = memory_.after_request(device_);
+  return broken;
+}
+
+std::optional<int> RequestServer::exit_if_retired(const std::string& broken) {
+  if (broken.empty()) return std::nullopt;
+  std::fprintf(stderr, "kforge-judge: %s; exiting so that the executor starts a new judge\n", broken.c_str());
+  return 3;
+}
+
+}  // namespace
+
+int serve_executor(const JudgeServerConfig& config, int control_fd) {
+  exec::GpuGate gate;
+  OpenedDevice opened = open_device(config, &gate);
+  try {
+    send(control_fd, hello_message(config, opened, gate));
+  } catch (const exec::WireError&) {
+    return 1;
+  }
+  if (!opened.device) return 2;
+  RequestServer server(config, control_fd, opened.device.get(), &gate);
+  return server.serve();
 }
 
 }  // namespace kforge::judge

@@ -186,6 +186,196 @@ json roofline_profile(const TaskSpec& task, double time_ms, int launches, const 
   return j;
 }
 
+// What the phases of profile_candidate share.
+struct ProfileCall {
+  const env::EvalRequest& request;
+  const env::EvalOptions& options;
+  const ShapeCase& base;
+  CandidateSession* session;
+  JudgeDevice* device;
+  RunnerPool* profilers;
+  const exec::RunnerLimits& limits;
+  exec::Deadline deadline;
+
+  exec::Deadline call_deadline(double ms) const {
+    return exec::Deadline::earliest(deadline, exec::Deadline::after_ms(ms));
+  }
+};
+
+// One profiling pass: the runner's reply, and its output tail when it failed.
+struct ProfilerPass {
+  exec::RunnerReply reply;
+  std::string output;
+};
+
+// What the profiler runner saw, for the roofline and the hints.
+struct Observation {
+  std::optional<KernelAttribution> attribution;
+  json metrics = nullptr;
+};
+
+// One profiling pass in a fresh profiler runner on the candidate's arena; the
+// runner is gone after it. `unavailable` says why no runner could be taken.
+ProfilerPass profile_once(const ProfileCall& call, bool with_metrics, std::string* unavailable, json* phase_ms) {
+  exec::RunnerReply r;
+  std::unique_ptr<exec::RunnerProcess> runner;
+  const auto t_take = Clock::now();
+  try {
+    runner = call.profilers->take();
+    // The next profile's runner starts while this one profiles, the one
+    // stage that times nothing. Its start-up work on the GPU (a context,
+    // a few KiB of memsets) is small beside a profiled call's: DRAM bytes
+    // read this way agreed with Nsight Compute's within 1% (bench_cuda).
+    call.profilers->refill();
+  } catch (const SystemError& e) {
+    *unavailable = std::string("no profiler runner: ") + e.what();
+    r.status = Status::kError;
+    r.detail = *unavailable;
+    return {r, std::string()};
+  }
+  r = runner->setup(runner_candidate(call.request.artifact, call.request.task), call.limits,
+                    call.session->arena().descriptor(), call.session->arena().descriptors(),
+                    call.call_deadline(std::max(call.options.call_timeout_ms, 5000.0)));
+  if (r.ok()) {
+    json b = call.session->tensor_bindings(call.base);
+    r = runner->bind(b["inputs"], b["outputs"], call.call_deadline(call.options.call_timeout_ms));
+  }
+  (*phase_ms)["profiler_setup"] = phase_ms->value("profiler_setup", 0.0) + ms_since(t_take);
+  if (r.ok()) r = runner->profile({{"metrics", with_metrics}}, call.call_deadline(kProfileBudgetMs));
+  std::string output = r.ok() ? std::string() : runner->output_tail(2048);
+  runner->terminate();
+  return {r, output};
+}
+
+// The pass the profile is read from: with counters if asked for, again
+// without them if the sandbox stopped their collection; a reply whose
+// profile is malformed counts as a protocol failure.
+ProfilerPass profile_with_fallback(const ProfileCall& call, std::string* unavailable, ProfileResult* result) {
+  ProfilerPass pass = profile_once(call, call.options.hardware_metrics, unavailable, &result->phase_ms);
+  exec::RunnerReply& r = pass.reply;
+  if (r.status == Status::kSandbox && call.options.hardware_metrics) {
+    // Counter collection makes CUPTI touch files (on the H200: openat,
+    // stat, then unlink), which the sandbox refuses; that is the harness's
+    // doing, not the candidate's. Profile again without counters: the
+    // attribution pass, which decides the violations below, runs the same
+    // candidate code either way, so a candidate that trips the sandbox on
+    // purpose is still caught by the second pass.
+    result->profile.metrics_unavailable =
+        "counter collection was stopped by the sandbox (" + r.detail + "); profiled again without counters";
+    pass = profile_once(call, false, unavailable, &result->phase_ms);
+  }
+  // The reply is the candidate's to forge: every field is checked before
+  // anything reads it (profile_reply.h).
+  if (r.ok()) {
+    if (std::string problem = profile_reply_problem(r.body["profile"]); !problem.empty()) {
+      r.status = Status::kProtocol;
+      r.detail = "a 'profiled' reply whose profile." + problem;
+    }
+  }
+  return pass;
+}
+
+// A pass that failed: the harness's problem (no runner, or a failure before
+// the candidate was loaded), which costs the profile and nothing else, or
+// the candidate's.
+void blame_failed_pass(const ProfilerPass& pass, const std::string& unavailable, ProfileResult* result) {
+  const exec::RunnerReply& r = pass.reply;
+  ProfileSummary& profile = result->profile;
+  if (!unavailable.empty()) {
+    profile.attribution_unavailable = unavailable;
+  } else if (!r.ok() && !r.candidate_ran) {
+    profile.attribution_unavailable = "the profiler runner failed before the candidate was loaded (" +
+                                      std::string(exec::runner_status_name(r.status)) + ": " + r.detail + ")";
+    profile.profiler_output = pass.output;
+  } else if (!r.ok()) {
+    // Once the candidate is loaded, an error reply is no better evidence
+    // than a crash: its code could have written it, e.g. to keep the
+    // traced call (and its foreign streams) out of the report.
+    result->verdict = Verdict::violation("profiler_fault",
+                                         "the candidate passed verification and timing but its runner failed under the "
+                                         "profiler (" +
+                                             std::string(exec::runner_status_name(r.status)) + ": " + r.detail +
+                                             "): it behaves differently when observed");
+    profile.profiler_output = pass.output;
+  }
+}
+
+// A checked profile reply into the report: its phase times, the kernel
+// attribution (whose violations become the verdict's) and the metrics.
+Observation read_profile(const ProfileCall& call, const json& p, ProfileResult* result) {
+  Observation seen;
+  ProfileSummary& profile = result->profile;
+  const json parts = p.value("phase_ms", json::object());
+  for (const auto& [part, ms] : parts.items()) result->phase_ms[part] = ms;
+  if (p.contains("activity") && !p["activity"].contains("error")) {
+    AttributionDevice where;
+    json clocks = call.device->clocks();
+    where.sm_count = clocks.value("sm_count", 0);
+    KernelAttribution& attribution =
+        seen.attribution.emplace(attribute_kernels(p["activity"], own_kernel_names(call.request.artifact), where));
+    profile.attribution = attribution.to_json();
+    profile.own_kernel_fraction = attribution.own_kernel_fraction;
+    profile.traced_call_ms = static_cast<double>(p["activity"].value("device_ns", uint64_t{0})) / 1e6;
+    if (!attribution.violations.empty() && !result->verdict.failed()) {
+      result->verdict = Verdict::violation(attribution.violations[0].check, attribution.violations[0].detail);
+      for (size_t i = 1; i < attribution.violations.size(); ++i) {
+        result->verdict.violations.push_back(attribution.violations[i]);
+      }
+    }
+  } else {
+    const json why = p.contains("activity") ? p["activity"]["error"] : p.value("activity_unavailable", json("unknown"));
+    profile.attribution_unavailable = why.is_string() ? why.get<std::string>() : why.dump();
+  }
+  if (p.contains("metrics")) {
+    seen.metrics = normalize_metrics(p["metrics"].value("values", json::object()),
+                                     seen.attribution ? seen.attribution->busy_ms : 0.0);
+    seen.metrics["passes"] = p["metrics"].value("passes", 0);
+    seen.metrics["unsupported"] = p["metrics"].value("unsupported", json::array());
+    if (seen.attribution) seen.metrics["waves_per_sm"] = seen.attribution->max_waves;
+    profile.metrics = hardware_metrics_from_json(seen.metrics, "<profiler metrics>");
+  } else if (p.contains("metrics_unavailable")) {
+    profile.metrics_unavailable = p["metrics_unavailable"];
+  }
+  // CUPTI loading libraries mid-collection is what the sandbox has
+  // stopped before (cuda_runner_device.cpp, extra_syscalls): kept in view.
+  if (p.contains("libraries_loaded")) profile.libraries_loaded_while_profiling = p["libraries_loaded"];
+  return seen;
+}
+
+// Attribution and metrics in a profiler runner on the same arena.
+Observation observe_in_profiler(const ProfileCall& call, ProfileResult* result) {
+  if (call.profilers == nullptr) {
+    result->profile.attribution_unavailable = "this backend has no profiler runner";
+    return {};
+  }
+  std::string unavailable;
+  ProfilerPass pass = profile_with_fallback(call, &unavailable, result);
+  blame_failed_pass(pass, unavailable, result);
+  if (!pass.reply.ok()) return {};
+  return read_profile(call, pass.reply.body["profile"], result);
+}
+
+// Roofline: the timed median when there is one, else the traced call; then
+// the hints from it and from the measured counters.
+void add_roofline_and_hints(const TaskSpec& task, const JudgeDevice& device, const Observation& seen,
+                            const TimingSummary* timing, ProfileSummary* profile) {
+  double time_ms = timing != nullptr ? timing->candidate.median_ms : 0;
+  if (!(time_ms > 0)) time_ms = profile->traced_call_ms.value_or(0.0);
+  std::vector<std::string> hints;
+  if (time_ms > 0) {
+    try {
+      json roofline = roofline_profile(task, time_ms, seen.attribution ? seen.attribution->kernel_launches : 1, device);
+      for (const auto& h : roofline["hints"]) hints.push_back(h.get<std::string>());
+      profile->roofline = roofline;
+    } catch (const InputError& e) {
+      profile->roofline_unavailable = e.what();
+    }
+  }
+  add_metric_hints(seen.metrics.is_object() ? seen.metrics : json::object(),
+                   seen.attribution ? &*seen.attribution : nullptr, estimate_work(task).bytes, &hints);
+  profile->hints = std::move(hints);
+}
+
 }  // namespace
 
 json normalize_metrics(const json& values, double busy_ms) {
@@ -238,27 +428,26 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
                                 JudgeDevice* device, RunnerPool* profilers, const exec::RunnerLimits& limits,
                                 exec::Deadline deadline, TimingSummary* timing) {
   ProfileResult result;
-  ProfileSummary& profile = result.profile;
-  const env::EvalOptions& options = request.options;
-  const ShapeCase& base = plan.cases.front();
-  auto call_deadline = [&](double ms) { return exec::Deadline::earliest(deadline, exec::Deadline::after_ms(ms)); };
+  const ProfileCall call{request, request.options, plan.cases.front(), session, device, profilers, limits, deadline};
 
-  exec::RunnerReply bound = session->bind(base, call_deadline(options.call_timeout_ms));
+  // Check: the base shape binds, on inputs the candidate has not seen.
+  exec::RunnerReply bound = session->bind(call.base, call.call_deadline(call.options.call_timeout_ms));
   if (!bound.ok()) {
-    result.verdict = verdict_from_runner_failure(bound, "while binding for the profile", options.call_timeout_ms,
+    result.verdict = verdict_from_runner_failure(bound, "while binding for the profile", call.options.call_timeout_ms,
                                                  session->runner().output_tail());
     return result;
   }
-  std::vector<at::Tensor> inputs = ref::make_inputs(base.task, kProfileSeed, device->device());
+  std::vector<at::Tensor> inputs = ref::make_inputs(call.base.task, kProfileSeed, device->device());
   session->load_inputs(inputs);
   session->poison_outputs();
   device->synchronize();
 
-  if (timing != nullptr && options.energy_window_ms > 0) {
+  // Energy per call of both sides, beside the timed medians.
+  if (timing != nullptr && call.options.energy_window_ms > 0) {
     const auto t = Clock::now();
-    const double limit_ms = options.call_timeout_ms * 4;
-    Verdict v = measure_energy(plan, session, device, inputs, options.energy_window_ms, limit_ms,
-                               call_deadline(limit_ms), timing);
+    const double limit_ms = call.options.call_timeout_ms * 4;
+    Verdict v = measure_energy(plan, session, device, inputs, call.options.energy_window_ms, limit_ms,
+                               call.call_deadline(limit_ms), timing);
     result.phase_ms["energy"] = ms_since(t);
     if (v.failed()) {
       result.verdict = std::move(v);
@@ -266,140 +455,11 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
     }
   }
 
-  // Attribution and metrics in a profiler runner on the same arena.
-  std::optional<KernelAttribution> attribution;
-  json metrics = nullptr;
-  if (profilers == nullptr) {
-    profile.attribution_unavailable = "this backend has no profiler runner";
-  } else {
-    // One profiling pass in a fresh profiler runner; the runner is gone after it.
-    auto profile_once = [&](bool with_metrics, std::string* unavailable) {
-      exec::RunnerReply r;
-      std::unique_ptr<exec::RunnerProcess> runner;
-      const auto t_take = Clock::now();
-      try {
-        runner = profilers->take();
-        // The next profile's runner starts while this one profiles, the one
-        // stage that times nothing. Its start-up work on the GPU (a context,
-        // a few KiB of memsets) is small beside a profiled call's: DRAM bytes
-        // read this way agreed with Nsight Compute's within 1% (bench_cuda).
-        profilers->refill();
-      } catch (const SystemError& e) {
-        *unavailable = std::string("no profiler runner: ") + e.what();
-        r.status = Status::kError;
-        r.detail = *unavailable;
-        return std::make_pair(r, std::string());
-      }
-      r = runner->setup(runner_candidate(request.artifact, request.task), limits, session->arena().descriptor(),
-                        session->arena().descriptors(), call_deadline(std::max(options.call_timeout_ms, 5000.0)));
-      if (r.ok()) {
-        json b = session->tensor_bindings(base);
-        r = runner->bind(b["inputs"], b["outputs"], call_deadline(options.call_timeout_ms));
-      }
-      result.phase_ms["profiler_setup"] = result.phase_ms.value("profiler_setup", 0.0) + ms_since(t_take);
-      if (r.ok()) r = runner->profile({{"metrics", with_metrics}}, call_deadline(kProfileBudgetMs));
-      std::string output = r.ok() ? std::string() : runner->output_tail(2048);
-      runner->terminate();
-      return std::make_pair(r, output);
-    };
-    std::string unavailable;
-    std::pair<exec::RunnerReply, std::string> attempt = profile_once(options.hardware_metrics, &unavailable);
-    exec::RunnerReply& r = attempt.first;
-    const std::string& output = attempt.second;
-    if (r.status == Status::kSandbox && options.hardware_metrics) {
-      // Counter collection makes CUPTI touch files (on the H200: openat,
-      // stat, then unlink), which the sandbox refuses; that is the harness's
-      // doing, not the candidate's. Profile again without counters: the
-      // attribution pass, which decides the violations below, runs the same
-      // candidate code either way, so a candidate that trips the sandbox on
-      // purpose is still caught by the second pass.
-      profile.metrics_unavailable =
-          "counter collection was stopped by the sandbox (" + r.detail + "); profiled again without counters";
-      attempt = profile_once(false, &unavailable);
-    }
-    // The reply is the candidate's to forge: every field is checked before
-    // anything reads it (profile_reply.h).
-    if (r.ok()) {
-      if (std::string problem = profile_reply_problem(r.body["profile"]); !problem.empty()) {
-        r.status = Status::kProtocol;
-        r.detail = "a 'profiled' reply whose profile." + problem;
-      }
-    }
-    if (!unavailable.empty()) {
-      profile.attribution_unavailable = unavailable;
-    } else if (!r.ok() && !r.candidate_ran) {
-      // The profiler runner failed before the candidate was in it: the
-      // harness's problem, which costs the profile and nothing else.
-      profile.attribution_unavailable = "the profiler runner failed before the candidate was loaded (" +
-                                        std::string(exec::runner_status_name(r.status)) + ": " + r.detail + ")";
-      profile.profiler_output = output;
-    } else if (!r.ok()) {
-      // Once the candidate is loaded, an error reply is no better evidence
-      // than a crash: its code could have written it, e.g. to keep the
-      // traced call (and its foreign streams) out of the report.
-      result.verdict =
-          Verdict::violation("profiler_fault",
-                             "the candidate passed verification and timing but its runner failed under the "
-                             "profiler (" +
-                                 std::string(exec::runner_status_name(r.status)) + ": " + r.detail +
-                                 "): it behaves differently when observed");
-      profile.profiler_output = output;
-    }
-    if (r.ok()) {
-      const json& p = r.body["profile"];
-      const json parts = p.value("phase_ms", json::object());
-      for (const auto& [part, ms] : parts.items()) result.phase_ms[part] = ms;
-      if (p.contains("activity") && !p["activity"].contains("error")) {
-        AttributionDevice where;
-        json clocks = device->clocks();
-        where.sm_count = clocks.value("sm_count", 0);
-        attribution = attribute_kernels(p["activity"], own_kernel_names(request.artifact), where);
-        profile.attribution = attribution->to_json();
-        profile.own_kernel_fraction = attribution->own_kernel_fraction;
-        profile.traced_call_ms = static_cast<double>(p["activity"].value("device_ns", uint64_t{0})) / 1e6;
-        if (!attribution->violations.empty() && !result.verdict.failed()) {
-          result.verdict = Verdict::violation(attribution->violations[0].check, attribution->violations[0].detail);
-          for (size_t i = 1; i < attribution->violations.size(); ++i) {
-            result.verdict.violations.push_back(attribution->violations[i]);
-          }
-        }
-      } else {
-        const json why =
-            p.contains("activity") ? p["activity"]["error"] : p.value("activity_unavailable", json("unknown"));
-        profile.attribution_unavailable = why.is_string() ? why.get<std::string>() : why.dump();
-      }
-      if (p.contains("metrics")) {
-        metrics =
-            normalize_metrics(p["metrics"].value("values", json::object()), attribution ? attribution->busy_ms : 0.0);
-        metrics["passes"] = p["metrics"].value("passes", 0);
-        metrics["unsupported"] = p["metrics"].value("unsupported", json::array());
-        if (attribution) metrics["waves_per_sm"] = attribution->max_waves;
-        profile.metrics = hardware_metrics_from_json(metrics, "<profiler metrics>");
-      } else if (p.contains("metrics_unavailable")) {
-        profile.metrics_unavailable = p["metrics_unavailable"];
-      }
-      // CUPTI loading libraries mid-collection is what the sandbox has
-      // stopped before (cuda_runner_device.cpp, extra_syscalls): kept in view.
-      if (p.contains("libraries_loaded")) profile.libraries_loaded_while_profiling = p["libraries_loaded"];
-    }
-  }
+  // Kernel attribution and hardware metrics, in a profiler runner.
+  const Observation seen = observe_in_profiler(call, &result);
 
-  // Roofline: the timed median when there is one, else the traced call.
-  double time_ms = timing != nullptr ? timing->candidate.median_ms : 0;
-  if (!(time_ms > 0)) time_ms = profile.traced_call_ms.value_or(0.0);
-  std::vector<std::string> hints;
-  if (time_ms > 0) {
-    try {
-      json roofline = roofline_profile(base.task, time_ms, attribution ? attribution->kernel_launches : 1, *device);
-      for (const auto& h : roofline["hints"]) hints.push_back(h.get<std::string>());
-      profile.roofline = roofline;
-    } catch (const InputError& e) {
-      profile.roofline_unavailable = e.what();
-    }
-  }
-  add_metric_hints(metrics.is_object() ? metrics : json::object(), attribution ? &*attribution : nullptr,
-                   estimate_work(base.task).bytes, &hints);
-  profile.hints = std::move(hints);
+  // Roofline and hints.
+  add_roofline_and_hints(call.base.task, *device, seen, timing, &result.profile);
   return result;
 }
 

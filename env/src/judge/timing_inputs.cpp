@@ -5,16 +5,10 @@
 #include <random>
 
 #include "kforge/core/reference.h"
+#include "kforge/core/splitmix64.h"
 
 namespace kforge::judge {
 namespace {
-
-uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 constexpr double kTwoPi = 6.283185307179586;
 
@@ -85,7 +79,7 @@ std::vector<at::Tensor> TimingInputs::round(uint64_t round) const {
   // Two different sets, the pair changing from round to round.
   const size_t a = round % k;
   const size_t b = (a + 1 + (round / k) % (k - 1)) % k;
-  std::mt19937_64 rng(mix64(seed_ ^ mix64(round)));
+  std::mt19937_64 rng(splitmix64(seed_ ^ splitmix64(round)));
   std::vector<at::Tensor> out;
   for (size_t i = 0; i < specs_.size(); ++i) out.push_back(mix(specs_[i], pool_[a][i], pool_[b][i], rng));
   return out;

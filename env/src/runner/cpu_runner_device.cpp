@@ -4,7 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "common/errno_text.h"
+#include "kforge/core/errno_text.h"
 #include "runner/runner_device.h"
 
 namespace kforge::runner {
@@ -22,7 +22,7 @@ class CpuRunnerDevice final : public RunnerDevice {
     }
     bytes_ = arena.at("bytes").get<uint64_t>();
     void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, (*fds)[0].get(), 0);
-    if (p == MAP_FAILED) throw std::runtime_error(std::string("mmap arena: ") + exec::errno_text(errno));
+    if (p == MAP_FAILED) throw std::runtime_error(std::string("mmap arena: ") + errno_text(errno));
     base_ = static_cast<char*>(p);
     // The mapping keeps the memory alive; the descriptor would only be a
     // handle for the candidate to remap the arena with.
@@ -32,7 +32,7 @@ class CpuRunnerDevice final : public RunnerDevice {
       auto length = guard.at(1).get<uint64_t>();
       if (offset + length > bytes_) throw std::runtime_error("guard page outside the arena");
       if (::mprotect(base_ + offset, length, PROT_NONE) != 0) {
-        throw std::runtime_error(std::string("mprotect guard: ") + exec::errno_text(errno));
+        throw std::runtime_error(std::string("mprotect guard: ") + errno_text(errno));
       }
     }
   }

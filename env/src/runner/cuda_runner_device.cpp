@@ -10,7 +10,7 @@
 // otherwise): the candidate's kernels are loaded in after_load(), during the
 // loading phase, not at their first launch inside kf_forward.
 //
-// nvrtc candidates: the CUBIN is loaded with the runtime's library API
+// nvrtc candidates (cuda_cubin_kernels.h): the CUBIN is loaded with the runtime's library API
 // (cudaLibraryLoadData, cudaLibraryGetKernel by each kernel's lowered name) in
 // the loading phase; its kernels are launched with cudaLaunchKernel on the
 // candidate's stream, which takes the cudaKernel_t handle as its function, so
@@ -23,8 +23,6 @@
 // long cudaDeviceSynchronize still has to wait (`drain_ns`, compared by the
 // judge with null calls) and any pending error.
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
-#include <link.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,11 +30,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "common/deadline.h"
@@ -45,6 +41,10 @@
 #include "cuda_timing/read_flush.h"
 #include "cupti/activity_trace.h"
 #include "cupti/range_metrics.h"
+#include "runner/cuda_cubin_kernels.h"
+#include "runner/cuda_errors.h"
+#include "runner/cuda_graph.h"
+#include "runner/cuda_libraries.h"
 #include "runner/landlock.h"
 #include "runner/runner_device.h"
 
@@ -69,154 +69,11 @@ constexpr const char* kNullKernelPtx = R"(.version 7.0
 }
 )";
 
-std::string error_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ")"; }
-
-void check(cudaError_t e, const std::string& what) {
-  if (e != cudaSuccess) throw std::runtime_error(what + ": " + error_text(e));
-}
-
 uint64_t now_ns() {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
           .count());
 }
-
-// Errors that leave the context unusable: the candidate's kernel faulted.
-bool is_sticky(cudaError_t e) {
-  switch (e) {
-    case cudaErrorIllegalAddress:
-    case cudaErrorLaunchFailure:
-    case cudaErrorAssert:
-    case cudaErrorIllegalInstruction:
-    case cudaErrorMisalignedAddress:
-    case cudaErrorInvalidAddressSpace:
-    case cudaErrorInvalidPc:
-    case cudaErrorHardwareStackError:
-    case cudaErrorLaunchTimeout:
-    case cudaErrorECCUncorrectable:
-    case cudaErrorTensorMemoryLeak:
-      return true;
-    default:
-      return false;
-  }
-}
-
-class CudaCubinKernels final : public CubinKernels {
- public:
-  CudaCubinKernels(const std::string& image, const std::vector<std::string>& names, cudaStream_t stream, int device)
-      : stream_(stream) {
-    int optin = 0;
-    check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-          "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
-    max_shared_bytes_ = static_cast<size_t>(optin);
-    // Eager module loading (initialize()) loads the library into the context
-    // here; the image is copied by the driver, so it need not outlive the call.
-    cudaError_t e = cudaLibraryLoadData(&library_, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      library_ = nullptr;
-      throw std::runtime_error("loading the CUBIN onto the device failed: " + error_text(e));
-    }
-    try {
-      resolve(names);
-    } catch (...) {
-      cudaLibraryUnload(library_);
-      library_ = nullptr;
-      throw;
-    }
-  }
-
-  ~CudaCubinKernels() override {
-    // Usually never reached (the judge SIGKILLs runners).
-    if (library_ != nullptr) cudaLibraryUnload(library_);
-  }
-
-  void prepare(size_t index, const env::KernelLaunch& launch) override {
-    const Kernel& k = kernels_.at(index);
-    const int64_t threads = int64_t{launch.block[0]} * launch.block[1] * launch.block[2];
-    if (threads > k.attributes.maxThreadsPerBlock) {
-      throw std::runtime_error("block = " + std::to_string(threads) + " threads, but this kernel can run at most " +
-                               std::to_string(k.attributes.maxThreadsPerBlock) +
-                               " per block (its registers or __launch_bounds__)");
-    }
-    const size_t total = static_cast<size_t>(launch.shared_mem_bytes) + k.attributes.sharedSizeBytes;
-    if (total > max_shared_bytes_) {
-      throw std::runtime_error("shared_mem = " + std::to_string(launch.shared_mem_bytes) + " bytes plus " +
-                               std::to_string(k.attributes.sharedSizeBytes) +
-                               " bytes of static shared memory exceed the device's " +
-                               std::to_string(max_shared_bytes_) + " bytes per block");
-    }
-    // A kernel may use up to 48 KiB of shared memory per block (less its
-    // static shared memory, as maxDynamicSharedSizeBytes says) without opting
-    // in; beyond that its limit must be raised. Only ever raised: several
-    // plan entries may launch the same kernel.
-    int& allowed = shared_allowed_.try_emplace(k.kernel, k.attributes.maxDynamicSharedSizeBytes).first->second;
-    if (static_cast<int64_t>(launch.shared_mem_bytes) <= allowed) return;
-    cudaError_t e =
-        cudaFuncSetAttribute(reinterpret_cast<const void*>(k.kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(launch.shared_mem_bytes));
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      throw std::runtime_error("shared_mem = " + std::to_string(launch.shared_mem_bytes) +
-                               " bytes: cudaFuncSetAttribute(MaxDynamicSharedMemorySize) failed: " + error_text(e));
-    }
-    allowed = static_cast<int>(launch.shared_mem_bytes);
-  }
-
-  std::string launch(size_t index, const env::KernelLaunch& launch, void** params) override {
-    const dim3 grid(launch.grid[0], launch.grid[1], launch.grid[2]);
-    const dim3 block(launch.block[0], launch.block[1], launch.block[2]);
-    cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[index].kernel), grid, block, params,
-                                     launch.shared_mem_bytes, stream_);
-    if (e == cudaSuccess) return {};
-    // A refused launch (configuration, resources) is not sticky: clear it, so
-    // that the call reports this message instead of a bare pending error. A
-    // sticky fault stays and surfaces at the call's stream synchronization.
-    cudaGetLastError();
-    return "cudaLaunchKernel failed: " + error_text(e);
-  }
-
- private:
-  // Each kernel by its lowered name, with its attributes.
-  void resolve(const std::vector<std::string>& names) {
-    for (size_t i = 0; i < names.size(); ++i) {
-      cudaKernel_t kernel = nullptr;
-      cudaError_t e = cudaLibraryGetKernel(&kernel, library_, names[i].c_str());
-      if (e != cudaSuccess) {
-        cudaGetLastError();
-        throw std::runtime_error("the CUBIN has no kernel " + names[i] + " (launch.kernels[" + std::to_string(i) +
-                                 "]): " + error_text(e));
-      }
-      // Querying the attributes needs the kernel in this context: should
-      // loading be lazy after all, it happens now, in the loading phase, and
-      // not at the first launch under the running filter.
-      cudaFuncAttributes attributes{};
-      e = cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel));
-      if (e != cudaSuccess) {
-        cudaGetLastError();
-        throw std::runtime_error("cannot load kernel " + names[i] + " onto the device: " + error_text(e));
-      }
-      // The attribute path that prepare() may take under the running filter,
-      // once here with the value it already has (as warm_up() does for the
-      // paths of a call). Only a warm-up: prepare() reports real failures.
-      if (cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               attributes.maxDynamicSharedSizeBytes) != cudaSuccess) {
-        cudaGetLastError();
-      }
-      kernels_.push_back({kernel, attributes});
-    }
-  }
-
-  struct Kernel {
-    cudaKernel_t kernel;
-    cudaFuncAttributes attributes;
-  };
-  cudaStream_t stream_;
-  size_t max_shared_bytes_ = 0;
-  cudaLibrary_t library_ = nullptr;
-  std::vector<Kernel> kernels_;
-  std::map<cudaKernel_t, int> shared_allowed_;  // current dynamic shared memory limit
-};
 
 class CudaRunnerDevice final : public RunnerDevice {
  public:
@@ -253,7 +110,7 @@ class CudaRunnerDevice final : public RunnerDevice {
 
   std::unique_ptr<CubinKernels> load_cubin(const std::string& image, const std::vector<std::string>& names) override {
     if (!init_error_.empty()) throw std::runtime_error("CUDA set-up in the runner failed: " + init_error_);
-    return std::make_unique<CudaCubinKernels>(image, names, stream_, options_.device);
+    return load_cuda_cubin(image, names, stream_, options_.device);
   }
 
   void after_load() override {
@@ -262,7 +119,7 @@ class CudaRunnerDevice final : public RunnerDevice {
     cudaError_t e = cudaDeviceSynchronize();
     if (e == cudaSuccess) e = cudaGetLastError();
     if (e != cudaSuccess) throw std::runtime_error("the candidate's CUDA code cannot be loaded: " + error_text(e));
-    warm_up_libraries();
+    warm_up_libraries(&library_handles_);
   }
 
   void* arena_address(uint64_t offset) const override { return static_cast<char*>(base_) + offset; }
@@ -348,7 +205,7 @@ class CudaRunnerDevice final : public RunnerDevice {
     const int repeat = std::max(1, options.value("repeat", 1));
     bool use_graph = false;
     if (want_graph) {
-      if (graph_ == nullptr && graph_reason_.empty()) capture_graph(*forward);
+      if (graph_ == nullptr && graph_reason_.empty()) graph_reason_ = capture_graph(stream_, *forward, &graph_);
       use_graph = graph_ != nullptr;
       result.extra["graph"] = {{"used", use_graph}};
       if (!use_graph) result.extra["graph"]["reason"] = graph_reason_;
@@ -510,7 +367,7 @@ class CudaRunnerDevice final : public RunnerDevice {
     check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     float ms = 0;
     check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
-    run_as_graph([&] { check(cudaMemsetAsync(scratch, 1, 4096, stream_), "cudaMemsetAsync (capture)"); });
+    run_as_graph(stream_, [&] { check(cudaMemsetAsync(scratch, 1, 4096, stream_), "cudaMemsetAsync (capture)"); });
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     check(cudaFree(scratch), "cudaFree");
   }
@@ -534,60 +391,10 @@ class CudaRunnerDevice final : public RunnerDevice {
     void* p = nullptr;
     check(cudaMallocAsync(&p, reserve, stream_), "cudaMallocAsync (pool warm-up)");
     check(cudaFreeAsync(p, stream_), "cudaFreeAsync (pool warm-up)");
-    run_as_graph([&] {
+    run_as_graph(stream_, [&] {
       check(cudaMallocAsync(&p, reserve, stream_), "cudaMallocAsync (graph memory warm-up)");
       check(cudaFreeAsync(p, stream_), "cudaFreeAsync (graph memory warm-up)");
     });
-  }
-
-  // Harness work captured on the stream, then run once and waited for: how
-  // the warm-ups exercise graph paths before any filter exists.
-  void run_as_graph(const std::function<void()>& enqueue) {
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-    enqueue();
-    check(cudaStreamEndCapture(stream_, &graph), "cudaStreamEndCapture");
-    check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-    check(cudaGraphLaunch(exec, stream_), "cudaGraphLaunch");
-    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-  }
-
-  // Libraries a task may allow (cuBLAS, cuBLASLt) initialize process-wide
-  // state on their first handle: they read device and driver files, which
-  // the running filter refuses. If the candidate links them, one handle is
-  // created here, under the loading filter (read-only opens allowed), and kept,
-  // so that the candidate's own handle creation inside kf_forward finds that
-  // state ready. Found with RTLD_NOLOAD: nothing new is loaded.
-  void warm_up_libraries() {
-    using Create = int (*)(void**);
-    for (const auto& [soname, symbol] : {std::pair<const char*, const char*>{"libcublas.so.13", "cublasCreate_v2"},
-                                         {"libcublas.so.12", "cublasCreate_v2"},
-                                         {"libcublasLt.so.13", "cublasLtCreate"},
-                                         {"libcublasLt.so.12", "cublasLtCreate"}}) {
-      void* lib = ::dlopen(soname, RTLD_NOW | RTLD_NOLOAD);
-      if (lib == nullptr) continue;
-      if (auto create = reinterpret_cast<Create>(::dlsym(lib, symbol))) {
-        void* handle = nullptr;
-        if (create(&handle) == 0) library_handles_.push_back(handle);
-      }
-      // The candidate's own reference keeps the library loaded.
-      ::dlclose(lib);
-    }
-  }
-
-  // The shared objects in the process (dl_iterate_phdr: no system call).
-  static std::vector<std::string> loaded_objects() {
-    std::vector<std::string> names;
-    ::dl_iterate_phdr(
-        [](dl_phdr_info* info, size_t, void* data) {
-          static_cast<std::vector<std::string>*>(data)->emplace_back(info->dlpi_name != nullptr ? info->dlpi_name : "");
-          return 0;
-        },
-        &names);
-    return names;
   }
 
   void initialize_profiler() {
@@ -661,98 +468,6 @@ class CudaRunnerDevice final : public RunnerDevice {
             {"device_ns", static_cast<uint64_t>(static_cast<double>(ms) * 1e6)},
             {"records", list},
             {"dropped", dropped}};
-  }
-
-  // The text the judge puts after "runtime error: ".
-  static std::string fault_text(cudaError_t e, int rc) {
-    std::string s = is_sticky(e) ? "CUDA fault " + error_text(e) : "CUDA error " + error_text(e);
-    if (rc != 0) s = "kf_forward returned " + std::to_string(rc) + " with " + s;
-    return s;
-  }
-
-  // Whether a captured graph touches host memory. A replay repeats each copy
-  // on the host address the captured call used (often its stack, long gone
-  // by then), so such a call runs eagerly instead. The H200's CUDA 13 captured
-  // a device-to-host copy into pageable memory without complaint.
-  static std::string host_work_in(cudaGraph_t graph) {
-    size_t n = 0;
-    if (cudaGraphGetNodes(graph, nullptr, &n) != cudaSuccess || n == 0) return "";
-    std::vector<cudaGraphNode_t> nodes(n);
-    if (cudaGraphGetNodes(graph, nodes.data(), &n) != cudaSuccess) return "";
-    // Memory the graph allocates itself (cudaMallocAsync captured: torch_ext's
-    // scratch tensors) has no mapping until the graph runs, so the pointer
-    // query cannot place it; its own allocation nodes say it is the device's
-    // (the H200 run took such a copy for a host one).
-    std::vector<std::pair<uintptr_t, uintptr_t>> graph_memory;
-    for (cudaGraphNode_t node : nodes) {
-      cudaGraphNodeType type{};
-      cudaMemAllocNodeParams alloc{};
-      if (cudaGraphNodeGetType(node, &type) == cudaSuccess && type == cudaGraphNodeTypeMemAlloc &&
-          cudaGraphMemAllocNodeGetParams(node, &alloc) == cudaSuccess) {
-        const auto begin = reinterpret_cast<uintptr_t>(alloc.dptr);
-        graph_memory.emplace_back(begin, begin + alloc.bytesize);
-      }
-    }
-    auto on_host = [&graph_memory](const void* p) {
-      if (p == nullptr) return false;
-      const auto at = reinterpret_cast<uintptr_t>(p);
-      for (const auto& [begin, end] : graph_memory) {
-        if (at >= begin && at < end) return false;
-      }
-      cudaPointerAttributes a{};
-      if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-        cudaGetLastError();
-        return true;
-      }
-      return a.type == cudaMemoryTypeHost || a.type == cudaMemoryTypeUnregistered;
-    };
-    for (cudaGraphNode_t node : nodes) {
-      cudaGraphNodeType type{};
-      if (cudaGraphNodeGetType(node, &type) != cudaSuccess) continue;
-      if (type == cudaGraphNodeTypeHost) return "kf_forward enqueued host work, which a graph replay would repeat";
-      if (type != cudaGraphNodeTypeMemcpy) continue;
-      cudaMemcpy3DParms p{};
-      if (cudaGraphMemcpyNodeGetParams(node, &p) != cudaSuccess) continue;
-      if (on_host(p.srcPtr.ptr) || on_host(p.dstPtr.ptr)) {
-        return "kf_forward copies to or from host memory; a graph replay would repeat the copy on host memory the "
-               "call no longer owns";
-      }
-    }
-    return "";
-  }
-
-  // Captures one kf_forward on the stream into a graph; on failure the reason
-  // is kept and calls run eagerly (the report says why graph mode was not used).
-  void capture_graph(const std::function<int()>& forward) {
-    cudaError_t e = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal);
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      graph_reason_ = "cudaStreamBeginCapture failed: " + error_text(e);
-      return;
-    }
-    int rc = forward();
-    cudaGraph_t graph = nullptr;
-    e = cudaStreamEndCapture(stream_, &graph);
-    cudaGetLastError();  // capture errors are not sticky; do not let them reach the call's checks
-    if (rc != 0 || e != cudaSuccess || graph == nullptr) {
-      if (graph != nullptr) cudaGraphDestroy(graph);
-      graph_reason_ = rc != 0 ? "kf_forward returned " + std::to_string(rc) + " while being captured"
-                              : "stream capture failed: " + error_text(e) +
-                                    " (kf_forward synchronized, or used a stream other than the given one)";
-      return;
-    }
-    if (std::string why = host_work_in(graph); !why.empty()) {
-      cudaGraphDestroy(graph);
-      graph_reason_ = why;
-      return;
-    }
-    e = cudaGraphInstantiate(&graph_, graph, 0);
-    cudaGraphDestroy(graph);
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      graph_ = nullptr;
-      graph_reason_ = "cudaGraphInstantiate failed: " + error_text(e);
-    }
   }
 
   RunnerDeviceOptions options_;

@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <filesystem>
 
-#include "common/errno_text.h"
 #include "common/unique_fd.h"
+#include "kforge/core/errno_text.h"
 
 // Rights newer than the system headers (Debian 12's describe ABI 2); the
 // values are the kernel's ABI and never change.
@@ -51,7 +51,7 @@ FileConfinement confine_file_writes(const std::vector<std::string>& writable,
   FileConfinement result;
   const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
   if (abi < 1) {
-    result.why_not = "Landlock unavailable (" + exec::errno_text(errno) + ")";
+    result.why_not = "Landlock unavailable (" + errno_text(errno) + ")";
     return result;
   }
   result.abi = static_cast<int>(abi);
@@ -59,7 +59,7 @@ FileConfinement confine_file_writes(const std::vector<std::string>& writable,
   attr.handled_access_fs = handled_rights(result.abi);
   exec::UniqueFd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0)));
   if (!ruleset) {
-    result.why_not = "landlock_create_ruleset: " + exec::errno_text(errno);
+    result.why_not = "landlock_create_ruleset: " + errno_text(errno);
     return result;
   }
   auto grant = [&](const std::string& path, uint64_t rights) {
@@ -69,7 +69,7 @@ FileConfinement confine_file_writes(const std::vector<std::string>& writable,
     rule.allowed_access = rights;
     rule.parent_fd = target.get();
     if (::syscall(SYS_landlock_add_rule, ruleset.get(), LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0) {
-      result.why_not = "landlock_add_rule(" + path + "): " + exec::errno_text(errno);
+      result.why_not = "landlock_add_rule(" + path + "): " + errno_text(errno);
       return false;
     }
     return true;
@@ -84,7 +84,7 @@ FileConfinement confine_file_writes(const std::vector<std::string>& writable,
     if (ioctl_only != 0 && !grant(path, ioctl_only)) return result;
   }
   if (::syscall(SYS_landlock_restrict_self, ruleset.get(), 0) != 0) {
-    result.why_not = "landlock_restrict_self: " + exec::errno_text(errno);
+    result.why_not = "landlock_restrict_self: " + errno_text(errno);
     return result;
   }
   result.applied = true;

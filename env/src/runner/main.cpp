@@ -11,9 +11,9 @@
 #include <string>
 
 #include "common/child_process.h"
-#include "common/errno_text.h"
 #include "common/runner_protocol.h"
 #include "common/wire.h"
+#include "kforge/core/errno_text.h"
 #include "runner/request_loop.h"
 #include "runner/runner_device.h"
 #include "runner/sandbox.h"
@@ -55,8 +55,7 @@ int main(int argc, char** argv) {
   kforge::exec::close_descriptors_from(kforge::exec::runner_protocol::kControlFd + 1);
   // A write to a judge that went away must fail, not kill us before we exit.
   ::signal(SIGPIPE, SIG_IGN);
-  if (::chdir(scratch.c_str()) != 0)
-    return usage(("cannot enter scratch dir: " + kforge::exec::errno_text(errno)).c_str());
+  if (::chdir(scratch.c_str()) != 0) return usage(("cannot enter scratch dir: " + kforge::errno_text(errno)).c_str());
 
   kforge::runner::SandboxState sandbox;
   kforge::runner::isolate_network(&sandbox);

@@ -9,8 +9,8 @@
 #include <stdexcept>
 #include <utility>
 
-#include "common/errno_text.h"
 #include "common/unique_fd.h"
+#include "kforge/core/errno_text.h"
 
 namespace kforge::runner {
 namespace {
@@ -21,10 +21,9 @@ constexpr off_t kMaxCubinBytes = off_t{1} << 30;
 
 std::string read_cubin(const std::string& path) {
   exec::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) throw std::runtime_error("cannot open the CUBIN " + path + ": " + exec::errno_text(errno));
+  if (!fd) throw std::runtime_error("cannot open the CUBIN " + path + ": " + errno_text(errno));
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0)
-    throw std::runtime_error("cannot stat the CUBIN " + path + ": " + exec::errno_text(errno));
+  if (::fstat(fd.get(), &st) != 0) throw std::runtime_error("cannot stat the CUBIN " + path + ": " + errno_text(errno));
   if (st.st_size <= 0 || st.st_size > kMaxCubinBytes) {
     throw std::runtime_error("the CUBIN " + path + " has " + std::to_string(st.st_size) + " bytes");
   }
@@ -33,8 +32,7 @@ std::string read_cubin(const std::string& path) {
   while (done < image.size()) {
     ssize_t n = ::read(fd.get(), image.data() + done, image.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0)
-      throw std::runtime_error("cannot read the CUBIN " + path + ": " + exec::errno_text(n < 0 ? errno : EIO));
+    if (n <= 0) throw std::runtime_error("cannot read the CUBIN " + path + ": " + errno_text(n < 0 ? errno : EIO));
     done += static_cast<size_t>(n);
   }
   return image;

@@ -20,9 +20,9 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "common/errno_text.h"
 #include "common/runner_protocol.h"
 #include "common/unique_fd.h"
+#include "kforge/core/errno_text.h"
 #include "runner/landlock.h"
 
 namespace kforge::runner {
@@ -31,9 +31,7 @@ namespace {
 using exec::UniqueFd;
 namespace protocol = exec::runner_protocol;
 
-[[noreturn]] void fail(const std::string& what, int err) {
-  throw std::runtime_error(what + ": " + exec::errno_text(err));
-}
+[[noreturn]] void fail(const std::string& what, int err) { throw std::runtime_error(what + ": " + errno_text(err)); }
 
 // --- SIGSYS reporter -------------------------------------------------------
 // Async-signal-safe: the frame is MessagePack written by hand into a stack
@@ -169,7 +167,7 @@ bool drop_capabilities(SandboxState* state) {
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
   if (::syscall(SYS_capset, &header, data) != 0) {
-    state->notes.push_back(std::string("capset: ") + exec::errno_text(errno));
+    state->notes.push_back(std::string("capset: ") + errno_text(errno));
     return false;
   }
   return true;
@@ -367,7 +365,7 @@ void isolate_network(SandboxState* state) {
     state->network = "private (user namespace)";
     return;
   }
-  state->notes.push_back(std::string("unshare(CLONE_NEWNET): ") + exec::errno_text(err) +
+  state->notes.push_back(std::string("unshare(CLONE_NEWNET): ") + errno_text(err) +
                          "; network stays shared, seccomp still blocks sockets");
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "kforge/core/errno_text.h"
 #include "kforge/core/error.h"
 #include "kforge/rollout/stream_protocol.h"
 
@@ -21,8 +22,6 @@ constexpr uint64_t kCompactBytes = uint64_t{8} << 20;
 // No line we write comes close (ranges are split over lines).
 constexpr size_t kMaxLineBytes = size_t{1} << 20;
 constexpr size_t kRangesPerLine = 1024;
-
-std::string errno_text() { return std::strerror(errno); }
 
 void write_all(int fd, const std::string& text, const fs::path& path) {
   size_t done = 0;

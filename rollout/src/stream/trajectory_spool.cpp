@@ -14,6 +14,7 @@
 #include <random>
 
 #include "crc32c.h"
+#include "kforge/core/errno_text.h"
 #include "kforge/core/error.h"
 #include "kforge/rollout/stream_protocol.h"
 
@@ -30,8 +31,6 @@ constexpr uint64_t kMinSegment = uint64_t{64} << 10;
 constexpr uint64_t kMaxSegment = uint64_t{64} << 20;
 // The ack log is rewritten (keeping only what live segments need) past this.
 constexpr uint64_t kAckLogCompactBytes = uint64_t{1} << 20;
-
-std::string errno_text() { return std::strerror(errno); }
 
 void put_le(char* p, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xff);

@@ -10,6 +10,7 @@
 #include "kforge/core/document.h"
 #include "kforge/core/measurement.h"
 #include "kforge/core/profile_summary.h"
+#include "kforge/core/splitmix64.h"
 #include "kforge/core/task_spec.h"
 #include "kforge/core/timing_summary.h"
 #include "kforge/env/compiler.h"
@@ -71,14 +72,8 @@ struct EvalRequest {
   uint64_t input_seed = 0;
 };
 
-// SplitMix64's output function (Steele, Lea, Flood 2014): a bijection of the
-// 64-bit integers that spreads nearby inputs across the whole range.
-constexpr uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// env::splitmix64, the name the verification seeds below are documented by.
+using ::kforge::splitmix64;
 
 // Verification inputs of an episode with seed `episode_seed` (any uint64):
 // input seeds base + k with base = splitmix64(episode_seed), and base 0 for

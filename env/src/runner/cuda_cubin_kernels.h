@@ -1,0 +1,21 @@
+// An nvrtc candidate's CUBIN on the device (docs/cuda-backend.md): loaded
+// with the runtime's library API (cudaLibraryLoadData, cudaLibraryGetKernel
+// by each kernel's lowered name) in the loading phase, its kernels launched
+// with cudaLaunchKernel on the candidate's stream.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runner/runner_device.h"
+
+namespace kforge::runner {
+
+// Throws std::runtime_error when the image does not load or lacks a kernel.
+std::unique_ptr<CubinKernels> load_cuda_cubin(const std::string& image, const std::vector<std::string>& names,
+                                              cudaStream_t stream, int device);
+
+}  // namespace kforge::runner
