@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "commands.h"
-#include "kforge/rollout/curve.h"
+#include "kforge/rollout/stream/curve.h"
 
 namespace kforge::cli {
 namespace {

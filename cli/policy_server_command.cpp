@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "commands.h"
-#include "kforge/rollout/baseline_policy.h"
-#include "kforge/rollout/policy_server.h"
+#include "kforge/rollout/policy/baseline_policy.h"
+#include "kforge/rollout/policy/policy_server.h"
 
 namespace kforge::cli {
 namespace {

@@ -23,7 +23,7 @@
 #include <memory>
 
 #include "commands.h"
-#include "kforge/rollout/trajectory_receiver.h"
+#include "kforge/rollout/stream/trajectory_receiver.h"
 
 namespace kforge::cli {
 namespace {

@@ -13,10 +13,10 @@
 #include <memory>
 
 #include "commands.h"
-#include "kforge/rollout/curve.h"
+#include "kforge/rollout/stream/curve.h"
 #include "kforge/rollout/jsonl_sink.h"
-#include "kforge/rollout/rollout_runner.h"
-#include "kforge/rollout/trajectory_sender.h"
+#include "kforge/rollout/worker/rollout_runner.h"
+#include "kforge/rollout/stream/trajectory_sender.h"
 
 namespace kforge::cli {
 namespace {

@@ -27,7 +27,7 @@
 #include "kforge/core/jsonl.h"
 #include "kforge/core/msgpack.h"
 #include "kforge/core/sha256.h"
-#include "kforge/rollout/trajectory_sender.h"
+#include "kforge/rollout/stream/trajectory_sender.h"
 
 namespace kforge::cli {
 namespace {

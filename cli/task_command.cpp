@@ -13,7 +13,7 @@
 #include "kforge/env/executor.h"
 #include "kforge/env/prompt.h"
 #include "kforge/env/reference_probe.h"
-#include "kforge/rollout/baseline_policy.h"
+#include "kforge/rollout/policy/baseline_policy.h"
 
 namespace kforge::cli {
 namespace {

@@ -18,9 +18,9 @@
 #include <functional>
 #include <thread>
 
-#include "common/arena_layout.h"
-#include "common/runner_process.h"
-#include "common/wire.h"
+#include "exec_common/arena_layout.h"
+#include "exec_common/runner_process.h"
+#include "exec_common/wire.h"
 #include "kforge/core/document.h"
 #include "kforge/env/executor.h"
 

@@ -23,9 +23,9 @@
 #include <map>
 #include <string>
 
-#include "kforge/rollout/baseline_policy.h"
+#include "kforge/rollout/policy/baseline_policy.h"
 #include "kforge/rollout/jsonl_sink.h"
-#include "kforge/rollout/rollout_runner.h"
+#include "kforge/rollout/worker/rollout_runner.h"
 
 namespace {
 

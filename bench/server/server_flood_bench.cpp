@@ -37,7 +37,7 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "common/child_process.h"
+#include "exec_common/child_process.h"
 #include "kforge/core/rpc.h"
 
 namespace {

@@ -38,10 +38,10 @@
 #include "kforge/core/msgpack.h"
 #include "kforge/core/remove_tree.h"
 #include "kforge/core/trajectory.h"
-#include "kforge/rollout/stream_protocol.h"
-#include "kforge/rollout/trajectory_receiver.h"
-#include "kforge/rollout/trajectory_sender.h"
-#include "kforge/rollout/trajectory_spool.h"
+#include "kforge/rollout/stream/stream_protocol.h"
+#include "kforge/rollout/stream/trajectory_receiver.h"
+#include "kforge/rollout/stream/trajectory_sender.h"
+#include "kforge/rollout/stream/trajectory_spool.h"
 
 #ifndef KFORGE_PYTHON
 #define KFORGE_PYTHON "/usr/bin/python3"

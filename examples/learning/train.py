@@ -48,7 +48,7 @@ import torch  # noqa: E402
 
 from kforge import PolicyServer, TrajectoryStream  # noqa: E402
 
-# The template's knobs that matter per mode (rollout/src/baseline/variant.cpp)
+# The template's knobs that matter per mode (rollout/src/policy/baseline/variant.cpp)
 # and the values a variant text needs for the others.
 KNOBS = {
     "cpp": {"fuse": [0, 1], "unroll": [1, 2, 4, 8], "acc": [1, 4, 8], "tile": [1, 4], "naive_matmul": [0, 1]},

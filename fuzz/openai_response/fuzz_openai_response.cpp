@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "kforge/rollout/openai_wire.h"
+#include "kforge/rollout/policy/openai_wire.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);

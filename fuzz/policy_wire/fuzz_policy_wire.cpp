@@ -9,7 +9,7 @@
 
 #include "kforge/core/error.h"
 #include "kforge/core/rpc.h"
-#include "policy_wire.h"
+#include "policy/policy_wire.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using kforge::json;

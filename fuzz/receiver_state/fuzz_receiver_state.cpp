@@ -12,7 +12,7 @@
 
 #include "kforge/core/error.h"
 #include "kforge/core/remove_tree.h"
-#include "kforge/rollout/receiver_state.h"
+#include "kforge/rollout/stream/receiver_state.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace fs = std::filesystem;

@@ -1,10 +1,10 @@
-// The frame decoder of the judge<->runner channel (common/wire.h): a frame is
+// The frame decoder of the judge<->runner channel (exec_common/wire.h): a frame is
 // written by the candidate's process, so every byte is hostile.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-#include "common/wire.h"
+#include "exec_common/wire.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

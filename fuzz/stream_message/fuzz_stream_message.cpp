@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "kforge/rollout/stream_protocol.h"
+#include "kforge/rollout/stream/stream_protocol.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace stream = kforge::rollout::stream;

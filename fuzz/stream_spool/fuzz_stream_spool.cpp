@@ -13,7 +13,7 @@
 
 #include "kforge/core/error.h"
 #include "kforge/core/remove_tree.h"
-#include "kforge/rollout/trajectory_spool.h"
+#include "kforge/rollout/stream/trajectory_spool.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace fs = std::filesystem;

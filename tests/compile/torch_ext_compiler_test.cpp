@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/elf_inspector.h"
-#include "common/symbol_policy.h"
+#include "exec_common/elf_inspector.h"
+#include "exec_common/symbol_policy.h"
 #include "kforge/core/solution.h"
 #include "kforge/env/compile/compilers.h"
 #include "test_support.h"

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/gpu_gate.h"
+#include "exec_common/gpu_gate.h"
 #include "cuda_test_support.h"
 #include "kforge/core/remove_tree.h"
 #include "kforge/env/device_pool.h"

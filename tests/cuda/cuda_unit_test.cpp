@@ -9,8 +9,8 @@
 #include <set>
 #include <vector>
 
-#include "common/hex_codec.h"
-#include "common/sample_stats.h"
+#include "exec_common/hex_codec.h"
+#include "exec_common/sample_stats.h"
 #include "judge/kernel_attribution.h"
 #include "judge/l2_flush.h"
 #include "judge/leftover_work.h"

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "common/runner_process.h"
+#include "exec_common/runner_process.h"
 #include "judge/candidate_session.h"
 #include "judge/evaluation.h"
 #include "judge/judge_device.h"

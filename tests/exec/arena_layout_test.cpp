@@ -1,5 +1,5 @@
 // Arena layout: guard pages around every tensor, tensors end-aligned.
-#include "common/arena_layout.h"
+#include "exec_common/arena_layout.h"
 
 #include <gtest/gtest.h>
 

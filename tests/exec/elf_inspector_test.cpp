@@ -1,6 +1,6 @@
 // The static check that runs before any candidate is loaded: real shared
 // objects built by g++, inspected against the CPU allow-list.
-#include "common/elf_inspector.h"
+#include "exec_common/elf_inspector.h"
 
 #include <gtest/gtest.h>
 

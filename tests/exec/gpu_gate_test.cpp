@@ -1,7 +1,7 @@
-// The GPU gate (common/gpu_gate.h) across real processes: readers overlap,
+// The GPU gate (exec_common/gpu_gate.h) across real processes: readers overlap,
 // a writer is alone, a waiting writer keeps new readers out, a downgrade lets
 // readers in but no writer, and a holder that is SIGKILLed releases at once.
-#include "common/gpu_gate.h"
+#include "exec_common/gpu_gate.h"
 
 #include <gtest/gtest.h>
 #include <poll.h>

@@ -1,14 +1,14 @@
-// Typed reading of candidate-controlled JSON (common/json_fields.h) and the
+// Typed reading of candidate-controlled JSON (exec_common/json_fields.h) and the
 // reply rules built on it (exec::reply_problem): a wrong type is a sentence
 // naming the field, never an exception.
-#include "common/json_fields.h"
+#include "exec_common/json_fields.h"
 
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <string>
 
-#include "common/runner_process.h"
+#include "exec_common/runner_process.h"
 
 namespace kforge::exec {
 namespace {

@@ -1,5 +1,5 @@
 // Statistics of timing samples and the stopping rule.
-#include "common/sample_stats.h"
+#include "exec_common/sample_stats.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Length-prefixed MessagePack frames over socketpairs: round trips, descriptor
 // passing, deadlines, closed and hostile peers.
-#include "common/wire.h"
+#include "exec_common/wire.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -9,9 +9,9 @@
 #include <functional>
 #include <set>
 
-#include "common/elf_inspector.h"
+#include "exec_common/elf_inspector.h"
 #include "kforge/env/compile_service.h"
-#include "kforge/rollout/baseline_policy.h"
+#include "kforge/rollout/policy/baseline_policy.h"
 #include "rollout_test_util.h"
 
 namespace kforge::rollout {

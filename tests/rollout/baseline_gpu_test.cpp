@@ -8,9 +8,9 @@
 #include <map>
 
 #include "kforge/env/env_pool.h"
-#include "kforge/rollout/baseline_policy.h"
+#include "kforge/rollout/policy/baseline_policy.h"
 #include "kforge/rollout/jsonl_sink.h"
-#include "kforge/rollout/rollout_runner.h"
+#include "kforge/rollout/worker/rollout_runner.h"
 #include "rollout_test_util.h"
 
 namespace kforge::rollout {

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "kforge/env/env_pool.h"
-#include "kforge/rollout/baseline_policy.h"
+#include "kforge/rollout/policy/baseline_policy.h"
 #include "rollout_test_util.h"
 
 namespace kforge::rollout {

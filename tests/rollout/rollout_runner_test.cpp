@@ -1,7 +1,7 @@
 // Rollout workers end to end on the CPU backend (real compiles, judge and
 // runner processes): groups and their rewards, contrastive prompts,
 // staleness, budgets, policy errors, forking, and the JSONL output.
-#include "kforge/rollout/rollout_runner.h"
+#include "kforge/rollout/worker/rollout_runner.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 
 #include "kforge/core/remove_tree.h"
 #include "kforge/reward/reward.h"
-#include "kforge/rollout/baseline_policy.h"
+#include "kforge/rollout/policy/baseline_policy.h"
 #include "kforge/rollout/jsonl_sink.h"
 #include "rollout_test_util.h"
 

@@ -3,7 +3,7 @@
 // that misbehave (garbage, wrong counts, silence), and PolicyServer against
 // malformed requests. The Python PolicyServer is tested against the C++
 // client in trainer_bridge/python/tests/test_policy_server.py.
-#include "kforge/rollout/zmq_policy.h"
+#include "kforge/rollout/policy/zmq_policy.h"
 
 #include <gtest/gtest.h>
 
@@ -13,8 +13,8 @@
 
 #include "kforge/core/msgpack.h"
 #include "kforge/core/rpc.h"
-#include "kforge/rollout/baseline_policy.h"
-#include "kforge/rollout/policy_server.h"
+#include "kforge/rollout/policy/baseline_policy.h"
+#include "kforge/rollout/policy/policy_server.h"
 #include "rollout_test_util.h"
 
 namespace kforge::rollout {

@@ -10,9 +10,9 @@
 #include <cstdlib>
 #include <optional>
 
-#include "common/child_process.h"
-#include "common/unique_fd.h"
-#include "common/wire.h"
+#include "exec_common/child_process.h"
+#include "exec_common/unique_fd.h"
+#include "exec_common/wire.h"
 #include "kforge/core/error.h"
 #include "nvrtc_worker_protocol.h"
 

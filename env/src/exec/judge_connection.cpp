@@ -4,7 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common/wire.h"
+#include "exec_common/wire.h"
 #include "kforge/core/error.h"
 
 namespace kforge::exec {

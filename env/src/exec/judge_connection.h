@@ -12,9 +12,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "common/child_process.h"
-#include "common/deadline.h"
-#include "common/unique_fd.h"
+#include "exec_common/child_process.h"
+#include "exec_common/deadline.h"
+#include "exec_common/unique_fd.h"
 
 namespace kforge::exec {
 

@@ -150,7 +150,7 @@ LaneFault JudgeLane::eval(const env::EvalRequest& request, env::EvalReport* repo
     runner_faults_ = runner_faults_base_ + reply.value("runner_faults", 0);
     if (reply.contains("retire")) {
       // The judge exits after this report, which is still the candidate's
-      // verdict (judge_server.cpp). Reaping it now makes the next request
+      // verdict (judge_loop.cpp). Reaping it now makes the next request
       // start a new one instead of finding a dead channel. Only a broken
       // device context is the lane's fault; a judge that grew past its
       // memory bound is routine.

@@ -1,6 +1,6 @@
 // Out-of-bounds writes into the arena (docs/threat-model.md, the check
 // `out_of_bounds_write`). Before a case's calls, the bytes around each of its
-// tensors that no tensor occupies (common/arena_layout.h, canary_bands) are
+// tensors that no tensor occupies (exec_common/arena_layout.h, canary_bands) are
 // filled with kCanaryByte; after every call they must still hold it. On a
 // GPU the arena has no guard pages, so a kernel writing past the end of its
 // output (or before its start) corrupts the arena silently; on the CPU the
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "common/arena_layout.h"
+#include "exec_common/arena_layout.h"
 #include "judge/judge_device.h"
 
 namespace kforge::judge {

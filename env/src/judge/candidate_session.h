@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "common/runner_process.h"
+#include "exec_common/runner_process.h"
 #include "judge/arena_canary.h"
 #include "judge/case_plan.h"
 #include "judge/judge_device.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "common/arena_layout.h"
+#include "exec_common/arena_layout.h"
 #include "kforge/core/task_spec.h"
 
 namespace kforge::judge {

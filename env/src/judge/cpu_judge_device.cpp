@@ -11,7 +11,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "common/unique_fd.h"
+#include "exec_common/unique_fd.h"
 #include "judge/cpu_cache.h"
 #include "kforge/core/errno_text.h"
 

@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "common/hex_codec.h"
+#include "exec_common/hex_codec.h"
 #include "cuda_timing/launch_gate.h"
 #include "cuda_timing/read_flush.h"
 #include "judge/l2_flush.h"

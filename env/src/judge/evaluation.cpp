@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "common/elf_inspector.h"
-#include "common/json_fields.h"
+#include "exec_common/elf_inspector.h"
+#include "exec_common/json_fields.h"
 #include "judge/candidate_session.h"
 #include "judge/case_plan.h"
 #include "judge/profile.h"

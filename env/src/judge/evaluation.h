@@ -3,7 +3,7 @@
 // violations, per-case statistics, timings, candidate output, phase times).
 #pragma once
 
-#include "common/gpu_gate.h"
+#include "exec_common/gpu_gate.h"
 #include "judge/judge_device.h"
 #include "judge/runner_pool.h"
 #include "kforge/env/eval.h"

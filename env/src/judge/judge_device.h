@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "common/arena_layout.h"
-#include "common/symbol_policy.h"
+#include "exec_common/arena_layout.h"
+#include "exec_common/symbol_policy.h"
 
 namespace kforge::judge {
 
@@ -121,7 +121,7 @@ class JudgeDevice {
 // built ("CUDA backend not built into kforge-judge").
 std::unique_ptr<JudgeDevice> make_judge_device(const std::string& backend, int index);
 
-// The name of the GPU gate (common/gpu_gate.h) of device `index`: one per
+// The name of the GPU gate (exec_common/gpu_gate.h) of device `index`: one per
 // physical GPU, whatever CUDA_VISIBLE_DEVICES makes its index ("gpu-" and the
 // PCI bus id; found without creating a context, so that it can be taken before
 // the judge's own context is created). "" for backends without a gate.

@@ -17,8 +17,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "common/child_process.h"
-#include "judge/judge_server.h"
+#include "exec_common/child_process.h"
+#include "judge/judge_loop.h"
 
 namespace {
 
@@ -71,7 +71,7 @@ void install_crash_reporter() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  kforge::judge::JudgeServerConfig config;
+  kforge::judge::JudgeLoopConfig config;
   long parent = 0;
   int cpu = -1;
   for (int i = 1; i + 1 < argc; i += 2) {

@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "common/json_fields.h"
+#include "exec_common/json_fields.h"
 #include "judge/kernel_attribution.h"
 #include "judge/profile_reply.h"
 #include "kforge/core/error.h"

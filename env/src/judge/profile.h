@@ -16,8 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/deadline.h"
-#include "common/runner_process.h"
+#include "exec_common/deadline.h"
+#include "exec_common/runner_process.h"
 #include "judge/candidate_session.h"
 #include "judge/case_plan.h"
 #include "judge/judge_device.h"

@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-#include "common/json_fields.h"
+#include "exec_common/json_fields.h"
 
 namespace kforge::judge {
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "common/deadline.h"
-#include "common/sample_stats.h"
+#include "exec_common/deadline.h"
+#include "exec_common/sample_stats.h"
 #include "judge/timing_inputs.h"
 #include "judge/task_fit.h"
 #include "judge/timing_protocol.h"

@@ -9,7 +9,7 @@
 // starting before a measurement (evaluation.cpp: before timing and before
 // the energy window). Between requests the judge reads `started` as it
 // arrives (collect_started()) and holds a share of the GPU gate while any
-// spare is still starting (judge_server.cpp), so that other judges on the
+// spare is still starting (judge_loop.cpp), so that other judges on the
 // same GPU do not time anything beside it.
 #pragma once
 
@@ -18,8 +18,8 @@
 #include <memory>
 #include <vector>
 
-#include "common/deadline.h"
-#include "common/runner_process.h"
+#include "exec_common/deadline.h"
+#include "exec_common/runner_process.h"
 
 namespace kforge::judge {
 

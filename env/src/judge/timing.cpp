@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "common/deadline.h"
-#include "common/json_fields.h"
-#include "common/sample_stats.h"
+#include "exec_common/deadline.h"
+#include "exec_common/json_fields.h"
+#include "exec_common/sample_stats.h"
 #include "judge/leftover_work.h"
 #include "judge/output_comparison.h"
 #include "judge/output_quality.h"
 #include "judge/reference_sanity.h"
-#include "judge/roofline.h"
+#include "judge/roofline_floor.h"
 #include "judge/timing_inputs.h"
 #include "judge/timing_protocol.h"
 #include "judge/timing_tamper.h"

@@ -34,7 +34,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "common/deadline.h"
+#include "exec_common/deadline.h"
 #include "judge/candidate_session.h"
 #include "judge/case_plan.h"
 #include "judge/judge_device.h"

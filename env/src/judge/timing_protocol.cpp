@@ -5,7 +5,7 @@
 #include <cmath>
 #include <random>
 
-#include "common/deadline.h"
+#include "exec_common/deadline.h"
 #include "kforge/core/reference.h"
 
 namespace kforge::judge {

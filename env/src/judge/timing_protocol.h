@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "common/sample_stats.h"
+#include "exec_common/sample_stats.h"
 #include "judge/judge_device.h"
 #include "kforge/core/task_spec.h"
 #include "kforge/env/eval.h"

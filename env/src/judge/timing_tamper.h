@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "common/sample_stats.h"
+#include "exec_common/sample_stats.h"
 
 namespace kforge::judge {
 

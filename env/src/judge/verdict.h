@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/runner_process.h"
+#include "exec_common/runner_process.h"
 #include "kforge/core/measurement.h"
 
 namespace kforge::judge {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "common/json_fields.h"
+#include "exec_common/json_fields.h"
 #include "judge/output_comparison.h"
 #include "judge/output_quality.h"
 #include "judge/reference_sanity.h"

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
-#include "common/deadline.h"
+#include "exec_common/deadline.h"
 #include "judge/candidate_session.h"
 #include "judge/case_plan.h"
 #include "judge/judge_device.h"

@@ -35,8 +35,8 @@
 #include <string>
 #include <vector>
 
-#include "common/deadline.h"
-#include "common/hex_codec.h"
+#include "exec_common/deadline.h"
+#include "exec_common/hex_codec.h"
 #include "cuda_timing/launch_gate.h"
 #include "cuda_timing/read_flush.h"
 #include "cupti/activity_trace.h"

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 
-#include "common/unique_fd.h"
+#include "exec_common/unique_fd.h"
 #include "kforge/core/errno_text.h"
 
 // Rights newer than the system headers (Debian 12's describe ABI 2); the

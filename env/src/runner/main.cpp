@@ -10,9 +10,9 @@
 #include <cstring>
 #include <string>
 
-#include "common/child_process.h"
-#include "common/runner_protocol.h"
-#include "common/wire.h"
+#include "exec_common/child_process.h"
+#include "exec_common/runner_protocol.h"
+#include "exec_common/wire.h"
 #include "kforge/core/errno_text.h"
 #include "runner/request_loop.h"
 #include "runner/runner_device.h"

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "common/unique_fd.h"
+#include "exec_common/unique_fd.h"
 #include "kforge/core/errno_text.h"
 
 namespace kforge::runner {

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/runner_protocol.h"
-#include "common/wire.h"
+#include "exec_common/runner_protocol.h"
+#include "exec_common/wire.h"
 #include "runner/candidate_library.h"
 #include "runner/plan_candidate.h"
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "common/unique_fd.h"
+#include "exec_common/unique_fd.h"
 #include "runner/cubin_kernels.h"
 
 namespace kforge::runner {

@@ -20,8 +20,8 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "common/runner_protocol.h"
-#include "common/unique_fd.h"
+#include "exec_common/runner_protocol.h"
+#include "exec_common/unique_fd.h"
 #include "kforge/core/errno_text.h"
 #include "runner/landlock.h"
 

@@ -1,4 +1,4 @@
-#include "kforge/rollout/curve.h"
+#include "kforge/rollout/stream/curve.h"
 
 #include <sys/stat.h>
 #include <zmq.h>

@@ -9,7 +9,7 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "kforge/rollout/curve.h"
+#include "kforge/rollout/stream/curve.h"
 
 namespace kforge::rollout::detail {
 

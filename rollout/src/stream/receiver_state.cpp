@@ -1,4 +1,4 @@
-#include "kforge/rollout/receiver_state.h"
+#include "kforge/rollout/stream/receiver_state.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 
 #include "kforge/core/errno_text.h"
 #include "kforge/core/error.h"
-#include "kforge/rollout/stream_protocol.h"
+#include "kforge/rollout/stream/stream_protocol.h"
 
 namespace kforge::rollout {
 namespace {

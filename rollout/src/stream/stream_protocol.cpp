@@ -1,4 +1,4 @@
-#include "kforge/rollout/stream_protocol.h"
+#include "kforge/rollout/stream/stream_protocol.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "kforge/rollout/trajectory_receiver.h"
+#include "kforge/rollout/stream/trajectory_receiver.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -20,8 +20,8 @@
 #include "curve_socket.h"
 #include "kforge/core/endpoint.h"
 #include "kforge/core/msgpack.h"
-#include "kforge/rollout/receiver_state.h"
-#include "kforge/rollout/stream_protocol.h"
+#include "kforge/rollout/stream/receiver_state.h"
+#include "kforge/rollout/stream/stream_protocol.h"
 
 namespace kforge::rollout {
 namespace {

@@ -1,4 +1,4 @@
-#include "kforge/rollout/trajectory_sender.h"
+#include "kforge/rollout/stream/trajectory_sender.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -19,8 +19,8 @@
 #include "kforge/core/endpoint.h"
 #include "kforge/core/msgpack.h"
 #include "kforge/core/trajectory.h"
-#include "kforge/rollout/stream_protocol.h"
-#include "kforge/rollout/trajectory_spool.h"
+#include "kforge/rollout/stream/stream_protocol.h"
+#include "kforge/rollout/stream/trajectory_spool.h"
 
 #ifndef KFORGE_VERSION
 #define KFORGE_VERSION "0.0.0"

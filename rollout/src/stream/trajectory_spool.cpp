@@ -1,4 +1,4 @@
-#include "kforge/rollout/trajectory_spool.h"
+#include "kforge/rollout/stream/trajectory_spool.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -16,7 +16,7 @@
 #include "crc32c.h"
 #include "kforge/core/errno_text.h"
 #include "kforge/core/error.h"
-#include "kforge/rollout/stream_protocol.h"
+#include "kforge/rollout/stream/stream_protocol.h"
 
 namespace kforge::rollout {
 namespace {

@@ -11,8 +11,8 @@
 #include <iterator>
 #include <set>
 
-#include "common/elf_inspector.h"
-#include "common/symbol_policy.h"
+#include "exec_common/elf_inspector.h"
+#include "exec_common/symbol_policy.h"
 #include "corpus.h"
 #include "kforge/core/op_registry.h"
 

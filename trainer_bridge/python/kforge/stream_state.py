@@ -1,5 +1,5 @@
 """What a trajectory receiver remembers across restarts (the same files as the
-C++ receiver's, rollout/include/kforge/rollout/receiver_state.h).
+C++ receiver's, rollout/include/kforge/rollout/stream/receiver_state.h).
 
 Per worker id: the spool instance its sequence numbers belong to, and the
 seqs the trainer acknowledged. Two text files in a state directory::

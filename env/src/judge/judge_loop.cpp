@@ -1,0 +1,326 @@
+#include "judge/judge_loop.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "exec_common/gpu_gate.h"
+#include "exec_common/json_fields.h"
+#include "exec_common/wire.h"
+#include "judge/evaluation.h"
+#include "judge/judge_device.h"
+#include "judge/reference_probe.h"
+#include "judge/runner_pool.h"
+#include "kforge/core/error.h"
+#include "kforge/env/eval.h"
+#include "kforge/env/reference_probe.h"
+
+namespace kforge::judge {
+namespace {
+// Up to 20 ms: longer than the judge's work between two timed calls of an
+// L1-sized task, so that neither end of a timed exchange sleeps.
+constexpr int kCudaReplySpinUs = 20000;
+
+using exec::Deadline;
+using exec::json;
+
+// The executor is always reading when we answer; this only bounds a broken one.
+constexpr double kSendDeadlineMs = 30000;
+
+void send(int fd, const json& body) { exec::send_frame(fd, body, Deadline::after_ms(kSendDeadlineMs)); }
+
+json health(const JudgeLoopConfig& config, const RunnerPool& pool, const EvaluationCounters& counters,
+            int reference_requests, JudgeDevice* device, const MemoryBound& memory) {
+  int open_fds = 0, memfds = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    ++open_fds;
+    std::string target = std::filesystem::read_symlink(entry.path(), ec).string();
+    if (target.rfind("/memfd:", 0) == 0) ++memfds;
+  }
+  int scratch_entries = 0;
+  for (auto it = std::filesystem::directory_iterator(config.scratch, ec); !ec && it != std::filesystem::end(it);
+       it.increment(ec)) {
+    ++scratch_entries;
+  }
+  json reply = {{"type", "health"},
+                {"pid", ::getpid()},
+                {"open_fds", open_fds - 1},  // minus the directory iterator's own descriptor
+                {"memfds", memfds},
+                {"spare_runners", pool.spares()},
+                {"scratch_entries", scratch_entries},
+                {"evaluations", counters.evaluations},
+                {"runner_faults", counters.runner_faults},
+                {"reference_requests", reference_requests}};
+  reply["device"] = device->health();
+  reply["memory"] = memory.to_json();
+  return reply;
+}
+
+// Between requests: returns once the executor has sent something (or closed
+// the channel). While spares are still starting, the judge holds a share of
+// the GPU gate on their behalf, so no judge on this GPU times anything beside
+// their start-up, and reads their `started` as it arrives; once none is
+// starting it holds nothing.
+void wait_between_requests(int control_fd, exec::GpuGate* gate, RunnerPool* pool, RunnerPool* profilers) {
+  constexpr int kPollMs = 1000;  // also how often a spare that never starts is checked
+  while (true) {
+    std::vector<int> fds = pool->collect_started();
+    if (profilers != nullptr) {
+      std::vector<int> more = profilers->collect_started();
+      fds.insert(fds.end(), more.begin(), more.end());
+    }
+    if (fds.empty()) {
+      gate->release();
+      return;
+    }
+    gate->shared();
+    std::vector<pollfd> p = {{control_fd, POLLIN, 0}};
+    for (int fd : fds) p.push_back({fd, POLLIN, 0});
+    if (::poll(p.data(), p.size(), kPollMs) > 0 && p[0].revents != 0) return;
+  }
+}
+
+env::EvalReport system_failure(const std::string& message) {
+  env::EvalReport r;
+  r.outcome = Outcome::kNotRun;
+  r.summary = "system error: " + message;
+  return r;
+}
+
+// The judge's device and the GPU gate it shares with other judges on it;
+// `error` says why there is no device.
+struct OpenedDevice {
+  std::unique_ptr<JudgeDevice> device;
+  std::string error;
+  std::string gate_key;
+};
+
+OpenedDevice open_device(const JudgeLoopConfig& config, exec::GpuGate* gate) {
+  OpenedDevice opened;
+  try {
+    if (!config.gate_dir.empty()) opened.gate_key = gpu_gate_key(config.backend, config.device);
+    if (!opened.gate_key.empty()) *gate = exec::GpuGate(config.gate_dir, opened.gate_key);
+    // Creating our context is GPU work like a runner's start-up.
+    gate->shared();
+    opened.device = make_judge_device(config.backend, config.device);
+  } catch (const std::exception& e) {
+    opened.error = e.what();
+  }
+  return opened;
+}
+
+json hello_message(const JudgeLoopConfig& config, const OpenedDevice& opened, const exec::GpuGate& gate) {
+  json hello = {{"type", "hello"},
+                {"ok", opened.device != nullptr},
+                {"backend", config.backend},
+                {"pid", ::getpid()},
+                {"device_count", judge_device_count(config.backend)}};
+  if (opened.device) {
+    hello["device"] = opened.device->name();
+    hello["versions"] = opened.device->versions();
+    // Which lock files: judges that print the same name share the GPU.
+    hello["gate"] = gate.enabled() ? (config.gate_dir / exec::GpuGate::file_key(opened.gate_key)).string() : "";
+  } else {
+    hello["error"] = opened.error;
+  }
+  return hello;
+}
+
+// Requests, one at a time, on an open device: the runner pools, the counters
+// the executor reads and the memory bound that retires the judge.
+class RequestServer {
+ public:
+  RequestServer(const JudgeLoopConfig& config, int control_fd, JudgeDevice* device, exec::GpuGate* gate)
+      : control_fd_(control_fd),
+        device_(device),
+        gate_(gate),
+        config_(config),
+        // CUDA exchanges spin for their replies (RunnerProcess::Config::reply_spin_us);
+        // CPU ones sleep: there the judge's spinning would take a core from the
+        // candidate, and the CPU clock, not the round trip, is what is timed.
+        reply_spin_us_(config.backend == "cuda" ? kCudaReplySpinUs : 0),
+        pool_({config.runner, config.scratch, config.backend, config.device, false, reply_spin_us_},
+              config.backend == "cuda" ? 2 : 1),
+        memory_(config.memory) {}
+
+  // Serves until the executor goes or says shutdown; the exit code.
+  int serve();
+
+ private:
+  // Each returns the exit code when the judge must end after the request.
+  std::optional<int> serve_eval(const json& msg);
+  std::optional<int> serve_reference(const json& msg);
+  // After a request's own work, before its reply is sent: why this judge
+  // must retire (memory_bound.h), if it must. Which of the two it is
+  // matters to the device pool: a broken context counts against the
+  // device, a judge grown too big does not.
+  std::string retirement(bool* device_broken);
+  static std::optional<int> exit_if_retired(const std::string& broken);
+  // Before timing anything, every spare of this judge must have started.
+  void settle_all(exec::Deadline deadline) {
+    pool_.settle(deadline);
+    if (profilers_) profilers_->settle(deadline);
+  }
+
+  int control_fd_;
+  JudgeDevice* device_;
+  exec::GpuGate* gate_;
+  const JudgeLoopConfig& config_;
+  const int reply_spin_us_;
+  RunnerPool pool_;
+  std::unique_ptr<RunnerPool> profilers_;
+  EvaluationCounters counters_;
+  MemoryBound memory_;
+  int reference_requests_ = 0;
+};
+
+int RequestServer::serve() {
+  pool_.refill();
+  // CUDA profile requests run CUPTI in runners of their own (profile.h). One
+  // is started now, so that the first profile does not wait for a CUPTI
+  // start-up, and replaced during each profile.
+  if (config_.backend == "cuda") {
+    profilers_ = std::make_unique<RunnerPool>(exec::RunnerProcess::Config{
+        config_.runner, config_.scratch, config_.backend, config_.device, true, reply_spin_us_});
+    profilers_->refill();
+  }
+  while (true) {
+    if (gate_->enabled()) wait_between_requests(control_fd_, gate_, &pool_, profilers_.get());
+    exec::Frame frame;
+    try {
+      frame = exec::recv_frame(control_fd_, Deadline::never());
+    } catch (const exec::WireError&) {
+      return 0;  // executor gone
+    }
+    const json& msg = frame.body;
+    const std::string type = exec::string_or(msg, "type", "");
+    try {
+      std::optional<int> exit_code;
+      if (type == "eval") {
+        exit_code = serve_eval(msg);
+      } else if (type == "reference") {
+        exit_code = serve_reference(msg);
+      } else if (type == "health") {
+        send(control_fd_, health(config_, pool_, counters_, reference_requests_, device_, memory_));
+      } else if (type == "shutdown") {
+        return 0;
+      } else {
+        send(control_fd_, {{"type", "error"}, {"message", "unknown message type '" + type + "'"}});
+      }
+      if (exit_code) return *exit_code;
+    } catch (const exec::WireError&) {
+      return 0;
+    }
+  }
+}
+
+std::optional<int> RequestServer::serve_eval(const json& msg) {
+  env::EvalReport report;
+  try {
+    report =
+        evaluate(env::eval_request_from_json(msg.at("request")), device_, &pool_, &counters_, profilers_.get(), gate_);
+  } catch (const InputError& e) {
+    report = system_failure(std::string("invalid request: ") + e.what());
+  } catch (const std::exception& e) {
+    report = system_failure(e.what());
+  }
+  // A device failure that outlives the request (the judge's own CUDA
+  // context is gone) ends this judge once the report is out; the
+  // Executor starts a fresh one for the next request.
+  bool device_broken = false;
+  const std::string broken = retirement(&device_broken);
+  json reply = {{"type", "report"},
+                {"id", exec::integer_or(msg, "id", 0)},
+                {"report", env::to_json(report)},
+                {"runner_faults", counters_.runner_faults},
+                {"evaluations", counters_.evaluations}};
+  if (!broken.empty()) {
+    reply["retire"] = broken;
+    reply["retire_kind"] = device_broken ? "device" : "memory";
+  }
+  try {
+    send(control_fd_, reply);
+  } catch (const exec::WireError& e) {
+    // A report too large for a frame must not end the judge (and with
+    // it every env on the device); the request gets a system error.
+    if (e.kind() != exec::WireError::Kind::kMalformed) throw;
+    reply["report"] = env::to_json(system_failure(std::string("the report could not be sent: ") + e.what()));
+    send(control_fd_, reply);
+  }
+  if (std::optional<int> code = exit_if_retired(broken)) return code;
+  // Spares start as readers (or inside this judge's exclusive part).
+  if (gate_->hold() == exec::GpuGate::Hold::kNone) gate_->shared();
+  pool_.refill();
+  return std::nullopt;
+}
+
+std::optional<int> RequestServer::serve_reference(const json& msg) {
+  ++reference_requests_;
+  env::ReferenceReport report;
+  try {
+    env::ReferenceRequest request = env::reference_request_from_json(msg.at("request"));
+    // A timed reference is a measurement: alone on the GPU, like a
+    // candidate's timing; a check only runs the graph.
+    if (request.time) {
+      settle_all(exec::Deadline::after_ms(request.options.eval_timeout_ms));
+      gate_->exclusive();
+    } else {
+      gate_->shared();
+    }
+    report = probe_reference(request, device_);
+  } catch (const InputError& e) {
+    report.problem = std::string("system error: invalid request: ") + e.what();
+  } catch (const std::exception& e) {
+    report.problem = std::string("system error: ") + e.what();
+  }
+  report.device = device_->name();
+  // A huge task's reference grows the judge like an evaluation does.
+  bool device_broken = false;
+  const std::string broken = retirement(&device_broken);
+  json reply = {{"type", "reference_report"},
+                {"id", msg.value("id", 0)},
+                {"report", env::to_json(report)},
+                {"reference_requests", reference_requests_}};
+  if (!broken.empty()) {
+    reply["retire"] = broken;
+    reply["retire_kind"] = device_broken ? "device" : "memory";
+  }
+  send(control_fd_, reply);
+  return exit_if_retired(broken);
+}
+
+std::string RequestServer::retirement(bool* device_broken) {
+  std::string broken = device_->context_error();
+  *device_broken = !broken.empty();
+  if (broken.empty()) broken = memory_.after_request(device_);
+  return broken;
+}
+
+std::optional<int> RequestServer::exit_if_retired(const std::string& broken) {
+  if (broken.empty()) return std::nullopt;
+  std::fprintf(stderr, "kforge-judge: %s; exiting so that the executor starts a new judge\n", broken.c_str());
+  return 3;
+}
+
+}  // namespace
+
+int serve_executor(const JudgeLoopConfig& config, int control_fd) {
+  exec::GpuGate gate;
+  OpenedDevice opened = open_device(config, &gate);
+  try {
+    send(control_fd, hello_message(config, opened, gate));
+  } catch (const exec::WireError&) {
+    return 1;
+  }
+  if (!opened.device) return 2;
+  RequestServer server(config, control_fd, opened.device.get(), &gate);
+  return server.serve();
+}
+
+}  // namespace kforge::judge

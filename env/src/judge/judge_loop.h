@@ -1,0 +1,42 @@
+// The judge's side of the executor <-> judge conversation (wire.h frames on
+// fd 3):
+//
+//   executor -> judge                 judge -> executor
+//   (on start, unprompted)            hello  {ok, backend, device, pid, error?}
+//   eval      {id, request}           report {id, report, runner_faults, evaluations}
+//   reference {id, request}           reference_report {id, report, reference_requests}
+//   health    {}                      health {pid, open_fds, memfds, spare_runners, scratch_entries, memory, ...}
+//   shutdown {}                       (exits)
+//
+// Requests are served one at a time, so a reference being timed never
+// overlaps an evaluation of this judge; a spare runner is started after each
+// report is sent. Other judges on the same GPU (lanes, docs/execution.md) are
+// kept out of timed work by the GPU gate (exec_common/gpu_gate.h): verification,
+// runner start-up and reference checks hold a share, timing and profiling
+// hold it exclusively, and between requests the judge holds a share while any
+// of its spare runners is still starting.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "judge/memory_bound.h"
+
+namespace kforge::judge {
+
+struct JudgeLoopConfig {
+  std::string backend = "cpu";
+  int device = 0;
+  std::filesystem::path runner;   // kforge-runner
+  std::filesystem::path scratch;  // runner scratch dirs are created here
+  // Where the GPU gate's lock files are (cuda only); empty: no gate, as when
+  // this judge is alone on its GPU.
+  std::filesystem::path gate_dir;
+  MemoryLimits memory;            // memory_bound.h
+};
+
+// Serves until the executor closes the channel or says shutdown; returns the
+// process exit code.
+int serve_executor(const JudgeLoopConfig& config, int control_fd);
+
+}  // namespace kforge::judge
