@@ -321,9 +321,10 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
         "activation_insensitive, op_is_noop, near_roofline): "
      << stats["shortcut_rejections"] << "; contamination rejections: " << stats["rejections"]["contaminated"] << "\n";
   md << "\n## Tolerances\n\nEach task's atol is its dtype's (float32 1e-2, float16 2e-2, bfloat16 4e-2) times the "
-        "power of two nearest its outputs' RMS, at least 1, so that an honest kernel summing in another order "
-        "(errors of the order of the outputs' magnitude) passes where a long reduction or a big GEMM gives large "
-        "outputs; rtol is the dtype's. Tasks by atol factor:\n\n| factor | tasks |\n|---|---|\n";
+        "power of two nearest its outputs' typical magnitude (median |x| over the nonzero elements), at least 1, so "
+        "that an honest kernel summing in another order (errors of the order of the outputs' magnitude) passes "
+        "where a long reduction or a big GEMM gives large outputs; rtol is the dtype's. Tasks by atol factor:\n\n| "
+        "factor | tasks |\n|---|---|\n";
   for (const auto& [k, v] : by_number(stats["atol_scale_histogram"])) md << "| " << k << " | " << v << " |\n";
   md << "\n## Dtypes\n\n| dtype | tasks |\n|---|---|\n";
   for (const auto& [k, v] : stats["dtype_histogram"].items()) md << "| " << k << " | " << v << " |\n";

@@ -82,17 +82,22 @@ struct FilterVerdict {
 FilterVerdict run_filters(const TaskSpec& task, const FilterOptions& options);
 
 // The factor a task's atol is multiplied by for outputs of this magnitude:
-// the power of two nearest the largest RMS over the floating outputs (finite
-// elements, in float64), and 1 when that RMS is at most 1 or nothing is
-// finite. A power of two so that rounding noise in the RMS cannot move it
-// (the tolerance is written into the task, which must come out byte-identical).
+// the power of two nearest the outputs' typical magnitude, the median |x| over
+// the finite nonzero elements (the largest over the floating outputs), and 1
+// when that is at most 1 or there is none. The median, not the RMS: a heavy
+// tail (exp of a wide value, RMS 10^4 where most elements are near 1) would
+// otherwise loosen atol for the bulk of the elements, which a kernel could
+// then compute in lower precision; zeros excluded: a relu or a mask makes
+// them exactly, whatever the magnitude of what was summed. A power of two so
+// that rounding noise cannot move it (the tolerance is written into the task,
+// which must come out byte-identical).
 double atol_scale_for(const std::vector<at::Tensor>& outputs);
 
 // `base` with atol scaled to the outputs' magnitude (atol_scale_for); rtol as
 // given. Why: an honest kernel that sums in another order (split-K, a tree
 // reduction, a half-precision partial sum) is off by a rounding error of the
 // order of the outputs' typical magnitude, not of each element's own: where a
-// long reduction or a big GEMM gives outputs of RMS 100, an element that
+// long reduction or a big GEMM gives outputs of magnitude 100, an element that
 // happens to lie near 0 is still off by ~eps x 100, which rtol x |element|
 // does not cover and a fixed atol of 1e-2 rejects. The scaled atol is the same
 // fraction of the typical magnitude that the dtype's atol is of 1, so a
