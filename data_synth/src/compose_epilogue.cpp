@@ -313,14 +313,18 @@ std::optional<Value> layout(Draw& d, const Value& cur, bool* conv_like) {
 
 std::optional<Value> epilogue_op(Draw& d, const Value& cur, bool* conv_like, bool last) {
   // The follow-ups a value invites: a mask on the bound a relu or clamp
-  // clipped to (eq/ne), the log of a positive value (after exp excluded,
+  // clipped to (eq/ne), the log (or rsqrt, reciprocal) of a positive value (log after exp excluded,
   // after softplus, sigmoid, softmax, relu + c, ...). Drawn first so that eq,
   // ne and log are reached at a useful rate rather than at the product of a
   // rare category and a rare choice inside it (a 1,000-task set had none).
   if (cur.atom && cur.type.shape.size() >= 2 && d.rng.chance(0.4)) return gate(d, cur, *conv_like);
   if (log_fits(cur) && d.rng.chance(0.3)) {
-    d.pattern.push_back("log");
-    return d.g.node("log", {cur}, json::object(), Domain::kAny);
+    // rsqrt and reciprocal share the draw: they too are defined only on
+    // positive values, and a draw that took every positive value to log
+    // left them unused in a 1,000-task set.
+    const std::string op = d.rng.pick(std::vector<std::string>{"log", "log", "log", "rsqrt", "reciprocal"});
+    d.pattern.push_back(op);
+    return d.g.node(op, {cur}, json::object(), op == "log" ? Domain::kAny : Domain::kPositive);
   }
   int category =
       static_cast<int>(d.rng.weighted({0.24, 0.17, 0.15, 0.10, 0.08, 0.05, 0.05, 0.04, 0.06, 0.03, 0.02, 0.01}));
