@@ -94,6 +94,15 @@ double run_option(const fs::path& out, const std::string& key, double fallback) 
   }
 }
 
+// A histogram whose keys are integers written as strings (JSON object keys),
+// in numeric order: a JSON object sorts them as strings ("10" before "2").
+std::vector<std::pair<int64_t, json>> by_number(const json& histogram) {
+  std::vector<std::pair<int64_t, json>> rows;
+  for (const auto& [k, v] : histogram.items()) rows.push_back({std::stoll(k), v});
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return rows;
+}
+
 }  // namespace
 
 std::string kernelbench_file_name(const std::string& task_id) {
@@ -108,7 +117,7 @@ json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& 
   std::map<std::string, int64_t> op_hist, category_hist, dtype_hist, rejections, nearest_hist, baseline_devices;
   std::map<int64_t, int64_t> op_count_hist;
   std::vector<double> numel, predicted, measured, eager, compile, distance, total_bytes, per_sample, conv_channels;
-  std::map<int64_t, int64_t> main_loops_hist;
+  std::map<int64_t, int64_t> main_loops_hist, atol_scale_hist;
   std::map<std::string, int64_t> relation_hist;
   int64_t attempts = 0, baselines = 0, measured_in_window = 0, judge_retries = 0;
   for (const auto& t : tasks) {
@@ -139,6 +148,9 @@ json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& 
       ++baseline_devices[t.baselines->device];
     }
     if (t.baselines && t.baselines->compile_ms) compile.push_back(*t.baselines->compile_ms);
+    if (t.meta.contains("synth") && t.meta["synth"].contains("atol_scale")) {
+      ++atol_scale_hist[static_cast<int64_t>(t.meta["synth"]["atol_scale"].get<double>())];
+    }
     if (t.meta.contains("nearest_kernelbench")) {
       const json& nk = t.meta["nearest_kernelbench"];
       distance.push_back(nk.value("distance", 1.0));
@@ -170,6 +182,8 @@ json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& 
   }
   json main_loops_json = json::object();
   for (const auto& [k, v] : main_loops_hist) main_loops_json[std::to_string(k)] = v;
+  json atol_scales = json::object();
+  for (const auto& [k, v] : atol_scale_hist) atol_scales[std::to_string(k)] = v;
   json unused = json::array();
   for (const auto& name : op_registry().names()) {
     if (!op_hist.count(name)) unused.push_back(name);
@@ -191,6 +205,7 @@ json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& 
           {"op_count_histogram", op_counts},
           {"mean_ops", tasks.empty() ? 0.0 : op_total / static_cast<double>(tasks.size())},
           {"main_loops_per_task", main_loops_json},
+          {"atol_scale_histogram", atol_scales},
           {"per_sample_elements_summary", summary_of(per_sample)},
           {"conv_input_channels_summary", summary_of(conv_channels)},
           {"ops_never_used", unused},
@@ -294,10 +309,10 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
   md << "\n## Rejections by reason\n\n| reason | attempts |\n|---|---|\n";
   for (const auto& r : rejection_reasons()) md << "| " << r << " | " << stats["rejections"][r] << " |\n";
   md << "\n## Op counts per task\n\n| ops | tasks |\n|---|---|\n";
-  for (const auto& [k, v] : stats["op_count_histogram"].items()) md << "| " << k << " | " << v << " |\n";
+  for (const auto& [k, v] : by_number(stats["op_count_histogram"])) md << "| " << k << " | " << v << " |\n";
   md << "\nMean ops per task: " << fmt(stats["mean_ops"].get<double>()) << "\n";
   md << "\n## GEMM/conv ops per task\n\n| main-loop ops | tasks |\n|---|---|\n";
-  for (const auto& [k, v] : stats["main_loops_per_task"].items()) md << "| " << k << " | " << v << " |\n";
+  for (const auto& [k, v] : by_number(stats["main_loops_per_task"])) md << "| " << k << " | " << v << " |\n";
   md << "\nOps of the vocabulary no task uses (" << stats["ops_never_used"].size() << "): ";
   for (size_t i = 0; i < stats["ops_never_used"].size(); ++i) {
     md << (i ? ", " : "") << stats["ops_never_used"][i].get<std::string>();
@@ -305,6 +320,12 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
   md << "\n\nShortcut rejections (near_constant, constant_passes, constant_node, seed_insensitive, "
         "activation_insensitive, op_is_noop, near_roofline): "
      << stats["shortcut_rejections"] << "; contamination rejections: " << stats["rejections"]["contaminated"] << "\n";
+  md << "\n## Tolerances\n\nEach task's atol is its dtype's (float32 1e-2, float16 2e-2, bfloat16 4e-2) times the "
+        "power of two nearest its outputs' typical magnitude (median |x| over the nonzero elements), at least 1, so "
+        "that an honest kernel summing in another order (errors of the order of the outputs' magnitude) passes "
+        "where a long reduction or a big GEMM gives large outputs; rtol is the dtype's. Tasks by atol factor:\n\n| "
+        "factor | tasks |\n|---|---|\n";
+  for (const auto& [k, v] : by_number(stats["atol_scale_histogram"])) md << "| " << k << " | " << v << " |\n";
   md << "\n## Dtypes\n\n| dtype | tasks |\n|---|---|\n";
   for (const auto& [k, v] : stats["dtype_histogram"].items()) md << "| " << k << " | " << v << " |\n";
   md << "\n## Ops\n\n| op | uses |\n|---|---|\n";
@@ -334,6 +355,14 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
   for (const auto& p : stats["nearest_problems_top"]) {
     md << "- " << p["problem"].get<std::string>() << ": " << p["tasks"] << " tasks\n";
   }
+  md << "\n## Decision for the owner: level-3-like blocks\n\n"
+        "No level-3-like family (a small block of a real model: an MLP, attention without SDPA, a residual conv "
+        "block) is in this set, by construction: such a block contains a KernelBench level-2 core as a contiguous "
+        "run (an MLP's [gemm, gelu] is level2/86's core, a conv block's [conv2d, batch_norm] level2/73's), and "
+        "contamination by meaning "
+        "rejects every task whose core contains a KernelBench problem's core of two or more tokens. The policy "
+        "is unchanged here (issue 23): whether a block that contains a level-2 core may pass, because the block "
+        "as a whole is more than that problem, is for the owner to decide.\n";
   md << "\n## Plots\n\n";
   if (summary.plots) {
     for (const char* p : {"op_histogram", "op_count", "shapes", "runtime", "rejections", "kernelbench_distance"}) {

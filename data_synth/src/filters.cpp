@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <mutex>
 
@@ -54,7 +55,11 @@ std::vector<at::Tensor> inputs_for(const TaskSpec& task, uint64_t seed, const at
 }
 
 // Largest |a - b| / (atol + rtol |b|) over the elements (0 when equal);
-// infinite when shapes or dtypes differ.
+// infinite when shapes or dtypes differ or any element is NaN in one and not
+// the other. NaN never matches, as in the judge's comparison: without this
+// the NaN that max() returns was lost in std::max (NaN < x is false), so a
+// graph whose ablation gives NaN (log(x) once the softplus before it is
+// removed) counted as unchanged and the op as a no-op.
 double tolerance_ratio(const at::Tensor& a, const at::Tensor& b, const Tolerance& tol) {
   if (a.sizes() != b.sizes()) return INFINITY;
   if (!a.is_floating_point() || !b.is_floating_point()) {
@@ -63,6 +68,11 @@ double tolerance_ratio(const at::Tensor& a, const at::Tensor& b, const Tolerance
   at::Tensor x = a.to(at::kDouble), y = b.to(at::kDouble);
   at::Tensor ratio = (x - y).abs() / (y.abs() * tol.rtol + tol.atol);
   if (ratio.numel() == 0) return 0;
+  // Where both are NaN (or the same infinity) they agree; anywhere else a NaN
+  // ratio is a mismatch.
+  const at::Tensor agree = (x.isnan() & y.isnan()) | (x == y);
+  ratio = at::where(agree, at::zeros_like(ratio), ratio);
+  if (ratio.isnan().any().item<bool>()) return INFINITY;
   return ratio.max().item<double>();
 }
 
@@ -202,8 +212,10 @@ void prepare_device(const at::Device& device) {
 
 namespace {
 
-std::optional<Rejected> filter(const TaskSpec& task, const FilterOptions& o, double* eager_ms) {
-  const Tolerance tol = task.tolerance.value_or(Tolerance{});
+// `task` is the caller's copy: its tolerance is scaled to the outputs'
+// magnitude (FilterOptions::scale_tolerance) before any check uses it.
+std::optional<Rejected> filter(TaskSpec& task, const FilterOptions& o, FilterVerdict* verdict) {
+  double* eager_ms = &verdict->eager_ms;
   std::shared_mutex* lock = o.device.is_cpu() ? nullptr : o.device_lock;
   std::vector<at::Tensor> in0, out0;
   try {
@@ -214,6 +226,12 @@ std::optional<Rejected> filter(const TaskSpec& task, const FilterOptions& o, dou
     if (what.size() > 300) what = what.substr(0, 300) + "...";
     return Rejected{"fails_to_run", what};
   }
+  if (o.scale_tolerance) {
+    verdict->atol_scale = atol_scale_for(out0);
+    task.tolerance = magnitude_tolerance(task.tolerance.value_or(Tolerance{}), out0);
+  }
+  verdict->tolerance = task.tolerance.value_or(Tolerance{});
+  const Tolerance tol = verdict->tolerance;
   if (auto r = check_values(task, out0, "(seed 0)", o)) return r;
   if (auto r = constant_node(task, in0, lock)) return r;
 
@@ -337,11 +355,35 @@ std::optional<TaskSpec> without_node(const TaskSpec& task, size_t index, size_t 
   return t;
 }
 
+double atol_scale_for(const std::vector<at::Tensor>& outputs) {
+  double typical = 0;
+  for (const at::Tensor& out : outputs) {
+    if (!out.is_floating_point() || out.numel() == 0) continue;
+    const at::Tensor x = out.to(at::kDouble).reshape({-1}).abs();
+    // Exact zeros (relu, tril, a mask) say nothing of the magnitude of what
+    // was summed; the median, not the RMS, so that a heavy tail (exp of a
+    // wide value) does not loosen atol for the bulk of the elements.
+    const at::Tensor kept = x.masked_select(x.isfinite() & (x > 0));
+    if (kept.numel() == 0) continue;
+    typical = std::max(typical, kept.median().item<double>());
+  }
+  if (!(typical > 1.0) || !std::isfinite(typical)) return 1.0;
+  return std::exp2(std::round(std::log2(typical)));
+}
+
+Tolerance magnitude_tolerance(const Tolerance& base, const std::vector<at::Tensor>& outputs) {
+  Tolerance t = base;
+  t.atol = base.atol * atol_scale_for(outputs);
+  return t;
+}
+
 FilterVerdict run_filters(const TaskSpec& task, const FilterOptions& options) {
   FilterVerdict v;
+  v.tolerance = task.tolerance.value_or(Tolerance{});
   std::optional<Rejected> r;
   try {
-    r = filter(task, options, &v.eager_ms);
+    TaskSpec scaled = task;
+    r = filter(scaled, options, &v);
   } catch (const std::exception& e) {
     r = Rejected{"fails_to_run", std::string(e.what()).substr(0, 300)};
   }

@@ -64,7 +64,7 @@ json SynthConfig::identity() const {
           {"float16_share", compose.float16_share},
           {"bfloat16_share", compose.bfloat16_share},
           {"contamination_threshold", contamination_threshold},
-          {"format", "kforge-synth/2"}};
+          {"format", kSynthFormat}};
 }
 
 size_t truncate_torn_tail(const fs::path& path) {
@@ -162,6 +162,17 @@ class Run {
     if (fs::exists(run_file)) {
       const Document doc = Document::from_file(run_file);
       if (doc.root != identity) {
+        const json format = doc.root.is_object() ? doc.root.value("format", json()) : json();
+        if (format != identity["format"]) {
+          // Another format: the same seed gives other tasks (kforge-synth/3:
+          // tolerances scaled to the outputs' magnitude, eq/ne/log reached),
+          // so continuing the folder would mix two sets.
+          throw InputError(run_file.string() + ": " + out_.string() + " was written by " +
+                           (format.is_string() ? format.get<std::string>() : std::string("an unknown format")) +
+                           ", this synthesizer writes " + kSynthFormat +
+                           ": a folder of another format is refused, not resumed (the same seed gives other tasks); "
+                           "choose another --out");
+        }
         throw InputError(run_file.string() + ": " + out_.string() + " holds a synthesis run with other options (" +
                          doc.root.dump() +
                          "); resume it with the same --seed/--backend/options or choose another --out");
@@ -259,6 +270,8 @@ class Run {
       }
       const double filter_s = seconds_since(t0);
       TaskSpec task = std::move(shapes->task);
+      // The tolerance the filters applied: scaled to the outputs' magnitude.
+      task.tolerance = verdict.tolerance;
       task.id = "synth/" + hash.substr(0, 16);
       task.description = "Synthesized graph: " + shapes->pattern;
       task.meta = {{"synth",
@@ -269,6 +282,7 @@ class Run {
                      {"graph_hash", hash},
                      {"batch", shapes->batch},
                      {"predicted_ms", shapes->predicted_ms},
+                     {"atol_scale", verdict.atol_scale},
                      {"backend", c_.backend}}},
                    {"nearest_kernelbench", nearest.to_json()}};
       const auto b0 = std::chrono::steady_clock::now();

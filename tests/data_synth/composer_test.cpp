@@ -40,7 +40,8 @@ TEST(ComposerTest, SameSeedSameGraphAtEveryBatch) {
 
 // Issue 23 item 4: graphs up to 8 ops (mean near KernelBench level 2's 4.2),
 // chains of two or more GEMM/conv ops, and the ops the first composer never
-// drew (exp, where, comparisons, argmax/argmin, prod, cat, tril/triu).
+// drew (exp, where, comparisons, argmax/argmin, prod, cat, tril/triu, and
+// eq/ne/log, which a 1,000-task set still lacked).
 TEST(ComposerTest, GraphsAreValidDiverseAndReachWide) {
   std::map<size_t, int> sizes;
   std::set<std::string> ops;
@@ -82,8 +83,9 @@ TEST(ComposerTest, GraphsAreValidDiverseAndReachWide) {
   EXPECT_GT(ops.size(), 60u) << "a wide share of the vocabulary";
   EXPECT_EQ(dtypes.size(), 3u) << "float32, float16 and bfloat16";
   EXPECT_GT(main_loop, valid / 2);
-  for (const char* op : {"linear", "conv2d", "conv_transpose3d", "bmm", "layer_norm", "group_norm", "softmax",
-                         "max_pool2d", "logsumexp", "gelu", "exp", "where", "gt", "argmax", "cat", "tril"}) {
+  for (const char* op :
+       {"linear", "conv2d", "conv_transpose3d", "bmm", "layer_norm", "group_norm", "softmax", "max_pool2d", "logsumexp",
+        "gelu", "exp", "where", "gt", "argmax", "cat", "tril", "eq", "ne", "log"}) {
     EXPECT_TRUE(ops.count(op)) << op;
   }
 }

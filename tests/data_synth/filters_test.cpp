@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "kforge/core/reference.h"
+
 namespace kforge::synth {
 namespace {
 
@@ -166,6 +170,103 @@ TEST(FiltersTest, AVariantThatMisbehavesIsCaught) {
   const FilterVerdict v = run_filters(t, cpu_options());
   EXPECT_EQ(v.reason, "near_constant") << v.detail;
   EXPECT_NE(v.detail.find("shape variant 1"), std::string::npos) << v.detail;
+}
+
+// The atol factor is the power of two nearest the outputs' typical
+// magnitude (median |x| over the finite nonzero elements, the largest over
+// the outputs), never below 1; integer outputs do not count.
+TEST(FiltersTest, AtolScalesToThePowerOfTwoNearestTheOutputsMagnitude) {
+  const at::TensorOptions f64 = at::TensorOptions().dtype(at::kDouble);
+  EXPECT_EQ(atol_scale_for({at::full({16}, 0.5, f64)}), 1.0);
+  EXPECT_EQ(atol_scale_for({at::full({16}, 1.4, f64)}), 1.0);
+  EXPECT_EQ(atol_scale_for({at::full({16}, -3.0, f64)}), 4.0);
+  EXPECT_EQ(atol_scale_for({at::full({16}, 100.0, f64)}), 128.0);
+  EXPECT_EQ(atol_scale_for({at::full({16}, 100.0, f64), at::full({4}, 1000.0, f64)}), 1024.0) << "the largest output";
+  at::Tensor with_nan = at::full({16}, 40.0, f64);
+  with_nan[3] = NAN;
+  EXPECT_EQ(atol_scale_for({with_nan}), 32.0);
+  EXPECT_EQ(atol_scale_for({at::full({16}, 500, at::TensorOptions().dtype(at::kLong))}), 1.0);
+  // A relu's zeros do not count: half zeros, half 50.
+  EXPECT_EQ(atol_scale_for({at::cat({at::zeros({8}, f64), at::full({8}, 50.0, f64)})}), 64.0);
+  EXPECT_EQ(atol_scale_for({at::zeros({8}, f64)}), 1.0);
+  // A heavy tail does not loosen atol for the bulk: 99 elements near 1 and
+  // one of 1e6 (RMS 1e5).
+  at::Tensor tail = at::full({100}, 1.2, f64);
+  tail[7] = 1e6;
+  EXPECT_EQ(atol_scale_for({tail}), 1.0);
+  const Tolerance t = magnitude_tolerance({2e-2, 2e-2}, {at::full({16}, 60.0, f64)});
+  EXPECT_DOUBLE_EQ(t.atol, 2e-2 * 64);
+  EXPECT_DOUBLE_EQ(t.rtol, 2e-2) << "rtol is left as it is";
+}
+
+// The judge's comparison (env/src/judge/output_comparison.cpp): every element
+// within atol + rtol * |expected|.
+bool judge_close(const at::Tensor& got, const at::Tensor& expected, const Tolerance& tol) {
+  const at::Tensor g = got.to(at::kDouble), e = expected.to(at::kDouble);
+  return ((g - e).abs() <= e.abs() * tol.rtol + tol.atol).all().item<bool>();
+}
+
+// Issue 23: a long reduction gives outputs of large magnitude, and an honest
+// kernel that sums in another order is off by a rounding error of that
+// magnitude, which a fixed atol rejects wherever an element lies near 0. A
+// float16 batched GEMM with K = 4096 of standard normals has outputs of RMS
+// 64 (median |x| 43: atol x 32); a split-K kernel (16 partial sums in float32, stored and added up in
+// float16, as a half-precision workspace does) is honest and fails the
+// dtype's fixed 2e-2 atol, passes the scaled 0.64, while a kernel that skips
+// one sixteenth of the reduction, or writes one constant, fails the scaled one.
+TEST(FiltersTest, TheToleranceScalesWithTheOutputsMagnitude) {
+  TaskSpec t = task_of(
+      {tensor("a", {4, 64, 4096}, "normal", DType::kFloat16), tensor("b", {4, 4096, 64}, "normal", DType::kFloat16)},
+      {{"bmm", {"a", "b"}, "y", json::object()}});
+  const Tolerance fixed{2e-2, 2e-2};
+  t.tolerance = fixed;
+  const FilterVerdict v = run_filters(t, cpu_options());
+  ASSERT_TRUE(v.passed) << v.reason << ": " << v.detail;
+  EXPECT_EQ(v.atol_scale, 32.0);
+  EXPECT_DOUBLE_EQ(v.tolerance.atol, 2e-2 * 32);
+  EXPECT_DOUBLE_EQ(v.tolerance.rtol, 2e-2);
+
+  const std::vector<at::Tensor> in = ref::make_inputs(t, 0, at::Device(at::kCPU));
+  const at::Tensor expected = ref::run_reference(t, in)[0];
+  const int64_t chunks = 16, k = 4096 / chunks;
+  std::vector<at::Tensor> partials;
+  for (int64_t c = 0; c < chunks; ++c) {
+    partials.push_back(
+        at::bmm(in[0].narrow(2, c * k, k).to(at::kFloat), in[1].narrow(1, c * k, k).to(at::kFloat)).to(at::kHalf));
+  }
+  at::Tensor split_k = partials[0].clone();
+  for (int64_t c = 1; c < chunks; ++c) split_k = split_k + partials[c];  // float16 adds
+  at::Tensor skipped = partials[0].clone();
+  for (int64_t c = 1; c + 1 < chunks; ++c) skipped = skipped + partials[c];
+  const at::Tensor constant = at::full_like(expected, expected.to(at::kDouble).mean().item<double>());
+
+  EXPECT_FALSE(judge_close(split_k, expected, fixed)) << "the fixed atol fails an honest summation order";
+  EXPECT_TRUE(judge_close(split_k, expected, v.tolerance)) << "the scaled atol passes it";
+  EXPECT_FALSE(judge_close(skipped, expected, v.tolerance)) << "a sixteenth of the reduction skipped";
+  EXPECT_FALSE(judge_close(constant, expected, v.tolerance)) << "one constant";
+  EXPECT_FALSE(judge_close(at::zeros_like(expected), expected, v.tolerance)) << "zeros";
+  // Most elements are still far outside the tolerance for the wrong ones.
+  const at::Tensor bound = expected.to(at::kDouble).abs() * v.tolerance.rtol + v.tolerance.atol;
+  EXPECT_LT(((skipped.to(at::kDouble) - expected.to(at::kDouble)).abs() <= bound).to(at::kDouble).mean().item<double>(),
+            0.5);
+
+  // Scaling off: the task is filtered with the tolerance it was given.
+  FilterOptions o = cpu_options();
+  o.scale_tolerance = false;
+  const FilterVerdict unscaled = run_filters(t, o);
+  EXPECT_EQ(unscaled.atol_scale, 1.0);
+  EXPECT_DOUBLE_EQ(unscaled.tolerance.atol, fixed.atol);
+}
+
+// An ablation that gives NaN is a change, not a no-op: log(softplus(x))
+// without the softplus is log(x), NaN for every negative x. (The NaN that
+// max() returns used to be lost in std::max, and the softplus was rejected
+// as a no-op.)
+TEST(FiltersTest, AnAblationThatGivesNanIsNotANoOp) {
+  const TaskSpec t = task_of({tensor("x", {64, 256})},
+                             {{"softplus", {"x"}, "t0", json::object()}, {"log", {"t0"}, "y", json::object()}});
+  const FilterVerdict v = run_filters(t, cpu_options());
+  EXPECT_TRUE(v.passed) << v.reason << ": " << v.detail;
 }
 
 TEST(FiltersTest, WithoutNodeKeepsTheGraphValid) {

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "kforge/core/jsonl.h"
 #include "kforge/core/remove_tree.h"
@@ -244,6 +246,110 @@ TEST(SynthesizerTest, CancelStopsCleanlyAndARerunCompletesTheSameSet) {
   EXPECT_EQ(read(part / "tasks.jsonl"), read(full / "tasks.jsonl"));
   kforge::remove_tree(full);
   kforge::remove_tree(part);
+}
+
+// Issue 23: eq, ne and log are in the vocabulary and the composer reaches
+// them in forms that pass every filter: eq/ne against the bound a relu or
+// clamp clipped to (a mask true for the clipped share), log of a positive
+// value (after softplus, sigmoid, softmax, relu + c; never after exp). A
+// 1,000-task set had none of the three before. The run is seeded, so the
+// counts are the same on every machine; the share of each is a few percent,
+// so N = 120 holds several of each.
+TEST(SynthesizerTest, ASeededRunReachesEqNeAndLog) {
+  const fs::path dir = scratch("reach");
+  SynthConfig c = config(2);
+  c.n = 120;
+  c.seed = 1;
+  ASSERT_EQ(synthesize(c, dir, {}, {}).accepted, c.n);
+  std::map<std::string, int> uses;
+  for (const auto& t : load_task_set(dir / "tasks.jsonl")) {
+    std::set<std::string> ops;
+    for (const auto& n : t.nodes) ops.insert(n.op);
+    for (const auto& op : ops) ++uses[op];
+    // eq/ne compare with a value the input takes exactly (its clip bound),
+    // and what they gate is a where: a mask, not a constant.
+    for (const auto& n : t.nodes) {
+      if (n.op == "eq" || n.op == "ne") {
+        EXPECT_TRUE(n.attrs.contains("other")) << t.id;
+      }
+    }
+  }
+  std::printf("tasks using eq %d, ne %d, log %d, where %d of %lld\n", uses["eq"], uses["ne"], uses["log"],
+              uses["where"], static_cast<long long>(c.n));
+  for (const char* op : {"eq", "ne", "log"}) EXPECT_GE(uses[op], 2) << op << " in " << c.n << " tasks";
+  EXPECT_GE(uses["where"], uses["eq"] + uses["ne"]);
+  kforge::remove_tree(dir);
+}
+
+// The card lists op counts in numeric order (a JSON object sorts its keys as
+// strings, "10" before "2"), says how tolerances were scaled and states the
+// level-3 policy as the owner's decision.
+TEST(SynthesizerTest, TheCardOrdersCountsByNumberAndStatesTheOwnersDecision) {
+  const fs::path dir = scratch("card");
+  fs::create_directories(dir);
+  auto chain = [](int nodes, double atol_scale) {
+    TaskSpec t;
+    t.id = "synth/chain" + std::to_string(nodes);
+    t.source = "synth";
+    TensorSpec x;
+    x.name = "x";
+    x.shape = {4, 8};
+    x.init.kind = "normal";
+    t.inputs = {x};
+    std::string prev = "x";
+    for (int i = 0; i < nodes; ++i) {
+      const std::string out = "t" + std::to_string(i);
+      t.nodes.push_back({i % 2 ? "tanh" : "sin", {prev}, out, json::object()});
+      prev = out;
+    }
+    t.outputs = {prev};
+    t.tolerance = Tolerance{1e-2 * atol_scale, 1e-2};
+    t.meta = {{"synth", {{"atol_scale", atol_scale}}}};
+    return t;
+  };
+  {
+    std::ofstream f(dir / "tasks.jsonl");
+    for (const auto& t : {chain(2, 1), chain(10, 16), chain(3, 2), chain(10, 1)}) f << to_json(t).dump() << "\n";
+  }
+  ExportOptions eo;
+  eo.plot_script = dir / "no_plots.py";
+  export_dataset(dir, eo);
+  const std::string card = read(dir / "DATASET_CARD.md");
+  const size_t two = card.find("| 2 | 1 |"), three = card.find("| 3 | 1 |"), ten = card.find("| 10 | 2 |");
+  ASSERT_NE(two, std::string::npos) << card;
+  ASSERT_NE(ten, std::string::npos) << card;
+  EXPECT_LT(two, three) << card;
+  EXPECT_LT(three, ten) << card;
+  const size_t tolerances = card.find("## Tolerances");
+  ASSERT_NE(tolerances, std::string::npos) << card;
+  EXPECT_LT(card.find("| 2 | 1 |", tolerances), card.find("| 16 | 1 |", tolerances)) << card;
+  EXPECT_NE(card.find("Decision for the owner: level-3-like blocks"), std::string::npos) << card;
+  EXPECT_NE(card.find("rejected"), std::string::npos) << card;
+  kforge::remove_tree(dir);
+}
+
+// Tasks of another output format come from other rules (kforge-synth/3:
+// tolerances scaled to the outputs' magnitude, eq/ne/log reached): a folder
+// written by /2 is refused, naming both formats, rather than continued.
+TEST(SynthesizerTest, AFolderOfAnotherFormatIsRefusedNamingIt) {
+  const fs::path dir = scratch("format");
+  fs::create_directories(dir);
+  const SynthConfig c = config(1);
+  json old = c.identity();
+  EXPECT_EQ(old["format"], kSynthFormat);
+  old["format"] = "kforge-synth/2";
+  std::ofstream(dir / "run.json") << old.dump(2) << "\n";
+  try {
+    synthesize(c, dir, {}, {});
+    FAIL() << "resumed a kforge-synth/2 folder";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("written by kforge-synth/2"), std::string::npos) << what;
+    EXPECT_NE(what.find(std::string("writes ") + kSynthFormat), std::string::npos) << what;
+    EXPECT_NE(what.find("refused, not resumed"), std::string::npos) << what;
+  }
+  EXPECT_FALSE(fs::exists(dir / "tasks.jsonl"));
+  kforge::remove_tree(dir);
 }
 
 }  // namespace

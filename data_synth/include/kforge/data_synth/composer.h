@@ -1,4 +1,4 @@
-// The composer: draws an operator graph of 1-5 ops from the vocabulary
+// The composer: draws an operator graph of 1-8 ops from the vocabulary
 // (core/op_registry.h): a main-loop op (GEMM, batched GEMM, convolution,
 // transposed convolution) followed by an epilogue, or an epilogue-only
 // graph; with bias and second-input branches, residual connections to

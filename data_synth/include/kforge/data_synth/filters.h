@@ -55,6 +55,10 @@ struct FilterOptions {
   // Nondeterminism: two runs on the same inputs differ by more than this
   // fraction of the tolerance.
   double determinism_fraction = 0.1;
+  // Scale the task's atol to its outputs' magnitude before any check
+  // (magnitude_tolerance); the verdict carries the tolerance the task must
+  // record. Off: the task's tolerance is used as given.
+  bool scale_tolerance = true;
   // On a GPU, timing takes this lock exclusively and every other reference
   // run shares it, so that the timed runs have the device to themselves.
   std::shared_mutex* device_lock = nullptr;
@@ -68,9 +72,39 @@ struct FilterVerdict {
   // Whether eager_ms is inside the window itself: an annotation only (the
   // verdict used far_outside).
   bool measured_in_window = false;
+  // The tolerance the filters applied and the task must carry: the given one
+  // with atol scaled to the outputs' magnitude (FilterOptions::scale_tolerance),
+  // and the factor atol was multiplied by (1 when not scaled).
+  Tolerance tolerance;
+  double atol_scale = 1;
 };
 
 FilterVerdict run_filters(const TaskSpec& task, const FilterOptions& options);
+
+// The factor a task's atol is multiplied by for outputs of this magnitude:
+// the power of two nearest the outputs' typical magnitude, the median |x| over
+// the finite nonzero elements (the largest over the floating outputs), and 1
+// when that is at most 1 or there is none. The median, not the RMS: a heavy
+// tail (exp of a wide value, RMS 10^4 where most elements are near 1) would
+// otherwise loosen atol for the bulk of the elements, which a kernel could
+// then compute in lower precision; zeros excluded: a relu or a mask makes
+// them exactly, whatever the magnitude of what was summed. A power of two so
+// that rounding noise cannot move it (the tolerance is written into the task,
+// which must come out byte-identical).
+double atol_scale_for(const std::vector<at::Tensor>& outputs);
+
+// `base` with atol scaled to the outputs' magnitude (atol_scale_for); rtol as
+// given. Why: an honest kernel that sums in another order (split-K, a tree
+// reduction, a half-precision partial sum) is off by a rounding error of the
+// order of the outputs' typical magnitude, not of each element's own: where a
+// long reduction or a big GEMM gives outputs of magnitude 100, an element that
+// happens to lie near 0 is still off by ~eps x 100, which rtol x |element|
+// does not cover and a fixed atol of 1e-2 rejects. The scaled atol is the same
+// fraction of the typical magnitude that the dtype's atol is of 1, so a
+// constant or a wrong result still fails it (the constant_passes filter
+// applies it too, and the judge's relative-L2 and degenerate-output checks do
+// not depend on atol).
+Tolerance magnitude_tolerance(const Tolerance& base, const std::vector<at::Tensor>& outputs);
 
 // Initializes what ATen creates lazily on first use of a device (its default
 // generator, BLAS and convolution handles, the caching allocator) on the

@@ -79,6 +79,12 @@ struct SynthConfig {
   json identity() const;
 };
 
+// The output format, recorded in run.json. /2: the cost model decides the
+// runtime window. /3: tolerances scaled to the outputs' magnitude and a
+// composer that reaches eq, ne and log, so the same seed gives other tasks; a
+// folder of another format is refused, not resumed.
+inline constexpr char kSynthFormat[] = "kforge-synth/3";
+
 struct SynthProgress {
   int64_t target = 0;
   int64_t accepted = 0;                       // committed, including resumed ones
