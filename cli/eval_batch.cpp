@@ -80,18 +80,13 @@ void print_summary(const json& s) {
 }  // namespace
 
 int run_batch(const BatchArgs& a, const env::EnvConfig& config) {
-  env::EvalBatchOptions options;
-  options.solutions = a.solutions;
-  options.task = a.task;
-  options.results = a.results;
-  options.concurrency = a.concurrency;
   std::unique_ptr<Progress> progress;
   env::EvalBatchObserver observer;
   observer.on_start = [&](size_t to_evaluate) {
     progress = std::make_unique<Progress>(to_evaluate, !a.progress_lines && ::isatty(STDERR_FILENO));
   };
   observer.on_row = [&](const json& row) { progress->add(row); };
-  const env::EvalBatchResult result = env::run_eval_batch(options, config, observer);
+  const env::EvalBatchResult result = env::run_eval_batch(a, config, observer);
   if (progress) progress->finish();
   if (a.json_output) {
     std::cout << result.summary.dump(2) << "\n";

@@ -7,16 +7,15 @@
 #include <filesystem>
 
 #include "kforge/env/env_config.h"
+#include "kforge/env/eval_batch.h"
 
 namespace kforge::cli {
 
-struct BatchArgs {
-  std::filesystem::path solutions;  // a folder, a list file or a .jsonl file
-  std::filesystem::path task;       // the task of a folder (or of one-column list lines)
-  std::filesystem::path results;    // JSONL, appended to
-  int concurrency = 0;              // episodes in flight; 0: placement.episodes_per_device x devices
-  bool json_output = false;         // the summary as JSON on stdout
-  bool progress_lines = false;      // plain lines even on a terminal
+// The library's options (what to score, where the results go) and how the
+// command shows them.
+struct BatchArgs : env::EvalBatchOptions {
+  bool json_output = false;     // the summary as JSON on stdout
+  bool progress_lines = false;  // plain lines even on a terminal
 };
 
 // Runs the batch; returns the exit code (0 every pair evaluated, whatever the
