@@ -1,8 +1,9 @@
 // The device pool on a GPU (label gpu; docs/execution.md, "Lanes and the
 // device pool"): several lanes on one GPU behind the GPU gate. The test
 // process takes the gate itself, through the judges' own lock files, to see
-// that a verification waits while the GPU is held exclusively and that
-// timing waits while it is shared; lanes evaluate concurrently and correctly;
+// that a verification waits while the GPU is held exclusively, that
+// timing waits while it is shared and that a judge queued for the gate is not
+// timed out at start-up; lanes evaluate concurrently and correctly;
 // a GPU that does not exist is taken out of the pool and its work goes to the
 // one that does.
 #include <gtest/gtest.h>
@@ -15,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "exec_common/gpu_gate.h"
 #include "cuda_test_support.h"
+#include "exec_common/gpu_gate.h"
 #include "kforge/core/remove_tree.h"
 #include "kforge/env/device_pool.h"
 
@@ -109,6 +110,31 @@ TEST_F(CudaPoolTest, TimingWaitsWhileAnyoneSharesTheGpu) {
   // It waited for the share to go (less its own verification, which overlapped).
   EXPECT_GT(r.phase_ms.value("gate_wait", 0.0), held_ms - r.phase_ms.value("verify", 0.0) - 1000.0)
       << r.phase_ms.dump();
+}
+
+// A judge that starts while another process holds the GPU queues for the
+// gate before it creates its context (judge_loop.cpp, open_device), and says
+// so; that wait is other candidates' timing, not its start-up: with a 4 s
+// start-up limit and the gate held for 8 s, it starts and judges.
+TEST_F(CudaPoolTest, AJudgeQueuedForTheGateIsNotTimedOutAtStartUp) {
+  const EvalRequest req = request(false);
+  {
+    auto first = make_device_pool(config(1));  // creates the lock files
+    ASSERT_FALSE(first->device_name().empty());
+  }
+  exec::GpuGate mine(gate_dir_, gate_key());
+  mine.exclusive();
+  ExecutorConfig c = config(1);
+  c.judge_startup_timeout_ms = 4000;
+  std::future<EvalReport> starting = std::async(std::launch::async, [&] {
+    auto pool = make_device_pool(c);
+    return pool->submit(req).get();
+  });
+  EXPECT_EQ(starting.wait_for(std::chrono::seconds(8)), std::future_status::timeout)
+      << "the request ended while the GPU was held exclusively (the judge timed out at start-up?)";
+  mine.release();
+  const EvalReport r = starting.get();
+  EXPECT_EQ(r.outcome, Outcome::kCorrect) << r.summary;
 }
 
 TEST_F(CudaPoolTest, FourLanesEvaluateCandidatesAtOnce) {

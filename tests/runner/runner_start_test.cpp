@@ -103,13 +103,13 @@ TEST(RunnerStartTest, TimingWaitsForTheSparesStartedAfterThePreviousTiming) {
   const env::EvalReport first = evaluate(request, device.get(), &pool, &counters);
   ASSERT_EQ(first.outcome, Outcome::kCorrect) << first.summary;
   // Both spares were started together; taking one waited for its start.
-  EXPECT_GE(first.phase_ms.value("spawn", 0.0), 1000) << first.phase_ms.dump();
+  EXPECT_GE(first.phase_ms.value("runner_start", 0.0), 1000) << first.phase_ms.dump();
   EXPECT_EQ(pool.spares(), 2);  // the replacement was started after the timing
 
   const env::EvalReport second = evaluate(request, device.get(), &pool, &counters);
   ASSERT_EQ(second.outcome, Outcome::kCorrect) << second.summary;
   // The other original spare was ready; the replacement was not.
-  EXPECT_LT(second.phase_ms.value("spawn", 0.0), 1000) << second.phase_ms.dump();
+  EXPECT_LT(second.phase_ms.value("runner_start", 0.0), 1000) << second.phase_ms.dump();
   EXPECT_GE(second.phase_ms.value("settle", 0.0), 500) << second.phase_ms.dump();
   ASSERT_TRUE(second.phase_ms.contains("time")) << second.phase_ms.dump();
 }
@@ -118,11 +118,55 @@ TEST(RunnerStartTest, TakingASpareStartsNoReplacement) {
   RunnerPool pool(config_for(kRunner, "take"), 2);
   pool.refill();
   ASSERT_EQ(pool.spares(), 2);
-  auto runner = pool.take();
+  RunnerPool::Taken taken = pool.take(Deadline::after_ms(10000));
+  ASSERT_TRUE(taken.started.ok()) << taken.started.detail;
+  EXPECT_TRUE(taken.runner->started());
   EXPECT_EQ(pool.spares(), 1);
   pool.refill();
   EXPECT_EQ(pool.spares(), 2);
   EXPECT_GE(pool.settle(Deadline::after_ms(10000)), 0);
+}
+
+// A spare that takes longer to start than the candidate may take to load (a
+// busy GPU host creating many contexts at once): its start-up is the
+// harness's time, waited for up to kStartLimitMs, and the candidate is judged
+// as usual. The load limit here is 5 s (max(call_timeout_ms, 5000)); the
+// spare needs 8.
+TEST(RunnerStartTest, ASlowStartIsNotChargedToTheCandidatesLoadLimit) {
+  auto device = make_cpu_judge_device();
+  env::EvalRequest request;
+  request.task = testing::elementwise_chain_task(1 << 12);
+  request.artifact = testing::artifact_for(testing::compile_candidate(testing::candidates::kChainCorrect));
+  request.verify = true;
+  request.time = false;
+  request.options = testing::quick_options();
+  request.options.call_timeout_ms = 1000;
+  RunnerPool pool(config_for(slow_runner("slowstart", 8), "slowstart"), 1);
+  pool.refill();
+  EvaluationCounters counters;
+  const env::EvalReport report = evaluate(request, device.get(), &pool, &counters);
+  EXPECT_EQ(report.outcome, Outcome::kCorrect) << report.summary;
+  EXPECT_GE(report.phase_ms.value("runner_start", 0.0), 6000) << report.phase_ms.dump();
+}
+
+// A runner that never starts is the harness's failure, named as such.
+TEST(RunnerStartTest, ARunnerThatCannotStartIsASystemErrorNotTheCandidates) {
+  auto device = make_cpu_judge_device();
+  exec::RunnerProcess::Config config = config_for(kRunner, "nostart");
+  config.backend = "nope";  // exits before `started`, spare and replacement alike
+  RunnerPool pool(config, 1);
+  pool.refill();
+  env::EvalRequest request;
+  request.task = testing::elementwise_chain_task(1 << 12);
+  request.artifact = testing::artifact_for(testing::compile_candidate(testing::candidates::kChainCorrect));
+  request.verify = true;
+  request.options = testing::quick_options();
+  EvaluationCounters counters;
+  const env::EvalReport report = evaluate(request, device.get(), &pool, &counters);
+  EXPECT_EQ(report.outcome, Outcome::kNotRun) << report.summary;
+  EXPECT_NE(report.summary.find("system error: the runner failed before the candidate was loaded (crashed"),
+            std::string::npos)
+      << report.summary;
 }
 
 }  // namespace

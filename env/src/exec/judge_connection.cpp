@@ -57,6 +57,13 @@ void JudgeConnection::start(const JudgeLaunch& launch) {
   Frame hello;
   try {
     hello = recv_frame(control_.get(), Deadline::after_ms(launch.startup_timeout_ms));
+    if (hello.body.value("type", "") == "waiting" && hello.body.value("for", "") == "gpu_gate") {
+      // The judge queues for the GPU gate before it creates its context:
+      // other judges' timings go first (gpu_gate.h). That wait is theirs,
+      // bounded by their request deadlines, not this judge's start-up, so
+      // it gets its own limit on top of the start-up's.
+      hello = recv_frame(control_.get(), Deadline::after_ms(kGateWaitLimitMs + launch.startup_timeout_ms));
+    }
   } catch (const WireError& e) {
     fail(std::string("judge did not start: ") + e.what());
   }

@@ -43,6 +43,9 @@ struct JudgeLaunch {
 
 class JudgeConnection {
  public:
+  // How long a starting judge may queue for the GPU gate (behind other
+  // judges' exclusive parts) before its start-up limit begins.
+  static constexpr double kGateWaitLimitMs = 600000;
   JudgeConnection() = default;
   ~JudgeConnection() { stop(); }
   JudgeConnection(const JudgeConnection&) = delete;

@@ -208,9 +208,14 @@ Verdict Evaluation::start_candidate() {
   add_gate_wait(gate_->shared());
   plan_.emplace(plan_cases(request_.task, device_->page_size(), device_->arena_alignment()));
   auto t = Clock::now();
-  session_.emplace(device_, pool_->take(), &*plan_);
+  RunnerPool::Taken taken = pool_->take(deadline_);
+  report_.phase_ms["runner_start"] = ms_since(t);
+  session_.emplace(device_, std::move(taken.runner), &*plan_);
+  if (!taken.started.ok()) return verdict_on_load(taken.started, request_.artifact.mode, options_, &*session_);
+  t = Clock::now();
   limits_.memory_bytes = options_.memory_limit_bytes;
   limits_.cpu_seconds = options_.eval_timeout_ms / 1000.0 + 5;
+  // The load limit starts once the runner is up (RunnerPool::take).
   exec::Deadline load_deadline =
       exec::Deadline::earliest(deadline_, exec::Deadline::after_ms(std::max(options_.call_timeout_ms, 5000.0)));
   exec::RunnerReply ready = session_->start(runner_candidate(request_.artifact, request_.task), limits_, load_deadline);

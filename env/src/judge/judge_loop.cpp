@@ -101,12 +101,15 @@ struct OpenedDevice {
   std::string gate_key;
 };
 
-OpenedDevice open_device(const JudgeLoopConfig& config, exec::GpuGate* gate) {
+OpenedDevice open_device(const JudgeLoopConfig& config, int control_fd, exec::GpuGate* gate) {
   OpenedDevice opened;
   try {
     if (!config.gate_dir.empty()) opened.gate_key = gpu_gate_key(config.backend, config.device);
     if (!opened.gate_key.empty()) *gate = exec::GpuGate(config.gate_dir, opened.gate_key);
-    // Creating our context is GPU work like a runner's start-up.
+    // Creating our context is GPU work like a runner's start-up. Queueing
+    // for the gate can take several other candidates' timings: the executor
+    // hears that we wait, so that the wait does not count as our start-up.
+    if (gate->enabled()) send(control_fd, {{"type", "waiting"}, {"for", "gpu_gate"}});
     gate->shared();
     opened.device = make_judge_device(config.backend, config.device);
   } catch (const std::exception& e) {
@@ -312,8 +315,9 @@ std::optional<int> RequestServer::exit_if_retired(const std::string& broken) {
 
 int serve_executor(const JudgeLoopConfig& config, int control_fd) {
   exec::GpuGate gate;
-  OpenedDevice opened = open_device(config, &gate);
+  OpenedDevice opened;
   try {
+    opened = open_device(config, control_fd, &gate);
     send(control_fd, hello_message(config, opened, gate));
   } catch (const exec::WireError&) {
     return 1;

@@ -221,7 +221,12 @@ ProfilerPass profile_once(const ProfileCall& call, bool with_metrics, std::strin
   std::unique_ptr<exec::RunnerProcess> runner;
   const auto t_take = Clock::now();
   try {
-    runner = call.profilers->take();
+    RunnerPool::Taken taken = call.profilers->take(call.call_deadline(RunnerPool::kStartLimitMs));
+    runner = std::move(taken.runner);
+    if (!taken.started.ok()) {
+      *unavailable = std::string("the profiler runner did not start: ") + taken.started.detail;
+      return {taken.started, std::string()};
+    }
     // The next profile's runner starts while this one profiles, the one
     // stage that times nothing. Its start-up work on the GPU (a context,
     // a few KiB of memsets) is small beside a profiled call's: DRAM bytes

@@ -6,15 +6,24 @@
 
 namespace kforge::judge {
 
-std::unique_ptr<exec::RunnerProcess> RunnerPool::take() {
-  std::unique_ptr<exec::RunnerProcess> r;
-  while (!spares_.empty() && !r) {
-    r = std::move(spares_.front().runner);
+RunnerPool::Taken RunnerPool::take(exec::Deadline deadline) {
+  const auto start_limit = [&](std::chrono::steady_clock::time_point spawned) {
+    const double age_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - spawned).count();
+    return exec::Deadline::earliest(deadline, exec::Deadline::after_ms(kStartLimitMs - age_ms));
+  };
+  while (!spares_.empty()) {
+    Spare spare = std::move(spares_.front());
     spares_.pop_front();
-    if (!r->check_alive()) r.reset();  // a spare that died while waiting is reaped here
+    // A spare that died while waiting, or cannot start in time, is reaped here.
+    if (!spare.runner->check_alive()) continue;
+    exec::RunnerReply started = spare.runner->await_started(start_limit(spare.spawned));
+    if (started.ok()) return {std::move(spare.runner), std::move(started)};
+    break;  // one replacement at most: a host too busy to start one will not start the next either
   }
-  if (!r) r = exec::RunnerProcess::spawn(config_);
-  return r;
+  auto spawned = std::chrono::steady_clock::now();
+  Taken taken{exec::RunnerProcess::spawn(config_), {}};
+  taken.started = taken.runner->await_started(start_limit(spawned));
+  return taken;
 }
 
 void RunnerPool::refill() {

@@ -31,9 +31,20 @@ class RunnerPool {
   explicit RunnerPool(exec::RunnerProcess::Config config, int spares = 1)
       : config_(std::move(config)), target_(spares) {}
 
-  // A waiting spare if one is still alive, else a new runner. Starts no
-  // replacement (see refill()). Throws SystemError if no runner can be started.
-  std::unique_ptr<exec::RunnerProcess> take();
+  // A waiting spare if one is still alive, else a new runner, given until
+  // kStartLimitMs after its spawn (and at most until `deadline`) to say
+  // `started`. Start-up is the harness's time, not the candidate's, so it is
+  // waited for here and never out of the candidate's load limit: on a busy
+  // GPU host a spare's context can take longer than a call's timeout. A
+  // spare that does not start is replaced once by a new runner; `started`
+  // is the last runner's start reply (not ok: it says why, and the runner is
+  // gone). Starts no replacement spare (see refill()). Throws SystemError if
+  // no runner can be spawned.
+  struct Taken {
+    std::unique_ptr<exec::RunnerProcess> runner;
+    exec::RunnerReply started;
+  };
+  Taken take(exec::Deadline deadline);
   // Starts spares up to the target; failures are left for take() to report.
   // Call it where a starting runner disturbs no measurement.
   void refill();
