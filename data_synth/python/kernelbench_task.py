@@ -1,6 +1,7 @@
 """The task a KernelBench problem becomes (kernelbench_import.py): its
-inputs, params and nodes as the task schema writes them (docs/tasks.md), and
-the error that says why a problem cannot become one."""
+inputs, params and nodes as a task spec holds them (task_spec.h in
+core/include/kforge/core), and the error that says why a problem cannot
+become one."""
 
 import math
 import re
