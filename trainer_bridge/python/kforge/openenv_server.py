@@ -47,347 +47,42 @@ import asyncio
 import concurrent.futures
 import json
 import os
-import secrets
 import shlex
 import socket
 import sys
-import threading
 import time
-import uuid
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional
 
 from .client import Client
-from .env import RemoteEnv
 from .errors import KForgeError
-
-ENV_NAME = "kforge"
-# A message or request body larger than this is refused before it is parsed
-# (a kernel source is tens of KB; a task a few KB).
-DEFAULT_MAX_MESSAGE_BYTES = 4 << 20
-MAX_JSON_DEPTH = 64
-
-# OpenEnv's WSErrorCode values (types.py).
-INVALID_JSON = "INVALID_JSON"
-UNKNOWN_TYPE = "UNKNOWN_TYPE"
-VALIDATION_ERROR = "VALIDATION_ERROR"
-EXECUTION_ERROR = "EXECUTION_ERROR"
-CAPACITY_REACHED = "CAPACITY_REACHED"
-SESSION_ERROR = "SESSION_ERROR"
-
-RESET_KEYS = ("task_id", "task", "seed", "episode_id", "exemplars")
-STEP_KEYS = ("tool_call", "tool", "name", "arguments", "id", "action", "metadata")
-
-
-class RequestError(ValueError):
-    """A message the client got wrong: answered with an error naming the field."""
-
-    def __init__(self, code: str, message: str, field: Optional[str] = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.field = field
-
-    def data(self) -> Dict[str, Any]:
-        d: Dict[str, Any] = {"message": str(self), "code": self.code}
-        if self.field is not None:
-            d["field"] = self.field
-        return d
-
-
-def _depth(value: Any, limit: int) -> int:
-    """Nesting depth of a parsed JSON value, stopping past ``limit``."""
-    stack: List[Tuple[Any, int]] = [(value, 1)]
-    deepest = 0
-    while stack:
-        v, d = stack.pop()
-        deepest = max(deepest, d)
-        if deepest > limit:
-            return deepest
-        if isinstance(v, dict):
-            stack.extend((x, d + 1) for x in v.values())
-        elif isinstance(v, list):
-            stack.extend((x, d + 1) for x in v)
-    return deepest
-
-
-def parse_message(raw: "str | bytes", max_bytes: int) -> Dict[str, Any]:
-    """A JSON object from the wire, bounded in size and depth."""
-    if len(raw) > max_bytes:
-        raise RequestError(INVALID_JSON, f"message of {len(raw)} bytes; the limit is {max_bytes} (--max-message-bytes)")
-    try:
-        value = json.loads(raw)
-    except RecursionError:
-        raise RequestError(INVALID_JSON, f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
-    except ValueError as e:
-        raise RequestError(INVALID_JSON, f"Invalid JSON: {e}") from None
-    if _depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
-        raise RequestError(INVALID_JSON, f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
-    if not isinstance(value, dict):
-        raise RequestError(INVALID_JSON, "a message is a JSON object")
-    return value
-
-
-def _only_keys(data: Mapping[str, Any], allowed: Tuple[str, ...], where: str) -> None:
-    for key in data:
-        if key not in allowed:
-            raise RequestError(
-                VALIDATION_ERROR, f"{where}: unknown key {key!r}; the keys are {', '.join(allowed)}", f"{where}/{key}"
-            )
-
-
-def tool_call_of(action: Mapping[str, Any], where: str = "data") -> Dict[str, Any]:
-    """The kforge step params of an OpenEnv action.
-
-    Accepted: ``{"tool_call": <OpenAI tool call>}``, ``{"tool": name,
-    "arguments": {...} | "<JSON text>", "id"?}`` (``name`` for ``tool``), or
-    ``{"action": <typed kforge action>}`` from trainer code. ``metadata`` (the
-    OpenEnv Action base field) is ignored."""
-    if not isinstance(action, Mapping):
-        raise RequestError(VALIDATION_ERROR, f"{where}: an action is a JSON object", where)
-    _only_keys(action, STEP_KEYS, where)
-    given = [k for k in ("tool_call", "tool", "name", "action") if k in action]
-    if len(given) != 1:
-        raise RequestError(
-            VALIDATION_ERROR,
-            f"{where}: give exactly one of tool_call, tool (or name) and action; got {given or 'none'}",
-            where,
-        )
-    if "tool_call" in action:
-        if not isinstance(action["tool_call"], Mapping):
-            raise RequestError(VALIDATION_ERROR, f"{where}/tool_call: an OpenAI tool call object", f"{where}/tool_call")
-        return {"tool_call": dict(action["tool_call"])}
-    if "action" in action:
-        if not isinstance(action["action"], Mapping):
-            raise RequestError(VALIDATION_ERROR, f"{where}/action: a typed action object", f"{where}/action")
-        return {"action": dict(action["action"])}
-    name_key = "tool" if "tool" in action else "name"
-    name = action[name_key]
-    if not isinstance(name, str):
-        raise RequestError(VALIDATION_ERROR, f"{where}/{name_key}: a tool name (string)", f"{where}/{name_key}")
-    arguments = action.get("arguments", {})
-    if not isinstance(arguments, (str, Mapping)):
-        raise RequestError(
-            VALIDATION_ERROR, f"{where}/arguments: an object or a JSON string", f"{where}/arguments"
-        )
-    call: Dict[str, Any] = {"name": name, "arguments": arguments if isinstance(arguments, str) else dict(arguments)}
-    return {"tool_call": call}
-
-
-def _stop_reason(terminated: bool, truncated: bool, data: Mapping[str, Any]) -> Optional[str]:
-    if terminated:
-        return "submitted"
-    if truncated:
-        episode = data.get("episode") if isinstance(data.get("episode"), Mapping) else {}
-        return str(episode.get("reason") or "truncated")
-    return None
-
-
-def step_observation(obs: Mapping[str, Any], reward: float, terminated: bool, truncated: bool,
-                     info: Mapping[str, Any], episode_id: str) -> Dict[str, Any]:
-    """OpenEnv's serialized observation of a kforge step: typed fields, since
-    ``metadata`` does not survive the wire."""
-    data = obs.get("data") if isinstance(obs.get("data"), Mapping) else {}
-    measurement = info.get("measurement") if isinstance(info.get("measurement"), Mapping) else None
-    error = data.get("error") if isinstance(data.get("error"), Mapping) else None
-    observation = {
-        "text": obs.get("text", ""),
-        "data": dict(data),
-        "episode_id": episode_id,
-        "task_id": info.get("task_id"),
-        "turn": data.get("turn"),
-        "turns_left": data.get("turns_left"),
-        "reward_components": dict(info.get("reward_components") or {}),
-        "measurement": dict(measurement) if measurement is not None else None,
-        "outcome": (measurement or {}).get("outcome", data.get("outcome")),
-        "correct": (measurement or {}).get("correct"),
-        "speedup_eager": (measurement or {}).get("speedup_eager"),
-        "terminated": terminated,
-        "truncated": truncated,
-        "stop_reason": _stop_reason(terminated, truncated, data),
-        "error_kind": error.get("kind") if error else None,
-        "error_message": error.get("message") if error else None,
-    }
-    return {"observation": observation, "reward": float(reward), "done": bool(terminated or truncated)}
-
-
-def reset_observation(obs: Mapping[str, Any], info: Mapping[str, Any], episode_id: str) -> Dict[str, Any]:
-    data = obs.get("data") if isinstance(obs.get("data"), Mapping) else {}
-    observation = {
-        "text": obs.get("text", ""),
-        "data": dict(data),
-        "messages": list(data.get("messages", [])),
-        "tools": list(data.get("tools", [])),
-        "episode_id": episode_id,
-        "task_id": info.get("task_id"),
-        "seed": info.get("seed"),
-        "turn": 0,
-        "turns_left": (data.get("budgets") or {}).get("max_turns"),
-        "reward_components": {},
-        "measurement": None,
-        "outcome": None,
-        "correct": None,
-        "speedup_eager": None,
-        "terminated": False,
-        "truncated": False,
-        "stop_reason": None,
-        "error_kind": None,
-        "error_message": None,
-    }
-    return {"observation": observation, "reward": None, "done": False}
-
-
-class Session:
-    """One OpenEnv session: one env of ``kforge serve``, one episode at a time."""
-
-    def __init__(self, endpoint: str, timeout_s: float) -> None:
-        self.id = str(uuid.uuid4())
-        self.created_at = time.time()
-        self.last_activity = time.monotonic()
-        self.busy = False
-        self.closed = False
-        self.env = RemoteEnv(endpoint, timeout_s=timeout_s)
-        self.episode_id: Optional[str] = None
-        self.task_id: Optional[str] = None
-        self.seed: Optional[int] = None
-        self.step_count = 0
-        self.total_reward = 0.0
-        self.terminated = False
-        self.truncated = False
-        self.stop_reason: Optional[str] = None
-        self._lock = threading.Lock()
-
-    def reset(self, data: Mapping[str, Any], task_ids: List[str]) -> Dict[str, Any]:
-        if not isinstance(data, Mapping):
-            raise RequestError(VALIDATION_ERROR, "data: reset parameters are a JSON object", "data")
-        _only_keys(data, RESET_KEYS, "data")
-        seed = data.get("seed")
-        if seed is None:
-            seed = secrets.randbits(63)
-        elif isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 64:
-            raise RequestError(VALIDATION_ERROR, "data/seed: an integer in [0, 2^64-1]", "data/seed")
-        task, task_id = data.get("task"), data.get("task_id")
-        if task is not None and task_id is not None:
-            raise RequestError(VALIDATION_ERROR, "data: give task or task_id, not both", "data/task_id")
-        if task is not None and not isinstance(task, Mapping):
-            raise RequestError(VALIDATION_ERROR, "data/task: a task object (DESIGN.md §3)", "data/task")
-        if task_id is not None and not isinstance(task_id, str):
-            raise RequestError(VALIDATION_ERROR, "data/task_id: a string", "data/task_id")
-        if task is None and task_id is None:
-            if not task_ids:
-                raise RequestError(
-                    VALIDATION_ERROR,
-                    "data/task_id: required: the kforge server has no task set (start it with --tasks)",
-                    "data/task_id",
-                )
-            task_id = task_ids[seed % len(task_ids)]  # the seed picks the task, reproducibly
-        episode_id = data.get("episode_id")
-        if episode_id is not None and (not isinstance(episode_id, str) or not 0 < len(episode_id) <= 255):
-            raise RequestError(VALIDATION_ERROR, "data/episode_id: a string of 1..255 characters", "data/episode_id")
-        options = {"exemplars": data["exemplars"]} if "exemplars" in data else None
-        with self._lock:
-            obs, info = self.env.reset(task=task, task_id=task_id, seed=seed, options=options)
-            self.episode_id = episode_id or str(uuid.uuid4())
-            self.task_id = info.get("task_id")
-            self.seed = seed
-            self.step_count = 0
-            self.total_reward = 0.0
-            self.terminated = self.truncated = False
-            self.stop_reason = None
-            return reset_observation(obs, info, self.episode_id)
-
-    def step(self, action: Mapping[str, Any]) -> Dict[str, Any]:
-        params = tool_call_of(action)
-        with self._lock:
-            if self.episode_id is None:
-                raise RequestError(EXECUTION_ERROR, "no episode: send a reset first")
-            call = params.get("tool_call", params.get("action"))
-            obs, reward, terminated, truncated, info = self.env.step(call)
-            self.step_count += 1
-            self.total_reward += reward
-            self.terminated, self.truncated = terminated, truncated
-            out = step_observation(obs, reward, terminated, truncated, info, self.episode_id)
-            self.stop_reason = out["observation"]["stop_reason"]
-            return out
-
-    def state(self) -> Dict[str, Any]:
-        return {
-            "episode_id": self.episode_id,
-            "step_count": self.step_count,
-            "task_id": self.task_id,
-            "seed": self.seed,
-            "total_reward": self.total_reward,
-            "terminated": self.terminated,
-            "truncated": self.truncated,
-            "stop_reason": self.stop_reason,
-            "env_id": self.env.env_id,
-        }
-
-    def close(self) -> None:
-        with self._lock:
-            if not self.closed:
-                self.closed = True
-                self.env.close()
-
-
-def _kforge_error_data(e: KForgeError) -> Dict[str, Any]:
-    d: Dict[str, Any] = {"message": f"{e.code}: {e.message}", "code": EXECUTION_ERROR, "kforge_code": e.code}
-    if e.field:
-        d["field"] = e.field
-    return d
-
-
-ACTION_SCHEMA = {
-    "title": "KForgeAction",
-    "type": "object",
-    "description": "One of: tool_call (an OpenAI tool call), tool + arguments, or action (a typed kforge action).",
-    "properties": {
-        "tool_call": {"type": "object"},
-        "tool": {"type": "string", "enum": ["compile", "verify", "profile", "submit", "analyze"]},
-        "arguments": {"anyOf": [{"type": "object"}, {"type": "string"}]},
-        "action": {"type": "object"},
-        "metadata": {"type": "object"},
-    },
-    "additionalProperties": False,
-}
-OBSERVATION_SCHEMA = {
-    "title": "KForgeObservation",
-    "type": "object",
-    "properties": {
-        "text": {"type": "string"},
-        "data": {"type": "object", "description": "docs/environment.md, 'Observation data'"},
-        "messages": {"type": "array", "description": "reset only: the chat prompt"},
-        "tools": {"type": "array", "description": "reset only: OpenAI tool definitions"},
-        "episode_id": {"type": "string"},
-        "task_id": {"type": ["string", "null"]},
-        "seed": {"type": ["integer", "null"]},
-        "turn": {"type": ["integer", "null"]},
-        "turns_left": {"type": ["integer", "null"]},
-        "reward_components": {"type": "object", "additionalProperties": {"type": "number"}},
-        "measurement": {"type": ["object", "null"]},
-        "outcome": {"type": ["string", "null"]},
-        "correct": {"type": ["boolean", "null"]},
-        "speedup_eager": {"type": ["number", "null"]},
-        "terminated": {"type": "boolean"},
-        "truncated": {"type": "boolean"},
-        "stop_reason": {"type": ["string", "null"], "enum": [None, "submitted", "max_turns", "time_budget"]},
-        "error_kind": {"type": ["string", "null"]},
-        "error_message": {"type": ["string", "null"]},
-    },
-}
-STATE_SCHEMA = {
-    "title": "KForgeState",
-    "type": "object",
-    "properties": {
-        "episode_id": {"type": ["string", "null"]},
-        "step_count": {"type": "integer", "minimum": 0},
-        "task_id": {"type": ["string", "null"]},
-        "seed": {"type": ["integer", "null"]},
-        "total_reward": {"type": "number"},
-        "terminated": {"type": "boolean"},
-        "truncated": {"type": "boolean"},
-        "stop_reason": {"type": ["string", "null"]},
-        "env_id": {"type": ["integer", "null"]},
-    },
-}
+# The wire format and the session moved to their own modules; every name is
+# still importable from kforge.openenv_server.
+from .openenv_session import Session
+from .openenv_wire import (  # noqa: F401
+    ACTION_SCHEMA,
+    CAPACITY_REACHED,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    ENV_NAME,
+    EXECUTION_ERROR,
+    INVALID_JSON,
+    MAX_JSON_DEPTH,
+    OBSERVATION_SCHEMA,
+    RESET_KEYS,
+    SESSION_ERROR,
+    STATE_SCHEMA,
+    STEP_KEYS,
+    UNKNOWN_TYPE,
+    VALIDATION_ERROR,
+    RequestError,
+    _depth,
+    _kforge_error_data,
+    _only_keys,
+    _stop_reason,
+    parse_message,
+    reset_observation,
+    step_observation,
+    tool_call_of,
+)
 
 
 def create_app(

@@ -1,3 +1,4 @@
-// KernelForge torch_ext shim (docs/torch-ext.md): everything is in one header.
+// KernelForge torch_ext shim (docs/torch-ext.md): every header is the whole
+// shim, through kforge/torch_ext_tensor.h.
 #pragma once
 #include "kforge/torch_ext_tensor.h"

@@ -1,0 +1,113 @@
+"""One OpenEnv session of kforge.openenv_server: an env of ``kforge serve``
+(through kforge.RemoteEnv) and the state of its current episode."""
+
+import secrets
+import threading
+import time
+import uuid
+from typing import Any, Dict, List, Mapping, Optional
+
+from .env import RemoteEnv
+from .openenv_wire import (
+    EXECUTION_ERROR,
+    RESET_KEYS,
+    VALIDATION_ERROR,
+    RequestError,
+    _only_keys,
+    reset_observation,
+    step_observation,
+    tool_call_of,
+)
+
+
+class Session:
+    """One OpenEnv session: one env of ``kforge serve``, one episode at a time."""
+
+    def __init__(self, endpoint: str, timeout_s: float) -> None:
+        self.id = str(uuid.uuid4())
+        self.created_at = time.time()
+        self.last_activity = time.monotonic()
+        self.busy = False
+        self.closed = False
+        self.env = RemoteEnv(endpoint, timeout_s=timeout_s)
+        self.episode_id: Optional[str] = None
+        self.task_id: Optional[str] = None
+        self.seed: Optional[int] = None
+        self.step_count = 0
+        self.total_reward = 0.0
+        self.terminated = False
+        self.truncated = False
+        self.stop_reason: Optional[str] = None
+        self._lock = threading.Lock()
+
+    def reset(self, data: Mapping[str, Any], task_ids: List[str]) -> Dict[str, Any]:
+        if not isinstance(data, Mapping):
+            raise RequestError(VALIDATION_ERROR, "data: reset parameters are a JSON object", "data")
+        _only_keys(data, RESET_KEYS, "data")
+        seed = data.get("seed")
+        if seed is None:
+            seed = secrets.randbits(63)
+        elif isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 64:
+            raise RequestError(VALIDATION_ERROR, "data/seed: an integer in [0, 2^64-1]", "data/seed")
+        task, task_id = data.get("task"), data.get("task_id")
+        if task is not None and task_id is not None:
+            raise RequestError(VALIDATION_ERROR, "data: give task or task_id, not both", "data/task_id")
+        if task is not None and not isinstance(task, Mapping):
+            raise RequestError(VALIDATION_ERROR, "data/task: a task object (DESIGN.md §3)", "data/task")
+        if task_id is not None and not isinstance(task_id, str):
+            raise RequestError(VALIDATION_ERROR, "data/task_id: a string", "data/task_id")
+        if task is None and task_id is None:
+            if not task_ids:
+                raise RequestError(
+                    VALIDATION_ERROR,
+                    "data/task_id: required: the kforge server has no task set (start it with --tasks)",
+                    "data/task_id",
+                )
+            task_id = task_ids[seed % len(task_ids)]  # the seed picks the task, reproducibly
+        episode_id = data.get("episode_id")
+        if episode_id is not None and (not isinstance(episode_id, str) or not 0 < len(episode_id) <= 255):
+            raise RequestError(VALIDATION_ERROR, "data/episode_id: a string of 1..255 characters", "data/episode_id")
+        options = {"exemplars": data["exemplars"]} if "exemplars" in data else None
+        with self._lock:
+            obs, info = self.env.reset(task=task, task_id=task_id, seed=seed, options=options)
+            self.episode_id = episode_id or str(uuid.uuid4())
+            self.task_id = info.get("task_id")
+            self.seed = seed
+            self.step_count = 0
+            self.total_reward = 0.0
+            self.terminated = self.truncated = False
+            self.stop_reason = None
+            return reset_observation(obs, info, self.episode_id)
+
+    def step(self, action: Mapping[str, Any]) -> Dict[str, Any]:
+        params = tool_call_of(action)
+        with self._lock:
+            if self.episode_id is None:
+                raise RequestError(EXECUTION_ERROR, "no episode: send a reset first")
+            call = params.get("tool_call", params.get("action"))
+            obs, reward, terminated, truncated, info = self.env.step(call)
+            self.step_count += 1
+            self.total_reward += reward
+            self.terminated, self.truncated = terminated, truncated
+            out = step_observation(obs, reward, terminated, truncated, info, self.episode_id)
+            self.stop_reason = out["observation"]["stop_reason"]
+            return out
+
+    def state(self) -> Dict[str, Any]:
+        return {
+            "episode_id": self.episode_id,
+            "step_count": self.step_count,
+            "task_id": self.task_id,
+            "seed": self.seed,
+            "total_reward": self.total_reward,
+            "terminated": self.terminated,
+            "truncated": self.truncated,
+            "stop_reason": self.stop_reason,
+            "env_id": self.env.env_id,
+        }
+
+    def close(self) -> None:
+        with self._lock:
+            if not self.closed:
+                self.closed = True
+                self.env.close()
