@@ -1,5 +1,5 @@
 // kforge policy-server: serve a policy over the policy protocol
-// (trainer_bridge/POLICY.md) — today the built-in baseline, so that rollouts
+// (trainer_bridge/POLICY.md) — today the built-in template policy, so that rollouts
 // and the demo go through the same ZeroMQ path a trainer-served model does.
 //
 // Once bound it prints one JSON line on stdout, {"endpoint": ..., "pid": ...};
@@ -13,14 +13,17 @@
 #include <thread>
 
 #include "commands.h"
-#include "kforge/rollout/policy/baseline_policy.h"
 #include "kforge/rollout/policy/policy_server.h"
+#include "kforge/rollout/policy/template_policy.h"
 
 namespace kforge::cli {
 namespace {
 
 struct PolicyServerArgs {
-  bool baseline = false;
+  bool template_policy = false;
+  // --template's name until "baseline" came to mean only the eager reference
+  // time; still accepted, with a warning.
+  bool deprecated_baseline = false;
   std::string bind = "tcp://127.0.0.1:5556";
   std::string mode = "auto";
   int explore_turns = 2;
@@ -28,12 +31,18 @@ struct PolicyServerArgs {
 };
 
 int run_policy_server(const PolicyServerArgs& a) {
-  if (!a.baseline) throw InputError("choose the policy to serve: --baseline (the only one built in)");
-  rollout::BaselineConfig bc;
-  bc.mode = a.mode;
-  bc.explore_turns = a.explore_turns;
-  bc.seed = a.seed;
-  rollout::BaselinePolicy policy(bc);
+  if (a.deprecated_baseline) {
+    std::cerr << "kforge policy-server: warning: --baseline is deprecated; write --template (the same policy)"
+              << std::endl;
+  }
+  if (!a.template_policy && !a.deprecated_baseline) {
+    throw InputError("choose the policy to serve: --template (the only one built in)");
+  }
+  rollout::TemplateConfig tc;
+  tc.mode = a.mode;
+  tc.explore_turns = a.explore_turns;
+  tc.seed = a.seed;
+  rollout::TemplatePolicy policy(tc);
 
   sigset_t signals;
   sigemptyset(&signals);
@@ -74,7 +83,8 @@ void add_policy_server_command(CLI::App& app, CommandFn* selected) {
       "policy-server",
       "Serve a policy to rollout workers over ZeroMQ (trainer_bridge/POLICY.md). Prints {\"endpoint\", \"pid\"} as "
       "one JSON line on stdout once bound; SIGINT/SIGTERM stop it.");
-  cmd->add_flag("--baseline", args->baseline, "Serve the built-in baseline policy (kernel templates, no model)");
+  cmd->add_flag("--template", args->template_policy, "Serve the built-in template policy (kernel templates, no model)");
+  cmd->add_flag("--baseline", args->deprecated_baseline, "Deprecated name of --template");
   cmd->add_option("--bind", args->bind, "ZeroMQ endpoint to bind; port 0 picks a free port")->capture_default_str();
   cmd->add_option("--mode", args->mode, "Solution mode of the templates: auto (from the tools offered), cpp, cuda")
       ->check(CLI::IsMember({"auto", "cpp", "cuda"}))

@@ -48,13 +48,9 @@ EvalSummary summarize(const StepResult& step) { return summarize(step, env::step
 EvalSummary summarize(const StepResult& step, const env::StepInfo& info) {
   EvalSummary s;
   s.reward = step.reward;
-  if (info.error) {
-    s.verdict = "error: " + env::step_error_kind_name(info.error->kind);
-    s.system_error = info.error->kind == env::StepErrorKind::kSystem;
-  }
-  // Truncated episodes are scored on their final evaluation.
+  s.verdict = env::step_verdict(info);
+  s.system_error = info.system_error();
   const Measurement& m = info.scored_measurement();
-  if (s.verdict.empty()) s.verdict = outcome_name(m.outcome);
   s.speedup = m.speedup_eager ? fixed(*m.speedup_eager, 2) + "x" : "-";
   return s;
 }

@@ -13,7 +13,7 @@ namespace kforge::cli {
 
 // The headline facts of a submit step, as the CLI shows them.
 struct EvalSummary {
-  std::string verdict;  // measurement outcome, or "error: <kind>"
+  std::string verdict;  // env::step_verdict
   std::string speedup;  // "2.03x" or "-"
   double reward = 0.0;
   bool system_error = false;

@@ -13,10 +13,10 @@
 #include <memory>
 
 #include "commands.h"
-#include "kforge/rollout/stream/curve.h"
 #include "kforge/rollout/jsonl_sink.h"
-#include "kforge/rollout/worker/rollout_runner.h"
+#include "kforge/rollout/stream/curve.h"
 #include "kforge/rollout/stream/trajectory_sender.h"
+#include "kforge/rollout/worker/rollout_runner.h"
 
 namespace kforge::cli {
 namespace {
@@ -43,6 +43,8 @@ struct RolloutArgs {
 
 int run_rollout(const RolloutArgs& a) {
   rollout::RolloutConfig config = rollout::load_rollout_config(a.config);
+  // Not progress: --quiet keeps them, since the config must be edited.
+  for (const std::string& w : config.warnings) std::cerr << "kforge rollout: warning: " << w << std::endl;
   if (!a.env.empty()) config.env = a.env;
   if (!a.output.empty()) config.output = a.output;
   if (a.groups >= 0) config.groups = a.groups;
@@ -139,9 +141,9 @@ void add_rollout_command(CLI::App& app, CommandFn* selected) {
   auto args = std::make_shared<RolloutArgs>();
   CLI::App* cmd = app.add_subcommand(
       "rollout",
-      "Run rollout workers: groups of episodes per task with a policy (the built-in baseline or a trainer-served "
-      "one over ZeroMQ or an OpenAI-compatible server), writing trajectories as JSONL and/or streaming them to the "
-      "trainer (docs/rollout.md).");
+      "Run rollout workers: groups of episodes per task with a policy (the built-in template policy or a "
+      "trainer-served one over ZeroMQ or an OpenAI-compatible server), writing trajectories as JSONL and/or "
+      "streaming them to the trainer (docs/rollout.md).");
   cmd->add_option("--config", args->config, "Rollout config (configs/rollout.yaml documents every field)")->required();
   cmd->add_option("--env", args->env, "Environment config or preset (overrides the config's \"env\")");
   cmd->add_option("--output", args->output, "Trajectories JSONL file (overrides output.jsonl)");

@@ -1,5 +1,5 @@
 // kforge task render|check|baseline|prompt|template: look at a task the way
-// the environment does, or at the baseline policy's kernel templates for it.
+// the environment does, or at the template policy's kernel templates for it.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -13,7 +13,7 @@
 #include "kforge/env/executor.h"
 #include "kforge/env/prompt.h"
 #include "kforge/env/reference_probe.h"
-#include "kforge/rollout/policy/baseline_policy.h"
+#include "kforge/rollout/policy/template_policy.h"
 
 namespace kforge::cli {
 namespace {
@@ -108,21 +108,21 @@ int run_baseline(const TaskArgs& a) {
   return kExitOk;
 }
 
-// The baseline's template source per variant, for policies that choose the
+// The template policy's source per variant, for policies that choose the
 // knobs themselves (examples/learning): one process for all variants.
 int run_template(const TaskArgs& a) {
   const TaskSpec task = load_task(a.task);
-  if (std::string why = rollout::baseline_unsupported(task); !why.empty()) {
-    throw InputError(a.task + ": the baseline has no template for this task: " + why);
+  if (std::string why = rollout::template_unsupported(task); !why.empty()) {
+    throw InputError(a.task + ": the template policy has no template for this task: " + why);
   }
   const std::vector<std::string> variants = a.variants.empty() ? std::vector<std::string>{""} : a.variants;
   if (!a.json_output) {
     if (variants.size() != 1) throw InputError("task template: several --variant need --json");
-    std::cout << rollout::baseline_source(task, a.mode, variants[0]);
+    std::cout << rollout::template_source(task, a.mode, variants[0]);
     return kExitOk;
   }
   nlohmann::ordered_json out = {{"task_id", task.id}, {"mode", a.mode}, {"sources", nlohmann::ordered_json::object()}};
-  for (const std::string& v : variants) out["sources"][v] = rollout::baseline_source(task, a.mode, v);
+  for (const std::string& v : variants) out["sources"][v] = rollout::template_source(task, a.mode, v);
   std::cout << out.dump() << std::endl;
   return kExitOk;
 }
@@ -188,7 +188,7 @@ void add_task_command(CLI::App& app, CommandFn* selected) {
   auto template_args = std::make_shared<TaskArgs>();
   CLI::App* tmpl = task->add_subcommand(
       "template",
-      "Print the baseline policy's kernel template for the task with the given knobs (--variant \"fuse=1 "
+      "Print the template policy's kernel template for the task with the given knobs (--variant \"fuse=1 "
       "block=256 vec=4 unroll=1 acc=4 tile=4 naive_matmul=0\", every knob named), or with --json the sources of "
       "every --variant as {\"task_id\", \"mode\", \"sources\": {variant: source}}");
   tmpl->add_option("task", template_args->task, "Task file (.json or .yaml)")->required();

@@ -2,8 +2,8 @@
 # The whole KernelForge pipeline on the best backend present (`./run demo`,
 # from a built tree):
 #   1. the bundled examples evaluated through the environment (kforge demo);
-#   2. the baseline policy served over the ZeroMQ policy protocol
-#      (kforge policy-server --baseline), as a trainer serves its model;
+#   2. the template policy served over the ZeroMQ policy protocol
+#      (kforge policy-server --template), as a trainer serves its model;
 #   3. the trainer's end of the trajectory stream: the example Python
 #      receiver (trainer_bridge/python/examples/trainer_receiver.py, on
 #      kforge.TrajectoryStream), writing chat records with rewards;
@@ -67,8 +67,8 @@ ready_value() {
   "$PYTHON" -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())[sys.argv[2]])' "$file" "$key"
 }
 
-log "2/7 serving the baseline policy over ZeroMQ (kforge policy-server --baseline)"
-"$KFORGE" policy-server --baseline --explore-turns 1 --bind tcp://127.0.0.1:0 >"$OUT/policy-server.json" 2>"$OUT/policy-server.log" &
+log "2/7 serving the template policy over ZeroMQ (kforge policy-server --template)"
+"$KFORGE" policy-server --template --explore-turns 1 --bind tcp://127.0.0.1:0 >"$OUT/policy-server.json" 2>"$OUT/policy-server.log" &
 pids+=($!)
 policy_endpoint=$(ready_value "$OUT/policy-server.json" $! endpoint "$OUT/policy-server.log")
 log "    policy server at $policy_endpoint"

@@ -1,4 +1,4 @@
-// Rollout steps per second with the built-in baseline policy (rollout
+// Rollout steps per second with the built-in template policy (rollout
 // workers: policy batches, tool-call mapping, trajectory recording, group
 // rewards, a JSONL sink), against a baseline measured in the same run: the
 // very same actions (read back from the workers' trajectories) driven
@@ -9,7 +9,7 @@
 //   bench_rollout --backend cuda         the same on a GPU (mode cuda templates)
 //   bench_rollout --tasks DIR --groups N --group-size N --concurrency N
 //
-// A first, unmeasured run compiles every template the baseline will pick
+// A first, unmeasured run compiles every template the policy will pick
 // (same seeds, so the same variants), so that the measured runs see compile
 // cache hits and time the same work; rounds alternate which side runs first
 // and the medians are compared (a plain program: Google Benchmark cannot
@@ -23,8 +23,8 @@
 #include <map>
 #include <string>
 
-#include "kforge/rollout/policy/baseline_policy.h"
 #include "kforge/rollout/jsonl_sink.h"
+#include "kforge/rollout/policy/template_policy.h"
 #include "kforge/rollout/worker/rollout_runner.h"
 
 namespace {
@@ -56,9 +56,9 @@ RolloutConfig bench_config(const fs::path& out) {
   c.group_size = o.group_size;
   c.concurrency = o.concurrency;
   c.shuffle = false;
-  c.policy.kind = PolicyKind::kBaseline;
-  c.policy.baseline.mode = o.backend == "cuda" ? "cuda" : "cpp";
-  c.policy.baseline.explore_turns = 1;  // profile one variant, then submit
+  c.policy.kind = PolicyKind::kTemplate;
+  c.policy.template_policy.mode = o.backend == "cuda" ? "cuda" : "cpp";
+  c.policy.template_policy.explore_turns = 1;  // profile one variant, then submit
   c.output = out;
   c.seed = 11;
   return c;
@@ -161,7 +161,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::printf("warm-up: compiling the baseline's templates (%s backend, %s)\n", o.backend.c_str(), o.tasks.c_str());
+  std::printf("warm-up: compiling the template policy's templates (%s backend, %s)\n", o.backend.c_str(),
+              o.tasks.c_str());
   const RunResult warm = run_workers(out_dir() / "warmup.jsonl");
   std::printf("warm-up: %lld steps in %.1f s\n", static_cast<long long>(warm.steps), warm.seconds);
   // Rounds alternate which side goes first, so that a machine whose load
@@ -186,9 +187,9 @@ int main(int argc, char** argv) {
   }
   const double ws = median(workers), ds = median(direct);
   std::printf(
-      "\nrollout steps per second (%s backend, baseline policy, %d groups x %d, %d in flight, %lld steps, median "
+      "\nrollout steps per second (%s backend, template policy, %d groups x %d, %d in flight, %lld steps, median "
       "of %d rounds):\n"
-      "  rollout workers + baseline policy     %8.2f steps/s\n"
+      "  rollout workers + template policy     %8.2f steps/s\n"
       "  baseline: the same actions, EnvPool   %8.2f steps/s\n"
       "  workers / direct                      %8.3f\n",
       o.backend.c_str(), o.groups, o.group_size, o.concurrency, static_cast<long long>(steps), rounds, ws, ds,

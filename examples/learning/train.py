@@ -2,7 +2,7 @@
 """A policy that learns through the whole system, in plain PyTorch (no LLM).
 
 The policy maps a task's features to a choice of the kernel template's knobs
-(the baseline policy's variants: fusion, unrolling, accumulators, tiling,
+(the template policy's variants: fusion, unrolling, accumulators, tiling,
 naive or tiled matmul, and on CUDA block size and vector width). It is served
 to `kforge rollout` through `kforge.PolicyServer`: each episode asks it once,
 and it answers with a `submit` of the template source for the knobs it drew
@@ -48,7 +48,7 @@ import torch  # noqa: E402
 
 from kforge import PolicyServer, TrajectoryStream  # noqa: E402
 
-# The template's knobs that matter per mode (rollout/src/policy/baseline/variant.cpp)
+# The template's knobs that matter per mode (rollout/src/policy/template_policy/variant.cpp)
 # and the values a variant text needs for the others.
 KNOBS = {
     "cpp": {"fuse": [0, 1], "unroll": [1, 2, 4, 8], "acc": [1, 4, 8], "tile": [1, 4], "naive_matmul": [0, 1]},

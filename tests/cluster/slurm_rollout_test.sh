@@ -2,7 +2,7 @@
 # A real single-node Slurm cluster (Debian's slurmctld, slurmd and munge, all
 # on localhost, all under this user, all in a temporary directory) runs
 # scripts/slurm/kforge-rollout.sbatch: two rollout workers (CPU backend,
-# the built-in baseline policy) stream their trajectories over CurveZMQ to a
+# the built-in template policy) stream their trajectories over CurveZMQ to a
 # `kforge receive` that admits only the job's worker key. Passes when the
 # receiver holds every trajectory, from both workers, exactly once.
 #
@@ -122,8 +122,8 @@ group_size: $GROUP_SIZE
 concurrency: $GROUP_SIZE
 episode: {max_turns: 2}
 policy:
-  kind: baseline
-  baseline: {mode: auto, explore_turns: 1, seed: 0}
+  kind: template
+  template: {mode: auto, explore_turns: 1, seed: 0}
 EOF
 
 export KFORGE_BIN=$KFORGE KFORGE_TRAINER=$ENDPOINT KFORGE_KEYS=$DIR/keys KFORGE_ROLLOUT_CONFIG=$DIR/rollout.yaml

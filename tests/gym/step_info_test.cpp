@@ -107,3 +107,33 @@ TEST(StepInfoTest, AValueOfTheWrongTypeIsAnErrorNamingItsField) {
 
 }  // namespace
 }  // namespace kforge::env
+
+namespace kforge::env {
+namespace {
+
+// The one verdict rule that kforge eval's report and eval-batch rows both
+// show (step_verdict): an error names its kind whatever was measured, and a
+// truncated episode is judged on its final evaluation, not its last step.
+TEST(StepVerdictTest, AnErrorFirstThenTheScoredMeasurementsOutcome) {
+  StepInfo s;
+  s.measurement.outcome = Outcome::kCorrect;
+  EXPECT_EQ(step_verdict(s), "correct");
+  s.measurement.outcome = Outcome::kWrong;
+  EXPECT_EQ(step_verdict(s), "wrong");
+
+  StepInfo truncated = truncated_step();
+  truncated.error.reset();
+  truncated.measurement.outcome = Outcome::kWrong;
+  truncated.final_evaluation->measurement.outcome = Outcome::kCorrect;
+  EXPECT_EQ(step_verdict(truncated), "correct") << "the final evaluation is what was scored";
+
+  s.error = StepError{StepErrorKind::kSystem, "the judge crashed"};
+  EXPECT_EQ(step_verdict(s), "error: system");
+  EXPECT_TRUE(s.system_error());
+  s.error->kind = StepErrorKind::kInvalidAction;
+  EXPECT_EQ(step_verdict(s), "error: invalid_action");
+  EXPECT_FALSE(s.system_error());
+}
+
+}  // namespace
+}  // namespace kforge::env

@@ -15,8 +15,8 @@
 
 #include "kforge/core/remove_tree.h"
 #include "kforge/reward/reward.h"
-#include "kforge/rollout/policy/baseline_policy.h"
 #include "kforge/rollout/jsonl_sink.h"
+#include "kforge/rollout/policy/template_policy.h"
 #include "rollout_test_util.h"
 
 namespace kforge::rollout {
@@ -160,7 +160,7 @@ TEST_F(RolloutRunnerTest, GroupsCompleteAndCarryTheirRewardsAndThePolicysTokens)
 }
 
 TEST_F(RolloutRunnerTest, TheContrastivePresetsGroupNormalizationIsUsedByDefault) {
-  auto policy = std::make_shared<BaselinePolicy>(BaselineConfig{"cpp", 0, 3});
+  auto policy = std::make_shared<TemplatePolicy>(TemplateConfig{"cpp", 0, 3});
   RolloutConfig c = config(1, 3);
   c.env = (testing::data_dir() / "env_contrastive.yaml").string();
   const std::vector<Trajectory> trajectories = run(c, policy);
@@ -495,6 +495,56 @@ TEST(RolloutConfigTest, ErrorsNameTheFieldAndLine) {
 #endif
   // The shipped config parses.
   EXPECT_NO_THROW(load_rollout_config(fs::path(KFORGE_SOURCE_DIR) / "configs/rollout.yaml"));
+}
+
+// "baseline" was the template policy's name before it meant only the eager
+// reference time: configs that say it load the same policy and warn.
+TEST(RolloutConfigTest, BaselineIsTheDeprecatedSpellingOfTemplate) {
+  const auto parse = [](const std::string& policy) {
+    return parse_rollout_config(Document::from_yaml_text("tasks: t.jsonl\npolicy: " + policy + "\n", "r.yaml"));
+  };
+  const RolloutConfig now = parse("{kind: template, template: {mode: cpp, explore_turns: 1, seed: 5}}");
+  const RolloutConfig old = parse("{kind: baseline, baseline: {mode: cpp, explore_turns: 1, seed: 5}}");
+  EXPECT_TRUE(now.warnings.empty()) << now.warnings[0];
+  for (const RolloutConfig* c : {&now, &old}) {
+    EXPECT_EQ(c->policy.kind, PolicyKind::kTemplate);
+    EXPECT_EQ(c->policy.template_policy.mode, "cpp");
+    EXPECT_EQ(c->policy.template_policy.explore_turns, 1);
+    EXPECT_EQ(c->policy.template_policy.seed, 5u);
+    EXPECT_EQ(to_json(*c)["policy"], to_json(now)["policy"]) << "a dump says the new name";
+  }
+  const std::shared_ptr<Policy> from_old = make_policy(old.policy);
+  EXPECT_NE(dynamic_cast<TemplatePolicy*>(from_old.get()), nullptr);
+  EXPECT_EQ(from_old->describe(), make_policy(now.policy)->describe());
+  EXPECT_EQ(to_json(now)["policy"]["kind"], "template");
+
+  // One warning per old spelling, each naming where it is and what to write.
+  ASSERT_EQ(old.warnings.size(), 2u);
+  EXPECT_NE(old.warnings[0].find("r.yaml:2"), std::string::npos) << old.warnings[0];
+  EXPECT_NE(old.warnings[0].find("/policy/kind"), std::string::npos) << old.warnings[0];
+  EXPECT_NE(old.warnings[0].find("kind: template"), std::string::npos) << old.warnings[0];
+  EXPECT_NE(old.warnings[1].find("/policy/baseline"), std::string::npos) << old.warnings[1];
+  EXPECT_NE(old.warnings[1].find("template:"), std::string::npos) << old.warnings[1];
+  const RolloutConfig mixed = parse("{kind: baseline, template: {seed: 2}}");
+  EXPECT_EQ(mixed.warnings.size(), 1u);
+  EXPECT_EQ(mixed.policy.template_policy.seed, 2u);
+
+  // Both sections: which one counts would be a guess, so it is an error.
+  try {
+    parse("{kind: template, template: {seed: 1}, baseline: {seed: 2}}");
+    ADD_FAILURE() << "both sections accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/policy/baseline"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("only \"template\""), std::string::npos) << e.what();
+  }
+  // An unknown kind's error offers the names to write, not the old one.
+  try {
+    parse("{kind: llama}");
+    ADD_FAILURE() << "kind llama accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("template"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("baseline"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

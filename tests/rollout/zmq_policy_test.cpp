@@ -1,5 +1,5 @@
 // The trainer-served policy's C++ side over real ZeroMQ sockets on loopback:
-// ZmqPolicy against PolicyServer (serving the baseline), against servers
+// ZmqPolicy against PolicyServer (serving the template policy), against servers
 // that misbehave (garbage, wrong counts, silence), and PolicyServer against
 // malformed requests. The Python PolicyServer is tested against the C++
 // client in trainer_bridge/python/tests/test_policy_server.py.
@@ -13,8 +13,8 @@
 
 #include "kforge/core/msgpack.h"
 #include "kforge/core/rpc.h"
-#include "kforge/rollout/policy/baseline_policy.h"
 #include "kforge/rollout/policy/policy_server.h"
+#include "kforge/rollout/policy/template_policy.h"
 #include "rollout_test_util.h"
 
 namespace kforge::rollout {
@@ -87,9 +87,9 @@ struct RawServer {
 };
 
 TEST(ZmqPolicyTest, ActsThroughThePolicyServerInBatchesInOrder) {
-  BaselinePolicy baseline;
+  TemplatePolicy templates;
   PolicyServerConfig config;
-  RunningServer running(baseline, config);
+  RunningServer running(templates, config);
   ZmqPolicyConfig zc;
   zc.endpoint = running.server->endpoint();
   zc.max_batch = 2;  // five requests: three messages in flight
@@ -100,12 +100,12 @@ TEST(ZmqPolicyTest, ActsThroughThePolicyServerInBatchesInOrder) {
   for (int i = 0; i < 5; ++i) requests.push_back(request("e" + std::to_string(i)));
   const std::vector<PolicyReply> replies = policy.act(requests);
   ASSERT_EQ(replies.size(), 5u);
-  // In order: each matches what the baseline gives that request directly.
-  const std::vector<PolicyReply> direct = baseline.act(requests);
+  // In order: each matches what the template policy gives that request directly.
+  const std::vector<PolicyReply> direct = templates.act(requests);
   for (size_t i = 0; i < replies.size(); ++i) {
     EXPECT_TRUE(replies[i].error.empty()) << replies[i].error;
     EXPECT_EQ(replies[i].tool_calls, direct[i].tool_calls) << i;
-    EXPECT_EQ(replies[i].policy_version, "baseline");
+    EXPECT_EQ(replies[i].policy_version, "template");
   }
   EXPECT_EQ(running.server->batches_served(), 3u);
 }
@@ -133,10 +133,10 @@ TEST(ZmqPolicyTest, TokensAndLogprobsArriveIntact) {
 }
 
 TEST(ZmqPolicyTest, TheWorkerSaysHelloAndKeepsToTheServersMaxBatch) {
-  BaselinePolicy baseline;
+  TemplatePolicy templates;
   PolicyServerConfig config;
   config.max_batch = 2;  // the server takes two requests per act, the worker would send 64
-  RunningServer running(baseline, config);
+  RunningServer running(templates, config);
   ZmqPolicyConfig zc;
   zc.endpoint = running.server->endpoint();
   ZmqPolicy policy(zc);
@@ -273,8 +273,8 @@ TEST(ZmqPolicyTest, BadConfigIsAnInputError) {
 // PolicyServer against hostile clients: every malformed request gets an
 // error naming its field; the server keeps serving.
 TEST(PolicyServerTest, MalformedRequestsGetErrorsNamingTheField) {
-  BaselinePolicy baseline;
-  RunningServer running(baseline);
+  TemplatePolicy templates;
+  RunningServer running(templates);
   zmq::context_t ctx(1);
   zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
   dealer.set(zmq::sockopt::linger, 0);

@@ -278,7 +278,7 @@ json input_error_row(const EvalBatchPair& p, const std::string& verdict, const s
 json result_row(const EvalBatchPair& p, const StepResult& step) {
   json row = base_row(p);
   const StepInfo info = step_info_from_json(step.info);
-  const bool system_error = info.error && info.error->kind == StepErrorKind::kSystem;
+  const bool system_error = info.system_error();
   row["verdict"] = step_verdict(info);
   row["reward"] = step.reward;
   row["system_error"] = system_error;
@@ -329,12 +329,6 @@ json summarize_rows(const std::vector<json>& rows, size_t evaluated_now, size_t 
 }
 
 }  // namespace
-
-std::string step_verdict(const StepInfo& info) {
-  if (info.error) return "error: " + step_error_kind_name(info.error->kind);
-  // Truncated episodes are scored on their final evaluation.
-  return outcome_name(info.scored_measurement().outcome);
-}
 
 std::vector<EvalBatchPair> read_batch_pairs(const EvalBatchOptions& a, SolutionMode mode) {
   std::error_code ec;

@@ -203,4 +203,9 @@ StepInfo step_info_from_json(const json& j, const std::string& where) {
   return s;
 }
 
+std::string step_verdict(const StepInfo& info) {
+  if (info.error) return "error: " + step_error_kind_name(info.error->kind);
+  return outcome_name(info.scored_measurement().outcome);
+}
+
 }  // namespace kforge::env

@@ -48,19 +48,43 @@ void read_openai_policy(const Field& field, const Field& kind, ObjectReader* r, 
   (void)field;
   kind.fail_message(
       "\"openai\" needs the HTTP policy, which this kforge was built without (libcurl's headers were not found: "
-      "install libcurl4-openssl-dev and reconfigure); use kind baseline or zmq");
+      "install libcurl4-openssl-dev and reconfigure); use kind template or zmq");
 #endif
 }
 
-void read_policy(const Field& field, PolicyConfig* out) {
+// `template` was called `baseline` until the eager reference timing, which
+// "baseline" also named, made the word ambiguous; configs written then keep
+// loading, with a warning that says what to write instead.
+constexpr const char* kDeprecatedTemplateKind = "baseline";
+
+// "file:line:col: field /policy/kind", as the Field errors say it.
+std::string place(const Field& f) { return f.document().where(f.pointer()) + ": field " + f.pointer(); }
+
+void read_template_section(const Field& f, TemplateConfig* out) {
+  ObjectReader b = f.as_object();
+  if (auto m = b.optional("mode")) out->mode = m->as_enum({"auto", "cpp", "cuda"});
+  if (auto m = b.optional("explore_turns")) out->explore_turns = static_cast<int>(m->as_int_in(0, 64));
+  if (auto m = b.optional("seed")) out->seed = static_cast<uint64_t>(m->as_int_in(0, INT64_MAX));
+  b.finish();
+}
+
+void read_policy(const Field& field, PolicyConfig* out, std::vector<std::string>* warnings) {
   ObjectReader r = field.as_object();
   const Field kind = r.required("kind");
-  const std::string kind_name = kind.as_enum({"baseline", "zmq", "openai"});
+  // The alias stays out of as_enum's list so that errors offer only the
+  // names to write.
+  const bool deprecated_kind = kind.value() == kDeprecatedTemplateKind;
+  const std::string kind_name = deprecated_kind ? "template" : kind.as_enum({"template", "zmq", "openai"});
   if (kind_name == "openai") {
     read_openai_policy(field, kind, &r, out);
     return;
   }
-  out->kind = kind_name == "zmq" ? PolicyKind::kZmq : PolicyKind::kBaseline;
+  if (deprecated_kind) {
+    warnings->push_back(place(kind) +
+                        ": policy kind \"baseline\" is deprecated; write \"kind: template\" (the same "
+                        "built-in template policy)");
+  }
+  out->kind = kind_name == "zmq" ? PolicyKind::kZmq : PolicyKind::kTemplate;
   if (auto f = r.optional("endpoint")) {
     out->zmq.endpoint = f->as_string();
     if (out->zmq.endpoint.find("://") == std::string::npos) f->fail("a ZeroMQ endpoint such as tcp://127.0.0.1:5556");
@@ -74,12 +98,16 @@ void read_policy(const Field& field, PolicyConfig* out) {
   if (auto f = r.optional("max_message_bytes")) {
     out->zmq.max_message_bytes = static_cast<size_t>(f->as_int_in(1 << 16, int64_t{1} << 32));
   }
-  if (auto f = r.optional("baseline")) {
-    ObjectReader b = f->as_object();
-    if (auto m = b.optional("mode")) out->baseline.mode = m->as_enum({"auto", "cpp", "cuda"});
-    if (auto m = b.optional("explore_turns")) out->baseline.explore_turns = static_cast<int>(m->as_int_in(0, 64));
-    if (auto m = b.optional("seed")) out->baseline.seed = static_cast<uint64_t>(m->as_int_in(0, INT64_MAX));
-    b.finish();
+  const std::optional<Field> section = r.optional("template");
+  const std::optional<Field> old_section = r.optional(kDeprecatedTemplateKind);
+  if (section && old_section) {
+    old_section->fail_message("\"baseline\" is the deprecated name of \"template\"; give only \"template\"");
+  }
+  if (section) read_template_section(*section, &out->template_policy);
+  if (old_section) {
+    warnings->push_back(place(*old_section) +
+                        ": policy section \"baseline\" is deprecated; write \"template:\" (the same fields)");
+    read_template_section(*old_section, &out->template_policy);
   }
   if (auto f = r.optional("sampling")) out->sampling = sampling_params_from_field(*f);
   r.finish();
@@ -147,7 +175,7 @@ RolloutConfig parse_rollout_config(const Document& doc) {
     if (auto m = e.optional("wall_time_s")) c.wall_time_s = positive_seconds(*m, 7 * 86400);
     e.finish();
   }
-  if (auto f = r.optional("policy")) read_policy(*f, &c.policy);
+  if (auto f = r.optional("policy")) read_policy(*f, &c.policy, &c.warnings);
   if (auto f = r.optional("exemplars")) c.exemplars = static_cast<int>(f->as_int_in(0, 16));
   if (auto f = r.optional("max_policy_lag")) c.max_policy_lag = static_cast<int>(f->as_int_in(-1, 1000000));
   if (auto f = r.optional("group_normalization")) {
@@ -179,7 +207,7 @@ RolloutConfig load_rollout_config(const std::filesystem::path& path) {
 }
 
 json to_json(const RolloutConfig& c) {
-  json policy = {{"kind", c.policy.kind == PolicyKind::kZmq ? "zmq" : "baseline"},
+  json policy = {{"kind", c.policy.kind == PolicyKind::kZmq ? "zmq" : "template"},
                  {"sampling", to_json(c.policy.sampling)}};
   if (c.policy.kind == PolicyKind::kOpenAi) {
 #ifdef KFORGE_HAVE_CURL
@@ -192,9 +220,9 @@ json to_json(const RolloutConfig& c) {
     policy["retries"] = c.policy.zmq.retries;
     policy["max_batch"] = c.policy.zmq.max_batch;
   } else {
-    policy["baseline"] = {{"mode", c.policy.baseline.mode},
-                          {"explore_turns", c.policy.baseline.explore_turns},
-                          {"seed", c.policy.baseline.seed}};
+    policy["template"] = {{"mode", c.policy.template_policy.mode},
+                          {"explore_turns", c.policy.template_policy.explore_turns},
+                          {"seed", c.policy.template_policy.seed}};
   }
   json stream = nullptr;
   if (!c.stream.endpoint.empty()) {

@@ -15,8 +15,8 @@
 #include "kforge/core/task_set.h"
 #include "kforge/env/step_info.h"
 #include "kforge/reward/reward.h"
-#include "kforge/rollout/policy/baseline_policy.h"
 #include "kforge/rollout/policy/openai_policy.h"
+#include "kforge/rollout/policy/template_policy.h"
 #include "kforge/rollout/policy/zmq_policy.h"
 #include "worker/runner_impl.h"
 
@@ -98,7 +98,7 @@ std::shared_ptr<Policy> make_policy(const PolicyConfig& config) {
         "found: install libcurl4-openssl-dev and reconfigure)");
 #endif
   }
-  return std::make_shared<BaselinePolicy>(config.baseline);
+  return std::make_shared<TemplatePolicy>(config.template_policy);
 }
 
 RolloutRunner::Impl::Impl(RolloutConfig c, std::shared_ptr<Policy> p, std::vector<TrajectorySink*> s,

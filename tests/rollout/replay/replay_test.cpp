@@ -16,6 +16,7 @@
 #include "kforge/core/trajectory.h"
 #include "kforge/env/analysis.h"
 #include "kforge/env/analysis/sass.h"
+#include "kforge/rollout/jsonl_sink.h"
 #include "kforge/rollout/replay/replay_report.h"
 #include "recorded_episodes.h"
 
@@ -181,6 +182,33 @@ TEST(ReplayReadTest, SchemaVersion1FilesOfAnEarlierBuildStillRead) {
     }
   }
   EXPECT_EQ(infos, 9) << "ep-a 3, ep-c 4, the worker's 2";
+}
+
+// The template policy was called "baseline" and wrote that name into its
+// trajectories (info.policy, the policy versions, each turn's version).
+// data/baseline_policy holds schema_v1's worker episode with exactly those
+// strings, as baseline_policy.cpp wrote them at c911a58: both readers take
+// it, and the name reads back as recorded, not rewritten.
+TEST(ReplayReadTest, TrajectoriesOfThePolicyWhenItWasCalledBaselineStillRead) {
+  const fs::path file = rollout_data() / "baseline_policy" / "rollout-baseline-policy.jsonl";
+  const RecordedSet old = read_trajectory_files({file});
+  ASSERT_TRUE(old.problems.empty()) << old.problems[0].message;
+  ASSERT_EQ(old.episodes.size(), 1u);
+  const RecordedEpisode& e = old.episodes[0];
+  EXPECT_EQ(e.policy_version, "baseline");
+  EXPECT_EQ(e.policy_version_end, "baseline");
+  EXPECT_TRUE(e.success) << e.failure_cause;
+  EXPECT_EQ(e.truncation_reason, "max_turns");
+  const ReplaySummary summary = summarize(old.episodes);
+  ASSERT_EQ(summary.by_policy_version.size(), 1u);
+  EXPECT_EQ(summary.by_policy_version[0].key, "baseline");
+
+  // The worker's own reader (kforge rollout --fork).
+  const std::vector<Trajectory> read = read_trajectories(file);
+  ASSERT_EQ(read.size(), 1u);
+  EXPECT_EQ(read[0].info["policy"], "baseline mode=cpp explore_turns=0 seed=3");
+  EXPECT_EQ(read[0].policy_version_start, "baseline");
+  EXPECT_EQ(read[0].turns.size(), e.turns.size());
 }
 
 TEST(ReplayReadTest, SummaryPerTaskAndPolicyVersion) {

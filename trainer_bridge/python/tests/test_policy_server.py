@@ -174,10 +174,12 @@ def test_malformed_requests_get_errors_that_name_the_field() -> None:
     assert len(calls) == 1  # only the well-formed act reached the policy
 
 
-def test_the_cpp_baseline_server_answers_a_python_client(tmp_path: Path) -> None:
-    """The other direction: `kforge policy-server --baseline` serves the
-    schema a Python client writes by hand."""
-    proc = subprocess.Popen([kforge_bin(), "policy-server", "--baseline", "--bind", "tcp://127.0.0.1:0"],
+@pytest.mark.parametrize("flag", ["--template", "--baseline"])
+def test_the_cpp_template_server_answers_a_python_client(tmp_path: Path, flag: str) -> None:
+    """The other direction: `kforge policy-server --template` serves the
+    schema a Python client writes by hand; `--baseline`, its old name, serves
+    the same policy and warns."""
+    proc = subprocess.Popen([kforge_bin(), "policy-server", flag, "--bind", "tcp://127.0.0.1:0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         ready = json.loads(proc.stdout.readline())
@@ -192,7 +194,7 @@ def test_the_cpp_baseline_server_answers_a_python_client(tmp_path: Path) -> None
             call = answer["tool_calls"][0]["function"]
             assert call["name"] == "profile"
             assert "kf_forward" in json.loads(call["arguments"])["source"]
-            assert answer["policy_version"] == "baseline"
+            assert answer["policy_version"] == "template"
             bad = client.ask(request("act", {"requests": [{"episode_id": 5}]}, 2))
             assert bad["error"]["code"] == "bad_request" and bad["error"]["field"] == "/params/requests/0/episode_id"
         finally:
@@ -200,3 +202,5 @@ def test_the_cpp_baseline_server_answers_a_python_client(tmp_path: Path) -> None
     finally:
         proc.terminate()
         assert proc.wait(30) == 0
+    warned = "--baseline is deprecated; write --template" in proc.stderr.read()
+    assert warned == (flag == "--baseline")

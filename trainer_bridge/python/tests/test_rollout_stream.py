@@ -56,7 +56,7 @@ def rollout(tmp: Path, name: str, stream: Dict[str, Any],
         "groups": 1,
         "group_size": 2,
         "concurrency": 2,
-        "policy": {"kind": "baseline", "baseline": {"mode": "cpp", "explore_turns": 0}},
+        "policy": {"kind": "template", "template": {"mode": "cpp", "explore_turns": 0}},
         "output": {"jsonl": str(out)},
         "stream": stream,
     }

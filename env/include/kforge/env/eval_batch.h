@@ -55,10 +55,6 @@ inline constexpr size_t kMaxListLineBytes = 8192;
 // is returned with `error` set, so that the rest of the batch still runs.
 std::vector<EvalBatchPair> read_batch_pairs(const EvalBatchOptions& options, SolutionMode default_mode);
 
-// What a submit step's verdict is called: the scored measurement's outcome,
-// or "error: <kind>" when the step failed.
-std::string step_verdict(const StepInfo& info);
-
 // Told of the batch's progress (a display); both may be empty.
 struct EvalBatchObserver {
   std::function<void(size_t to_evaluate)> on_start;  // pairs with no earlier row, once

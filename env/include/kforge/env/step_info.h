@@ -117,4 +117,10 @@ json to_json(const FinalEvaluation& final_evaluation);
 // InputError "<where>: field /<pointer>: ..." for a value of the wrong type.
 StepInfo step_info_from_json(const json& j, const std::string& where = "<step info>");
 
+// What a step's verdict is called, wherever one is shown (kforge eval's
+// report, eval-batch rows and their tally): "error: <kind>" when the step
+// failed, else the scored measurement's outcome name ("correct", "wrong",
+// ...), so a truncated episode is judged on its final evaluation.
+std::string step_verdict(const StepInfo& info);
+
 }  // namespace kforge::env

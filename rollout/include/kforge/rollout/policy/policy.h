@@ -3,7 +3,7 @@
 // Three policies implement this interface: a trainer-served policy over
 // ZeroMQ (the trainer holds the model and answers batches), an
 // OpenAI-compatible chat-completions endpoint over HTTP (vLLM, SGLang), and a
-// built-in baseline policy (template kernels with mutations) that needs no
+// built-in template policy (template kernels with mutations) that needs no
 // model. Workers batch requests across the episodes they run, so a policy
 // sees as many requests at once as there are episodes waiting for it.
 #pragma once
@@ -38,7 +38,7 @@ struct PolicyRequest {
   json tools = json::array();
   SamplingParams sampling;
   // The task itself (TaskSpec JSON) for policies that reason on the graph
-  // rather than the text (the baseline policy); others ignore it.
+  // rather than the text (the template policy); others ignore it.
   json task = nullptr;
 };
 
@@ -73,7 +73,7 @@ class Policy {
   // several threads.
   virtual std::vector<PolicyReply> act(const std::vector<PolicyRequest>& requests) = 0;
   // A short description for logs and trajectories ("zmq tcp://...", "openai
-  // http://.../v1 model=...", "baseline seed=3").
+  // http://.../v1 model=...", "template mode=cpp explore_turns=2 seed=3").
   virtual std::string describe() const = 0;
 };
 

@@ -1,7 +1,7 @@
 // Serves a Policy over the policy protocol (trainer_bridge/POLICY.md): the
 // C++ twin of the Python `kforge.PolicyServer`, used by
-// `kforge policy-server --baseline` so that rollouts with the built-in
-// baseline go through exactly the wire path a trainer-served model does.
+// `kforge policy-server --template` so that rollouts with the built-in
+// template policy go through exactly the wire path a trainer-served model does.
 //
 //   PolicyServerConfig config;
 //   config.bind = "tcp://127.0.0.1:0";

@@ -12,23 +12,23 @@
 #include <vector>
 
 #include "kforge/core/document.h"
-#include "kforge/rollout/policy/baseline_policy.h"
 #include "kforge/rollout/policy/openai_policy.h"
 #include "kforge/rollout/policy/policy.h"
+#include "kforge/rollout/policy/template_policy.h"
 #include "kforge/rollout/policy/zmq_policy.h"
 
 namespace kforge::rollout {
 
 enum class PolicyKind {
-  kBaseline,  // the built-in template policy, in process
+  kTemplate,  // the built-in template policy, in process
   kZmq,       // a trainer-served policy (kforge.PolicyServer, kforge policy-server)
   kOpenAi,    // an OpenAI-compatible chat-completions server (needs libcurl)
 };
 
 struct PolicyConfig {
-  PolicyKind kind = PolicyKind::kBaseline;
+  PolicyKind kind = PolicyKind::kTemplate;
   ZmqPolicyConfig zmq;
-  BaselineConfig baseline;
+  TemplateConfig template_policy;
   OpenAiPolicyConfig openai;
   SamplingParams sampling;  // sent with every request (seed: per episode)
 };
@@ -89,6 +89,10 @@ struct RolloutConfig {
   std::filesystem::path output;
   StreamConfig stream;
   uint64_t seed = 0;
+  // Deprecated spellings the config used (policy kind `baseline`), one line
+  // each saying what to write instead: they still load, and the caller
+  // shows these where the user reads them (kforge rollout: stderr).
+  std::vector<std::string> warnings;
 };
 
 RolloutConfig parse_rollout_config(const Document& doc);

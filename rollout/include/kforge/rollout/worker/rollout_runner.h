@@ -51,8 +51,8 @@
 #include "kforge/core/trajectory.h"
 #include "kforge/env/env_pool.h"
 #include "kforge/rollout/policy/policy.h"
-#include "kforge/rollout/worker/rollout_config.h"
 #include "kforge/rollout/trajectory_sink.h"
+#include "kforge/rollout/worker/rollout_config.h"
 
 namespace kforge::rollout {
 
@@ -79,7 +79,7 @@ struct RolloutStats {
   json to_json() const;
 };
 
-// The policy a config names (in process for the baseline, a ZmqPolicy for a
+// The policy a config names (in process for the template policy, a ZmqPolicy for a
 // trainer-served one).
 std::shared_ptr<Policy> make_policy(const PolicyConfig& config);
 

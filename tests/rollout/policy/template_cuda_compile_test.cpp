@@ -1,9 +1,9 @@
-// The baseline policy's CUDA templates compile with the real nvcc (no GPU
+// The template policy's CUDA templates compile with the real nvcc (no GPU
 // needed): every test task with the default knobs, one task per kernel kind
-// with each knob's other values, and the variants baseline_gpu_test draws for
+// with each knob's other values, and the variants template_gpu_test draws for
 // the tasks whose honest builds the byte-matching syscall scan refused on
 // the H200 (issue 20). Each build passes the judge's static inspection.
-// baseline_gpu_test runs them on a GPU.
+// template_gpu_test runs them on a GPU.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -11,7 +11,7 @@
 
 #include "exec_common/elf_inspector.h"
 #include "kforge/env/compile_service.h"
-#include "kforge/rollout/policy/baseline_policy.h"
+#include "kforge/rollout/policy/template_policy.h"
 #include "rollout_test_util.h"
 
 namespace kforge::rollout {
@@ -36,18 +36,18 @@ std::vector<std::pair<std::string, std::string>> items() {
   return out;
 }
 
-// As baseline_gpu_test draws them: its variants of these three tasks were
+// As template_gpu_test draws them: its variants of these three tasks were
 // refused for `0f 05` bytes inside longer instructions.
 std::vector<std::pair<std::string, std::string>> gpu_test_items() {
   std::vector<std::pair<std::string, std::string>> out;
   for (const std::string t : {"matmul_bias_relu", "linear_gelu", "logsumexp_mid"}) {
-    for (const auto& v : baseline_variants("cuda", 4, std::hash<std::string>{}(t))) out.emplace_back(t, v);
+    for (const auto& v : template_variants("cuda", 4, std::hash<std::string>{}(t))) out.emplace_back(t, v);
     out.emplace_back(t, "fuse=0 block=128 vec=1 unroll=1 acc=4 tile=16 naive_matmul=1");
   }
   return out;
 }
 
-TEST(BaselineCudaTemplatesTest, CompileWithNvcc) {
+TEST(TemplateCudaSourcesTest, CompileWithNvcc) {
   env::CompileServiceConfig config;
   config.cache_dir = std::filesystem::path(KFORGE_BINARY_DIR) / "tests/gym/compile-cache";
   config.threads = 2;
@@ -60,7 +60,7 @@ TEST(BaselineCudaTemplatesTest, CompileWithNvcc) {
     const TaskSpec task = testing::task(task_name);
     Solution s;
     s.mode = SolutionMode::kCuda;
-    s.source = baseline_source(task, "cuda", variant);
+    s.source = template_source(task, "cuda", variant);
     if (!sources.insert(s.source).second) return false;
     pending.emplace_back(task_name + " / " + (variant.empty() ? "defaults" : variant),
                          service.submit(s, env::compile_context_for(task)));

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "policy/baseline/kernel_graph.h"
-#include "policy/baseline/schedule.h"
+#include "policy/template_policy/kernel_graph.h"
+#include "policy/template_policy/schedule.h"
 
-namespace kforge::rollout::baseline {
+namespace kforge::rollout::template_policy {
 
 // Float literal for generated code ("0.5f", "INFINITY").
 std::string float_literal(double v);
@@ -120,4 +120,4 @@ class Emitter {
   int lane_ = -1;
 };
 
-}  // namespace kforge::rollout::baseline
+}  // namespace kforge::rollout::template_policy

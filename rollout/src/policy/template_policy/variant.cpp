@@ -1,11 +1,11 @@
-#include "policy/baseline/variant.h"
+#include "policy/template_policy/variant.h"
 
 #include <cstdio>
 #include <functional>
 #include <map>
 #include <sstream>
 
-namespace kforge::rollout::baseline {
+namespace kforge::rollout::template_policy {
 namespace {
 
 struct Knob {
@@ -120,4 +120,4 @@ Variant mutate(const Variant& v, const std::string& mode, std::mt19937_64& rng) 
   return out;
 }
 
-}  // namespace kforge::rollout::baseline
+}  // namespace kforge::rollout::template_policy

@@ -1,4 +1,4 @@
-#include "policy/baseline/kernel_graph.h"
+#include "policy/template_policy/kernel_graph.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "kforge/core/op_registry.h"
 
-namespace kforge::rollout::baseline {
+namespace kforge::rollout::template_policy {
 namespace {
 
 using Shape = std::vector<int64_t>;
@@ -38,7 +38,7 @@ class Builder {
     for (const auto& [name, type] : infer_graph(task)) {
       if (type.dtype != DType::kFloat32) {
         throw Unsupported("value \"" + name + "\" is " + dtype_name(type.dtype) +
-                          "; the baseline's templates are float32 only");
+                          "; the template policy's templates are float32 only");
       }
     }
     graph_.task_id = task.id;
@@ -479,4 +479,4 @@ ExprPtr call(std::string op, std::vector<ExprPtr> args, std::vector<double> para
 
 KernelGraph lower(const TaskSpec& task) { return Builder(task).build(); }
 
-}  // namespace kforge::rollout::baseline
+}  // namespace kforge::rollout::template_policy

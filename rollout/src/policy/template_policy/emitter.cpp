@@ -1,10 +1,10 @@
-#include "policy/baseline/emitter.h"
+#include "policy/template_policy/emitter.h"
 
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
-namespace kforge::rollout::baseline {
+namespace kforge::rollout::template_policy {
 namespace {
 
 const Value& at(const KernelGraph& g, int id) { return g.values[static_cast<size_t>(id)]; }
@@ -353,4 +353,4 @@ bool Emitter::mid_is_simple() const {
   return true;
 }
 
-}  // namespace kforge::rollout::baseline
+}  // namespace kforge::rollout::template_policy

@@ -1,6 +1,8 @@
-// The baseline policy's templates (rollout/baseline_policy.h), judged by the
+// The template policy's templates (rollout/policy/template_policy.h), judged by the
 // real CPU backend: every generated variant of every test task must be
 // correct under the production checks, and the variants must differ.
+#include "kforge/rollout/policy/template_policy.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include <set>
 
 #include "kforge/env/env_pool.h"
-#include "kforge/rollout/policy/baseline_policy.h"
 #include "rollout_test_util.h"
 
 namespace kforge::rollout {
@@ -44,8 +45,8 @@ std::vector<Judged> judge_all(const std::vector<std::pair<std::string, std::stri
     a.type = ActionType::kSubmit;
     Solution s;
     s.mode = SolutionMode::kCpp;
-    s.source = baseline_source(t, "cpp", items[i].second);
-    s.origin = "baseline " + items[i].second;
+    s.source = template_source(t, "cpp", items[i].second);
+    s.origin = "template " + items[i].second;
     a.solution = s;
     actions.push_back(a);
     ids.push_back(static_cast<int>(i));
@@ -67,42 +68,42 @@ std::vector<Judged> judge_all(const std::vector<std::pair<std::string, std::stri
   return out;
 }
 
-TEST(BaselineTemplatesTest, EveryTestTaskHasATemplate) {
-  for (const auto& name : task_names()) EXPECT_EQ(baseline_unsupported(task(name)), "") << name;
+TEST(TemplateSourcesTest, EveryTestTaskHasATemplate) {
+  for (const auto& name : task_names()) EXPECT_EQ(template_unsupported(task(name)), "") << name;
 }
 
-TEST(BaselineTemplatesTest, AConvolutionHasNoTemplateAndSaysWhy) {
+TEST(TemplateSourcesTest, AConvolutionHasNoTemplateAndSaysWhy) {
   const TaskSpec conv = load_task(testing::data_dir() / "unsupported" / "conv_relu.json");
-  const std::string why = baseline_unsupported(conv);
+  const std::string why = template_unsupported(conv);
   EXPECT_NE(why.find("conv2d"), std::string::npos) << why;
-  EXPECT_THROW(baseline_source(conv, "cpp"), InputError);
+  EXPECT_THROW(template_source(conv, "cpp"), InputError);
 }
 
-TEST(BaselineTemplatesTest, MalformedVariantTextIsAnInputError) {
-  EXPECT_THROW(baseline_source(task("affine_relu6"), "cpp", "fuse=banana"), InputError);
-  EXPECT_THROW(baseline_source(task("affine_relu6"), "fortran"), InputError);
+TEST(TemplateSourcesTest, MalformedVariantTextIsAnInputError) {
+  EXPECT_THROW(template_source(task("affine_relu6"), "cpp", "fuse=banana"), InputError);
+  EXPECT_THROW(template_source(task("affine_relu6"), "fortran"), InputError);
 }
 
-TEST(BaselineTemplatesTest, VariantsGenerateDifferentSources) {
+TEST(TemplateSourcesTest, VariantsGenerateDifferentSources) {
   const TaskSpec t = task("layernorm_residual");
   std::set<std::string> sources;
-  const std::vector<std::string> variants = baseline_variants("cpp", 6, 1);
+  const std::vector<std::string> variants = template_variants("cpp", 6, 1);
   ASSERT_EQ(variants.size(), 6u);
-  for (const auto& v : variants) sources.insert(baseline_source(t, "cpp", v));
+  for (const auto& v : variants) sources.insert(template_source(t, "cpp", v));
   EXPECT_EQ(sources.size(), variants.size());
   // CUDA sources are generated for the same tasks (compiled by nvcc in the
   // CUDA template test, run on a GPU in the gpu suite).
-  for (const auto& v : baseline_variants("cuda", 4, 1)) {
-    EXPECT_NE(baseline_source(t, "cuda", v).find("__global__"), std::string::npos);
+  for (const auto& v : template_variants("cuda", 4, 1)) {
+    EXPECT_NE(template_source(t, "cuda", v).find("__global__"), std::string::npos);
   }
 }
 
 // The heart of it: generated kernels are correct on every seed and shape
 // variant, on every test task, and the variants' speeds differ.
-TEST(BaselineTemplatesTest, AllVariantsAreCorrectOnTheCpuBackendAndTheirSpeedsDiffer) {
+TEST(TemplateSourcesTest, AllVariantsAreCorrectOnTheCpuBackendAndTheirSpeedsDiffer) {
   std::vector<std::pair<std::string, std::string>> items;
   for (const auto& name : task_names()) {
-    for (const auto& v : baseline_variants("cpp", 3, std::hash<std::string>{}(name))) items.emplace_back(name, v);
+    for (const auto& v : template_variants("cpp", 3, std::hash<std::string>{}(name))) items.emplace_back(name, v);
   }
   // The slow loop order of the two matmul tasks: a point far from the others.
   items.emplace_back("matmul_bias_relu", "fuse=0 block=256 vec=4 unroll=1 acc=1 tile=1 naive_matmul=1");
@@ -111,7 +112,7 @@ TEST(BaselineTemplatesTest, AllVariantsAreCorrectOnTheCpuBackendAndTheirSpeedsDi
 
   std::map<std::string, std::pair<double, double>> range;  // task -> (min, max) speedup
   for (const Judged& j : judged) {
-    std::printf("[baseline] %-20s %-62s %-8s %6.2fx\n", j.task.c_str(), j.variant.c_str(), j.outcome.c_str(),
+    std::printf("[template] %-20s %-62s %-8s %6.2fx\n", j.task.c_str(), j.variant.c_str(), j.outcome.c_str(),
                 j.speedup);
     EXPECT_EQ(j.outcome, "correct") << j.task << " / " << j.variant << ": " << j.summary;
     if (j.speedup <= 0) continue;
@@ -127,10 +128,10 @@ TEST(BaselineTemplatesTest, AllVariantsAreCorrectOnTheCpuBackendAndTheirSpeedsDi
 
 // The policy end to end at the request level: it reads the task from the
 // request, profiles, then submits the best variant it was told about.
-TEST(BaselinePolicyTest, ProfilesThenSubmitsTheBestReportedVariant) {
-  BaselineConfig config;
+TEST(TemplatePolicyTest, ProfilesThenSubmitsTheBestReportedVariant) {
+  TemplateConfig config;
   config.explore_turns = 2;
-  BaselinePolicy policy(config);
+  TemplatePolicy policy(config);
   PolicyRequest r;
   r.episode_id = "e1";
   r.task = to_json(task("affine_relu6"));
@@ -143,7 +144,7 @@ TEST(BaselinePolicyTest, ProfilesThenSubmitsTheBestReportedVariant) {
   const json args = json::parse(first.tool_calls[0]["function"]["arguments"].get<std::string>());
   EXPECT_NE(args["source"].get<std::string>().find("kf_forward"), std::string::npos);
   EXPECT_FALSE(args.contains("mode")) << "the CPU backend offers one mode; the tools have no mode choice";
-  EXPECT_EQ(first.policy_version, "baseline");
+  EXPECT_EQ(first.policy_version, "template");
 
   // Deterministic: the same request gives the same reply.
   EXPECT_EQ(policy.act({r})[0].tool_calls, first.tool_calls);
@@ -166,8 +167,8 @@ TEST(BaselinePolicyTest, ProfilesThenSubmitsTheBestReportedVariant) {
   EXPECT_NE(third.content.find(first_variant), std::string::npos) << third.content;
 }
 
-TEST(BaselinePolicyTest, UnsupportedTaskOrMissingTaskIsAReplyError) {
-  BaselinePolicy policy;
+TEST(TemplatePolicyTest, UnsupportedTaskOrMissingTaskIsAReplyError) {
+  TemplatePolicy policy;
   PolicyRequest r;
   r.episode_id = "e";
   r.task = to_json(load_task(testing::data_dir() / "unsupported" / "conv_relu.json"));
@@ -180,8 +181,8 @@ TEST(BaselinePolicyTest, UnsupportedTaskOrMissingTaskIsAReplyError) {
   EXPECT_TRUE(replies[0].tool_calls.empty());
 }
 
-TEST(BaselinePolicyTest, CudaModeWhenTheToolsOfferAModeChoice) {
-  BaselinePolicy policy;
+TEST(TemplatePolicyTest, CudaModeWhenTheToolsOfferAModeChoice) {
+  TemplatePolicy policy;
   PolicyRequest r;
   r.episode_id = "e";
   r.task = to_json(task("softmax_scale"));

@@ -1,4 +1,4 @@
-// The knobs of the baseline policy's templates and their mutations. One
+// The knobs of the template policy's templates and their mutations. One
 // Variant picks one kernel source for a task; changing one knob is one
 // mutation, and every knob changes the generated code in a way that can
 // change its speed:
@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-namespace kforge::rollout::baseline {
+namespace kforge::rollout::template_policy {
 
 struct Variant {
   bool fuse = true;
@@ -53,4 +53,4 @@ Variant random_variant(const std::string& mode, std::mt19937_64& rng);
 // One knob changed to another of its values.
 Variant mutate(const Variant& v, const std::string& mode, std::mt19937_64& rng);
 
-}  // namespace kforge::rollout::baseline
+}  // namespace kforge::rollout::template_policy

@@ -1,6 +1,6 @@
-// The baseline policy's CUDA templates judged on a GPU (ctest -L gpu): every
+// The template policy's CUDA templates judged on a GPU (ctest -L gpu): every
 // generated variant of every test task correct under the production checks,
-// the variants' speeds differ, and a rollout with the baseline completes.
+// the variants' speeds differ, and a rollout with the template policy completes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,8 +8,8 @@
 #include <map>
 
 #include "kforge/env/env_pool.h"
-#include "kforge/rollout/policy/baseline_policy.h"
 #include "kforge/rollout/jsonl_sink.h"
+#include "kforge/rollout/policy/template_policy.h"
 #include "kforge/rollout/worker/rollout_runner.h"
 #include "rollout_test_util.h"
 
@@ -26,14 +26,14 @@ env::EnvConfig gpu_config() {
   return c;
 }
 
-TEST(BaselineGpuTest, AllVariantsAreCorrectOnTheGpuAndTheirSpeedsDiffer) {
+TEST(TemplateGpuTest, AllVariantsAreCorrectOnTheGpuAndTheirSpeedsDiffer) {
   const std::vector<std::string> names = {"affine_relu6",     "bias_gelu_residual", "layernorm_residual",
                                           "matmul_bias_relu", "sum_of_squares",     "softmax_scale",
                                           "rmsnorm_silu",     "column_stats",       "linear_gelu",
                                           "bmm_scale",        "instance_norm_relu", "logsumexp_mid"};
   std::vector<std::pair<std::string, std::string>> items;
   for (const auto& n : names) {
-    for (const auto& v : baseline_variants("cuda", 4, std::hash<std::string>{}(n))) items.emplace_back(n, v);
+    for (const auto& v : template_variants("cuda", 4, std::hash<std::string>{}(n))) items.emplace_back(n, v);
     items.emplace_back(n, "fuse=0 block=128 vec=1 unroll=1 acc=4 tile=16 naive_matmul=1");
   }
   env::EnvPool pool(gpu_config(), static_cast<int>(items.size()));
@@ -46,7 +46,7 @@ TEST(BaselineGpuTest, AllVariantsAreCorrectOnTheGpuAndTheirSpeedsDiffer) {
     a.type = ActionType::kSubmit;
     Solution s;
     s.mode = SolutionMode::kCuda;
-    s.source = baseline_source(t, "cuda", items[i].second);
+    s.source = template_source(t, "cuda", items[i].second);
     a.solution = s;
     actions.push_back(a);
     ids.push_back(static_cast<int>(i));
@@ -59,7 +59,7 @@ TEST(BaselineGpuTest, AllVariantsAreCorrectOnTheGpuAndTheirSpeedsDiffer) {
       const auto& [task, variant] = items[static_cast<size_t>(r.env_id)];
       const json& m = r.result.info["measurement"];
       const double s = m.value("speedup_eager", 0.0);
-      std::printf("[baseline-gpu] %-20s %-62s %-8s %6.2fx\n", task.c_str(), variant.c_str(),
+      std::printf("[template-gpu] %-20s %-62s %-8s %6.2fx\n", task.c_str(), variant.c_str(),
                   m.value("outcome", "?").c_str(), s);
       EXPECT_EQ(m.value("outcome", ""), "correct")
           << task << " / " << variant << ": " << r.result.info["eval_report"].value("summary", "") << "\n"
@@ -75,7 +75,7 @@ TEST(BaselineGpuTest, AllVariantsAreCorrectOnTheGpuAndTheirSpeedsDiffer) {
   EXPECT_GE(differ, 3) << "variants of at least three tasks differ by more than 20% in speed";
 }
 
-TEST(BaselineGpuTest, ARolloutWithTheBaselineOnTheGpuCompletes) {
+TEST(TemplateGpuTest, ARolloutWithTheTemplatePolicyOnTheGpuCompletes) {
   RolloutConfig c;
   c.env = "cuda";
   c.tasks = testing::tasks_dir();
@@ -83,12 +83,12 @@ TEST(BaselineGpuTest, ARolloutWithTheBaselineOnTheGpuCompletes) {
   c.group_size = 2;
   c.concurrency = 8;
   c.max_turns = 4;
-  c.policy.baseline.mode = "auto";
+  c.policy.template_policy.mode = "auto";
   c.output = std::filesystem::path(KFORGE_BINARY_DIR) / "tests/rollout/gpu_rollout.jsonl";
   JsonlTrajectorySink sink(c.output);
   RolloutRunner runner(c, make_policy(c.policy), {&sink});
   const RolloutStats stats = runner.run();
-  std::printf("[baseline-gpu] rollout: %s\n", stats.to_json().dump().c_str());
+  std::printf("[template-gpu] rollout: %s\n", stats.to_json().dump().c_str());
   EXPECT_EQ(stats.episodes_written, 8);
   EXPECT_EQ(stats.policy_errors, 0);
   int correct = 0;

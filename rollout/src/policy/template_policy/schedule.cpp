@@ -1,9 +1,9 @@
-#include "policy/baseline/schedule.h"
+#include "policy/template_policy/schedule.h"
 
 #include <algorithm>
 #include <set>
 
-namespace kforge::rollout::baseline {
+namespace kforge::rollout::template_policy {
 namespace {
 
 const Value& at(const KernelGraph& g, int id) { return g.values[static_cast<size_t>(id)]; }
@@ -174,4 +174,4 @@ Schedule plan(const KernelGraph& g, const Variant& variant) {
   return s;
 }
 
-}  // namespace kforge::rollout::baseline
+}  // namespace kforge::rollout::template_policy

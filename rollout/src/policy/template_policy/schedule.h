@@ -5,10 +5,10 @@
 
 #include <vector>
 
-#include "policy/baseline/kernel_graph.h"
-#include "policy/baseline/variant.h"
+#include "policy/template_policy/kernel_graph.h"
+#include "policy/template_policy/variant.h"
 
-namespace kforge::rollout::baseline {
+namespace kforge::rollout::template_policy {
 
 enum class KernelKind {
   kPointwise,  // root: a pointwise value, over its own shape
@@ -51,4 +51,4 @@ Schedule plan(const KernelGraph& graph, const Variant& variant);
 void expression_leaves(const KernelGraph& graph, const Schedule& schedule, int id, bool as_root,
                        std::vector<int>* leaves);
 
-}  // namespace kforge::rollout::baseline
+}  // namespace kforge::rollout::template_policy

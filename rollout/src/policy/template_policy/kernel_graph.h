@@ -1,4 +1,4 @@
-// The baseline policy's view of a task (rollout/baseline_policy.h): the
+// The template policy's view of a task (rollout/policy/template_policy.h): the
 // operator graph lowered to four primitives that every template kernel is
 // made of, with the sizes of every value expressed through the kernel
 // inputs' runtime shapes so that one source serves the base shape and every
@@ -27,7 +27,7 @@
 
 #include "kforge/core/task_spec.h"
 
-namespace kforge::rollout::baseline {
+namespace kforge::rollout::template_policy {
 
 class Unsupported : public std::runtime_error {
  public:
@@ -101,4 +101,4 @@ struct KernelGraph {
 // not type-check.
 KernelGraph lower(const TaskSpec& task);
 
-}  // namespace kforge::rollout::baseline
+}  // namespace kforge::rollout::template_policy

@@ -1,4 +1,4 @@
-#include "kforge/rollout/policy/baseline_policy.h"
+#include "kforge/rollout/policy/template_policy.h"
 
 #include <algorithm>
 #include <chrono>
@@ -7,16 +7,16 @@
 #include <random>
 #include <regex>
 
-#include "policy/baseline/codegen.h"
-#include "policy/baseline/kernel_graph.h"
-#include "policy/baseline/variant.h"
 #include "kforge/core/error.h"
 #include "kforge/core/splitmix64.h"
+#include "policy/template_policy/codegen.h"
+#include "policy/template_policy/kernel_graph.h"
+#include "policy/template_policy/variant.h"
 
 namespace kforge::rollout {
 namespace {
 
-using baseline::Variant;
+using template_policy::Variant;
 
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 0xcbf29ce484222325ULL;
@@ -56,7 +56,7 @@ std::vector<Tried> history(const json& messages) {
     const std::string text = text_of(m.value("content", json(nullptr)));
     if (role == "assistant") {
       Variant v;
-      open = baseline::parse_variant(text, &v);
+      open = template_policy::parse_variant(text, &v);
       if (open) out.push_back({v, std::nullopt});
     } else if (role == "tool" && open) {
       std::smatch match;
@@ -82,21 +82,21 @@ json tool_call(const std::string& id, const std::string& name, const json& argum
 
 }  // namespace
 
-BaselinePolicy::BaselinePolicy(BaselineConfig config) : config_(std::move(config)) {
+TemplatePolicy::TemplatePolicy(TemplateConfig config) : config_(std::move(config)) {
   if (config_.mode != "auto" && config_.mode != "cpp" && config_.mode != "cuda") {
-    throw InputError("baseline policy: mode \"" + config_.mode + "\" is not one of auto, cpp, cuda");
+    throw InputError("template policy: mode \"" + config_.mode + "\" is not one of auto, cpp, cuda");
   }
   if (config_.explore_turns < 0 || config_.explore_turns > 64) {
-    throw InputError("baseline policy: explore_turns must be in [0, 64], got " + std::to_string(config_.explore_turns));
+    throw InputError("template policy: explore_turns must be in [0, 64], got " + std::to_string(config_.explore_turns));
   }
 }
 
-std::string BaselinePolicy::describe() const {
-  return "baseline mode=" + config_.mode + " explore_turns=" + std::to_string(config_.explore_turns) +
+std::string TemplatePolicy::describe() const {
+  return "template mode=" + config_.mode + " explore_turns=" + std::to_string(config_.explore_turns) +
          " seed=" + std::to_string(config_.seed);
 }
 
-std::vector<PolicyReply> BaselinePolicy::act(const std::vector<PolicyRequest>& requests) {
+std::vector<PolicyReply> TemplatePolicy::act(const std::vector<PolicyRequest>& requests) {
   std::vector<PolicyReply> out;
   out.reserve(requests.size());
   for (const auto& r : requests) {
@@ -106,25 +106,28 @@ std::vector<PolicyReply> BaselinePolicy::act(const std::vector<PolicyRequest>& r
       reply = act_one(r);
     } catch (const std::exception& e) {
       reply = PolicyReply{};
-      reply.error = std::string("baseline policy: ") + e.what();
+      reply.error = std::string("template policy: ") + e.what();
     }
-    reply.policy_version = "baseline";
+    // Trajectories of builds before the rename say "baseline": readers take
+    // the version as an opaque tag, so both read.
+    reply.policy_version = "template";
     reply.latency_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     out.push_back(std::move(reply));
   }
   return out;
 }
 
-PolicyReply BaselinePolicy::act_one(const PolicyRequest& request) const {
+PolicyReply TemplatePolicy::act_one(const PolicyRequest& request) const {
   if (!request.task.is_object()) {
-    throw InputError("the request carries no task (PolicyRequest::task): the baseline reads the graph, not the text");
+    throw InputError(
+        "the request carries no task (PolicyRequest::task): the template policy reads the graph, not the text");
   }
   const TaskSpec task = parse_task(Document::from_value(request.task, "<request task>"));
   const std::string mode = config_.mode != "auto" ? config_.mode : (offers_mode_choice(request.tools) ? "cuda" : "cpp");
-  const baseline::KernelGraph graph = [&] {
+  const template_policy::KernelGraph graph = [&] {
     try {
-      return baseline::lower(task);
-    } catch (const baseline::Unsupported& e) {
+      return template_policy::lower(task);
+    } catch (const template_policy::Unsupported& e) {
       throw InputError(std::string("no template for this task: ") + e.what());
     }
   }();
@@ -140,12 +143,12 @@ PolicyReply BaselinePolicy::act_one(const PolicyRequest& request) const {
   Variant variant;
   std::string action = "profile";
   if (tried.empty()) {
-    variant = baseline::random_variant(mode, rng);
+    variant = template_policy::random_variant(mode, rng);
   } else if (static_cast<int>(tried.size()) < config_.explore_turns) {
     const Variant base = best ? best->variant : tried.back().variant;
     // A mutation nobody tried yet, when a few draws find one.
     for (int attempt = 0; attempt < 16; ++attempt) {
-      variant = baseline::mutate(base, mode, rng);
+      variant = template_policy::mutate(base, mode, rng);
       const bool seen = std::any_of(tried.begin(), tried.end(), [&](const Tried& t) { return t.variant == variant; });
       if (!seen) break;
     }
@@ -155,7 +158,7 @@ PolicyReply BaselinePolicy::act_one(const PolicyRequest& request) const {
   if (static_cast<int>(tried.size()) >= config_.explore_turns) action = "submit";
 
   const std::string source =
-      mode == "cuda" ? baseline::generate_cuda(graph, variant) : baseline::generate_cpp(graph, variant);
+      mode == "cuda" ? template_policy::generate_cuda(graph, variant) : template_policy::generate_cpp(graph, variant);
   json args = {{"source", source}};
   if (offers_mode_choice(request.tools)) args["mode"] = mode;
   PolicyReply reply;
@@ -166,37 +169,38 @@ PolicyReply BaselinePolicy::act_one(const PolicyRequest& request) const {
   return reply;
 }
 
-std::string baseline_source(const TaskSpec& task, const std::string& mode, const std::string& variant) {
-  if (mode != "cpp" && mode != "cuda") throw InputError("baseline: mode \"" + mode + "\" is not cpp or cuda");
+std::string template_source(const TaskSpec& task, const std::string& mode, const std::string& variant) {
+  if (mode != "cpp" && mode != "cuda") throw InputError("template policy: mode \"" + mode + "\" is not cpp or cuda");
   Variant v;
-  if (!variant.empty() && !baseline::parse_variant(variant, &v)) {
-    throw InputError("baseline: \"" + variant + "\" is not a variant (expected \"" + Variant{}.describe() + "\")");
+  if (!variant.empty() && !template_policy::parse_variant(variant, &v)) {
+    throw InputError("template policy: \"" + variant + "\" is not a variant (expected \"" + Variant{}.describe() +
+                     "\")");
   }
   try {
-    const baseline::KernelGraph graph = baseline::lower(task);
-    return mode == "cuda" ? baseline::generate_cuda(graph, v) : baseline::generate_cpp(graph, v);
-  } catch (const baseline::Unsupported& e) {
-    throw InputError(std::string("baseline: no template: ") + e.what());
+    const template_policy::KernelGraph graph = template_policy::lower(task);
+    return mode == "cuda" ? template_policy::generate_cuda(graph, v) : template_policy::generate_cpp(graph, v);
+  } catch (const template_policy::Unsupported& e) {
+    throw InputError(std::string("template policy: no template: ") + e.what());
   }
 }
 
-std::string baseline_unsupported(const TaskSpec& task) {
+std::string template_unsupported(const TaskSpec& task) {
   try {
-    baseline::lower(task);
+    template_policy::lower(task);
     return "";
-  } catch (const baseline::Unsupported& e) {
+  } catch (const template_policy::Unsupported& e) {
     return e.what();
   }
 }
 
-std::vector<std::string> baseline_variants(const std::string& mode, int count, uint64_t seed) {
+std::vector<std::string> template_variants(const std::string& mode, int count, uint64_t seed) {
   std::vector<std::string> out;
   Variant first;
   if (mode != "cuda") first.tile = 4;
   out.push_back(first.describe());
   std::mt19937_64 rng(splitmix64(seed));
   for (int attempt = 0; static_cast<int>(out.size()) < count && attempt < 64 * count; ++attempt) {
-    const std::string d = baseline::random_variant(mode, rng).describe();
+    const std::string d = template_policy::random_variant(mode, rng).describe();
     if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
   }
   return out;

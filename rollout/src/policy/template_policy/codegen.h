@@ -1,4 +1,4 @@
-// Source generation for the baseline policy: one complete solution file for a
+// Source generation for the template policy: one complete solution file for a
 // lowered task and a variant, in the backend's mode (`cpp` for the CPU
 // backend, `cuda` for the GPU), exporting kf_forward per kforge/kernel_abi.h.
 // Every size is read from the kernel inputs at run time, so one file serves
@@ -7,12 +7,12 @@
 
 #include <string>
 
-#include "policy/baseline/kernel_graph.h"
-#include "policy/baseline/variant.h"
+#include "policy/template_policy/kernel_graph.h"
+#include "policy/template_policy/variant.h"
 
-namespace kforge::rollout::baseline {
+namespace kforge::rollout::template_policy {
 
 std::string generate_cpp(const KernelGraph& graph, const Variant& variant);
 std::string generate_cuda(const KernelGraph& graph, const Variant& variant);
 
-}  // namespace kforge::rollout::baseline
+}  // namespace kforge::rollout::template_policy

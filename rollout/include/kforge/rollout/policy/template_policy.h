@@ -1,4 +1,4 @@
-// The built-in baseline policy (docs/architecture.md#rollouts): no model, kernel templates
+// The built-in template policy (docs/architecture.md#rollouts): no model, kernel templates
 // generated from the task's graph, so that the whole system runs, trains and
 // is tested without an LLM.
 //
@@ -8,7 +8,7 @@
 // linear) with their epilogues, and a complete solution file is generated in
 // the backend's mode: `cpp` on the CPU backend, `cuda` on the GPU. Variants
 // differ by fusion, block size, vector width, unrolling, reduction
-// accumulators and matmul tiling (src/baseline/variant.h).
+// accumulators and matmul tiling (rollout/src/policy/template_policy/variant.h).
 //
 // An episode: the first turn profiles a variant drawn from the request's
 // sampling seed (so the n rollouts of a group try different kernels), the
@@ -29,7 +29,7 @@
 
 namespace kforge::rollout {
 
-struct BaselineConfig {
+struct TemplateConfig {
   // "auto": `cuda` when the tools offer a mode choice (the CUDA backend),
   // else `cpp`; or "cpp" / "cuda".
   std::string mode = "auto";
@@ -39,25 +39,25 @@ struct BaselineConfig {
   uint64_t seed = 0;
 };
 
-class BaselinePolicy : public Policy {
+class TemplatePolicy : public Policy {
  public:
-  explicit BaselinePolicy(BaselineConfig config = {});
+  explicit TemplatePolicy(TemplateConfig config = {});
   std::vector<PolicyReply> act(const std::vector<PolicyRequest>& requests) override;
   std::string describe() const override;
 
  private:
   PolicyReply act_one(const PolicyRequest& request) const;
-  BaselineConfig config_;
+  TemplateConfig config_;
 };
 
 // The template source for `task` in `mode` ("cpp" or "cuda") with the knobs
 // written in `variant` ("fuse=1 block=256 vec=4 ..."; empty: the defaults).
 // InputError when the variant text is malformed or the task has no template.
-std::string baseline_source(const TaskSpec& task, const std::string& mode, const std::string& variant = "");
-// Why the baseline has no template for `task`, or "" when it has one.
-std::string baseline_unsupported(const TaskSpec& task);
+std::string template_source(const TaskSpec& task, const std::string& mode, const std::string& variant = "");
+// Why the template policy has no template for `task`, or "" when it has one.
+std::string template_unsupported(const TaskSpec& task);
 // `count` distinct variants for `mode`: the defaults, then random ones drawn
 // with `seed`.
-std::vector<std::string> baseline_variants(const std::string& mode, int count, uint64_t seed);
+std::vector<std::string> template_variants(const std::string& mode, int count, uint64_t seed);
 
 }  // namespace kforge::rollout
