@@ -8,8 +8,12 @@ PyTorch and probed as a skeptical reviewer would (issue 23):
   outputs within the tolerance (all inputs at once, then each alone);
 - small: an output's RMS is below atol.
 
-Usage: audit_shortcuts.py OUT_DIR [--device cpu|cuda] [--limit N]
-Prints one JSON line of counts and the task ids behind each.
+Usage: audit_shortcuts.py OUT_DIR [--device cpu|cuda] [--limit N] [--shard K/N]
+                           [--deadline-s S]
+Prints one JSON line of counts and the task ids behind each. --shard K/N
+audits every N-th task from the K-th (0-based), so that N processes share a
+set; --deadline-s stops after S seconds and reports the tasks audited so far
+("audited" < "tasks": a partial audit, never read as a whole one).
 """
 
 import argparse
@@ -18,6 +22,7 @@ import importlib.util
 import json
 import os
 import sys
+import time
 
 import torch
 
@@ -67,13 +72,28 @@ def main(argv=None):
     ap.add_argument("out")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--shard", default="0/1", help="K/N: audit tasks K, K+N, K+2N, ...")
+    ap.add_argument("--deadline-s", type=float, default=0, help="stop after this many seconds (0: never)")
     a = ap.parse_args(argv)
+    try:
+        shard, shards = (int(v) for v in a.shard.split("/"))
+        if not 0 <= shard < shards:
+            raise ValueError
+    except ValueError:
+        ap.error("--shard: expected K/N with 0 <= K < N, e.g. 0/4; got %r" % a.shard)
+    start = time.monotonic()
     tasks = [json.loads(line) for line in open(os.path.join(a.out, "tasks.jsonl")) if line.strip()]
     if a.limit:
         tasks = tasks[:a.limit]
+    mine = list(range(shard, len(tasks), shards))
+    audited = 0
     found = {"passable_by_constant": [], "mostly_constant": [], "ignores_activations": [], "ignores_an_input": [],
              "rms_below_atol": [], "errors": []}
-    for i, t in enumerate(tasks):
+    for i in mine:
+        if a.deadline_s and time.monotonic() - start > a.deadline_s:
+            break
+        t = tasks[i]
+        audited += 1
         name = t["id"].replace("/", "_") + ".py"
         tol = t.get("tolerance") or {"rtol": 1e-2, "atol": 1e-2}
         rtol, atol = tol["rtol"], tol["atol"]
@@ -107,7 +127,7 @@ def main(argv=None):
                     found["rms_below_atol"].append(t["id"])
         except Exception as e:  # reported, not fatal: the audit goes on
             found["errors"].append("%s: %s" % (t["id"], str(e).splitlines()[0][:160]))
-    summary = {"tasks": len(tasks)}
+    summary = {"tasks": len(mine), "audited": audited, "shard": a.shard, "device": a.device}
     summary.update({k: len(v) for k, v in found.items()})
     summary["ids"] = {k: v[:20] for k, v in found.items() if v}
     print(json.dumps(summary))

@@ -137,6 +137,29 @@ TEST_F(CudaPoolTest, AJudgeQueuedForTheGateIsNotTimedOutAtStartUp) {
   EXPECT_EQ(r.outcome, Outcome::kCorrect) << r.summary;
 }
 
+// A request queued for the gate behind another process for longer than the
+// executor waits for a report (eval_timeout_ms per lane + 30 s grace) is not
+// killed as hung: the judge tells the executor every 2 s that it is queued,
+// and the executor moves the deadline by it (judge_loop.cpp, QueueNotices).
+// On the H200, with six GPU test binaries at a time, a judge was killed so.
+TEST_F(CudaPoolTest, ARequestQueuedBehindAnotherProcessIsNotKilledAsHung) {
+  auto pool = make_device_pool(config(1));
+  ASSERT_FALSE(pool->device_name().empty());
+  EvalRequest req = request(false);
+  req.options.eval_timeout_ms = 5000;
+  ASSERT_EQ(pool->submit(req).get().outcome, Outcome::kCorrect);  // its spare settled too
+
+  exec::GpuGate mine(gate_dir_, gate_key());
+  mine.exclusive();
+  std::future<EvalReport> pending = pool->submit(req);
+  EXPECT_EQ(pending.wait_for(std::chrono::seconds(40)), std::future_status::timeout)
+      << "the request ended while the GPU was held exclusively (killed as hung?)";
+  mine.release();
+  const EvalReport r = pending.get();
+  EXPECT_EQ(r.outcome, Outcome::kCorrect) << r.summary;
+  EXPECT_GT(r.phase_ms.value("gate_wait", 0.0), 35000.0) << r.phase_ms.dump();
+}
+
 TEST_F(CudaPoolTest, FourLanesEvaluateCandidatesAtOnce) {
   auto pool = make_device_pool(config(4));
   ASSERT_FALSE(pool->device_name().empty());

@@ -1,6 +1,7 @@
 // The GPU gate (exec_common/gpu_gate.h) across real processes: readers overlap,
 // a writer is alone, a waiting writer keeps new readers out, a downgrade lets
-// readers in but no writer, and a holder that is SIGKILLed releases at once.
+// readers in but no writer, a holder that is SIGKILLed releases at once, and
+// a waiter hears how long it waited while it waits.
 #include "exec_common/gpu_gate.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -187,6 +189,59 @@ TEST_F(GpuGateTest, ADisabledGateNeverWaits) {
   EXPECT_FALSE(off.enabled());
   EXPECT_EQ(off.exclusive(), 0.0);
   EXPECT_EQ(off.hold(), GpuGate::Hold::kNone);
+}
+
+// A judge queued behind another process's hold tells its executor so, every
+// interval, with the time waited (judge_loop.cpp, QueueNotices). Asserted:
+// notices while blocked, their sum within the hold, none once the lock is
+// free at once.
+TEST_F(GpuGateTest, AWaiterIsToldHowLongItWaitedWhileItWaits) {
+  GateHolder holder(dir_, "k");
+  holder.send('x');
+  ASSERT_EQ(holder.reply_within(kPromptMs), 'X');
+  GpuGate gate(dir_, "k");
+  std::atomic<int> notices{0};
+  std::atomic<double> noticed_ms{0};
+  gate.set_wait_notice(
+      [&](double ms) {
+        ++notices;
+        noticed_ms = noticed_ms + ms;
+      },
+      100);
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    holder.send('r');
+  });
+  const double waited = gate.shared();
+  releaser.join();
+  EXPECT_GE(waited, 900);
+  EXPECT_GE(notices.load(), 1) << "no notice in a wait of " << waited << " ms";
+  EXPECT_LE(noticed_ms.load(), waited + 1) << "more time noticed than waited";
+  EXPECT_EQ(holder.reply_within(kPromptMs), 'R');
+
+  // Free at once: no notice, no thread.
+  gate.release();
+  const int before = notices.load();
+  gate.exclusive();
+  gate.release();
+  EXPECT_EQ(notices.load(), before);
+}
+
+TEST_F(GpuGateTest, NoNoticeOnceTurnedOff) {
+  GateHolder holder(dir_, "k");
+  holder.send('x');
+  ASSERT_EQ(holder.reply_within(kPromptMs), 'X');
+  GpuGate gate(dir_, "k");
+  std::atomic<int> notices{0};
+  gate.set_wait_notice([&](double) { ++notices; }, 50);
+  gate.set_wait_notice(nullptr, 0);
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    holder.send('r');
+  });
+  gate.shared();
+  releaser.join();
+  EXPECT_EQ(notices.load(), 0);
 }
 
 }  // namespace

@@ -6,6 +6,9 @@
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include "exec_common/deadline.h"
 #include "kforge/core/errno_text.h"
@@ -27,13 +30,66 @@ UniqueFd open_lock_file(const std::filesystem::path& path) {
 
 // flock, retried when a signal interrupts it. No timeout: a holder is a judge
 // whose own request deadline bounds it, and whose death releases it.
-void lock(const UniqueFd& fd, int operation, const char* what) {
+void lock_blocking(const UniqueFd& fd, int operation, const char* what) {
   while (::flock(fd.get(), operation) != 0) {
     if (errno != EINTR) throw SystemError(std::string("GPU gate: flock (") + what + "): " + errno_text(errno));
   }
 }
 
+// Calls `notice` every `every_ms` on its own thread until destroyed, the
+// blocking flock going on in the thread that made it.
+class WaitNotifier {
+ public:
+  WaitNotifier(const std::function<void(double)>& notice, double every_ms) : notice_(notice), every_ms_(every_ms) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~WaitNotifier() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+  WaitNotifier(const WaitNotifier&) = delete;
+  WaitNotifier& operator=(const WaitNotifier&) = delete;
+
+ private:
+  void run() {
+    auto last = std::chrono::steady_clock::now();
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!wake_.wait_for(lock, std::chrono::duration<double, std::milli>(every_ms_), [this] { return done_; })) {
+      const auto now = std::chrono::steady_clock::now();
+      notice_(std::chrono::duration<double, std::milli>(now - last).count());
+      last = now;
+    }
+  }
+
+  const std::function<void(double)>& notice_;
+  const double every_ms_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
 }  // namespace
+
+void GpuGate::lock(const UniqueFd& fd, int operation, const char* what) {
+  if (!notice_) return lock_blocking(fd, operation, what);
+  // Free at once (the common case): no thread.
+  if (::flock(fd.get(), operation | LOCK_NB) == 0) return;
+  if (errno != EWOULDBLOCK && errno != EINTR) {
+    throw SystemError(std::string("GPU gate: flock (") + what + "): " + errno_text(errno));
+  }
+  WaitNotifier notifier(notice_, notice_every_ms_);
+  lock_blocking(fd, operation, what);
+}
+
+void GpuGate::set_wait_notice(std::function<void(double waited_ms)> notice, double every_ms) {
+  notice_ = std::move(notice);
+  notice_every_ms_ = every_ms;
+}
 
 GpuGate::GpuGate(const std::filesystem::path& dir, const std::string& key) {
   std::error_code ec;

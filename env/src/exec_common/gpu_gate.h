@@ -22,6 +22,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "exec_common/unique_fd.h"
@@ -56,12 +57,24 @@ class GpuGate {
   double exclusive();
   void release();
 
+  // While a call above waits for another process's hold, `notice` is called
+  // from a helper thread every `every_ms` with the milliseconds waited since
+  // the previous call (never when the lock is free at once). The judge tells
+  // the executor it is queued, so that the wait, other candidates' timing,
+  // is not counted against its request (judge_loop.cpp). An empty `notice`
+  // turns it off. `notice` must not throw.
+  void set_wait_notice(std::function<void(double waited_ms)> notice, double every_ms);
+
   // "<key>" with every character outside [A-Za-z0-9._-] replaced by '_'.
   static std::string file_key(const std::string& key);
 
  private:
+  void lock(const UniqueFd& fd, int operation, const char* what);
+
   UniqueFd intent_, gpu_;
   Hold hold_ = Hold::kNone;
+  std::function<void(double)> notice_;
+  double notice_every_ms_ = 0;
 };
 
 }  // namespace kforge::exec

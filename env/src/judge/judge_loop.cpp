@@ -137,6 +137,34 @@ json hello_message(const JudgeLoopConfig& config, const OpenedDevice& opened, co
 
 // Requests, one at a time, on an open device: the runner pools, the counters
 // the executor reads and the memory bound that retires the judge.
+// While a request waits for the GPU gate (other judges' timings), the
+// executor hears `waiting {for: gpu_gate, id, ms}` every kNoticeEveryMs and
+// moves the request's deadline by `ms`, as the judge moves its own
+// (evaluation.cpp, add_gate_wait); without it, a judge queued behind other
+// processes' timings was killed as hung (judge_connection.cpp).
+class QueueNotices {
+ public:
+  static constexpr double kNoticeEveryMs = 2000;
+  QueueNotices(exec::GpuGate* gate, int control_fd, json id) : gate_(gate) {
+    gate_->set_wait_notice(
+        [control_fd, id = std::move(id)](double ms) {
+          try {
+            send(control_fd, {{"type", "waiting"}, {"for", "gpu_gate"}, {"id", id}, {"ms", ms}});
+          } catch (const std::exception&) {
+            // The executor is gone or not reading: the request's reply will
+            // fail the same way, and that ends the judge.
+          }
+        },
+        kNoticeEveryMs);
+  }
+  ~QueueNotices() { gate_->set_wait_notice(nullptr, 0); }
+  QueueNotices(const QueueNotices&) = delete;
+  QueueNotices& operator=(const QueueNotices&) = delete;
+
+ private:
+  exec::GpuGate* gate_;
+};
+
 class RequestServer {
  public:
   RequestServer(const JudgeLoopConfig& config, int control_fd, JudgeDevice* device, exec::GpuGate* gate)
@@ -205,10 +233,9 @@ int RequestServer::serve() {
     const std::string type = exec::string_or(msg, "type", "");
     try {
       std::optional<int> exit_code;
-      if (type == "eval") {
-        exit_code = serve_eval(msg);
-      } else if (type == "reference") {
-        exit_code = serve_reference(msg);
+      if (type == "eval" || type == "reference") {
+        QueueNotices notices(gate_, control_fd_, msg.value("id", json(0)));
+        exit_code = type == "eval" ? serve_eval(msg) : serve_reference(msg);
       } else if (type == "health") {
         send(control_fd_, health(config_, pool_, counters_, reference_requests_, device_, memory_));
       } else if (type == "shutdown") {
