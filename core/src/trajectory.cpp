@@ -33,9 +33,9 @@ Trajectory parse_trajectory(const Document& doc) {
   Trajectory t;
   Field version = r.required("schema_version");
   t.schema_version = static_cast<int>(version.as_int());
-  if (t.schema_version != kTrajectorySchemaVersion) {
-    version.fail("schema version " + std::to_string(kTrajectorySchemaVersion) +
-                 " (this build reads only that version)");
+  if (t.schema_version < kOldestReadableTrajectorySchemaVersion || t.schema_version > kTrajectorySchemaVersion) {
+    version.fail("schema version " + std::to_string(kOldestReadableTrajectorySchemaVersion) + " to " +
+                 std::to_string(kTrajectorySchemaVersion) + " (the versions this build reads)");
   }
   t.id = r.required("id").as_string();
   if (auto f = r.optional("group_id")) t.group_id = f->as_string();

@@ -152,5 +152,28 @@ TEST(TrajectoryTest, TurnInfoRoundTrips) {
   EXPECT_EQ(back.turns[0].info, turn.info);
 }
 
+// Written as version 2 (the typed step info); version 1 files still read;
+// a version this build does not know is refused naming the field.
+TEST(TrajectoryTest, WritesVersion2AndReadsVersions1And2) {
+  Trajectory t;
+  t.id = "r-g0-e0";
+  t.task_id = "task";
+  json j = to_json(t);
+  EXPECT_EQ(j["schema_version"], 2);
+  EXPECT_EQ(parse_trajectory(Document::from_value(j, "<t>")).schema_version, 2);
+  j["schema_version"] = 1;
+  EXPECT_EQ(parse_trajectory(Document::from_value(j, "<t>")).schema_version, 1);
+  for (int unknown : {0, 3}) {
+    j["schema_version"] = unknown;
+    try {
+      parse_trajectory(Document::from_value(j, "<t>"));
+      ADD_FAILURE() << "version " << unknown << " was read";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("schema_version"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("schema version 1 to 2"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kforge

@@ -285,9 +285,10 @@ RecordedEpisode episode_from_json(const json& value, const std::string& file, si
     throw InputError(where + ": field schema_version: expected an integer (is this a trajectory file?)");
   }
   e.schema_version = version->get<int>();
-  if (e.schema_version < 1 || e.schema_version > max_readable_schema_version()) {
+  if (e.schema_version < kOldestReadableTrajectorySchemaVersion || e.schema_version > max_readable_schema_version()) {
     throw InputError(where + ": field schema_version: " + std::to_string(e.schema_version) +
-                     " is not readable by this build (it reads versions 1 to " +
+                     " is not readable by this build (it reads versions " +
+                     std::to_string(kOldestReadableTrajectorySchemaVersion) + " to " +
                      std::to_string(max_readable_schema_version()) + "); use a newer kforge");
   }
   e.id = string_at(t, "id");

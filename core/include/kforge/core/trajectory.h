@@ -9,7 +9,13 @@
 
 namespace kforge {
 
-inline constexpr int kTrajectorySchemaVersion = 1;
+// Version 2 (issue 22): each turn's info.env is a StepInfo
+// (env/include/kforge/env/step_info.h), read by field with its types checked
+// (a value of the wrong type is an error naming the field) where version 1's
+// was free-form JSON. The written shape is version 1's, so version-1 files
+// read through the same code (tests/rollout/replay/data/schema_v1/).
+inline constexpr int kTrajectorySchemaVersion = 2;
+inline constexpr int kOldestReadableTrajectorySchemaVersion = 1;
 
 struct Turn {
   json messages = json::array();  // chat messages the policy saw/produced this turn
