@@ -145,8 +145,10 @@ TEST(RunnerStartTest, ASlowStartIsNotChargedToTheCandidatesLoadLimit) {
   pool.refill();
   EvaluationCounters counters;
   const env::EvalReport report = evaluate(request, device.get(), &pool, &counters);
+  // The outcome is what a 5 s load limit could not give; the phase shows
+  // where the wait was booked (most of the 8 s, less what ran before the take).
   EXPECT_EQ(report.outcome, Outcome::kCorrect) << report.summary;
-  EXPECT_GE(report.phase_ms.value("runner_start", 0.0), 6000) << report.phase_ms.dump();
+  EXPECT_GE(report.phase_ms.value("runner_start", 0.0), 4000) << report.phase_ms.dump();
 }
 
 // A runner that never starts is the harness's failure, named as such.
