@@ -135,8 +135,6 @@ json hello_message(const JudgeLoopConfig& config, const OpenedDevice& opened, co
   return hello;
 }
 
-// Requests, one at a time, on an open device: the runner pools, the counters
-// the executor reads and the memory bound that retires the judge.
 // While a request waits for the GPU gate (other judges' timings), the
 // executor hears `waiting {for: gpu_gate, id, ms}` every kNoticeEveryMs and
 // moves the request's deadline by `ms`, as the judge moves its own
@@ -165,6 +163,8 @@ class QueueNotices {
   exec::GpuGate* gate_;
 };
 
+// Requests, one at a time, on an open device: the runner pools, the counters
+// the executor reads and the memory bound that retires the judge.
 class RequestServer {
  public:
   RequestServer(const JudgeLoopConfig& config, int control_fd, JudgeDevice* device, exec::GpuGate* gate)
