@@ -50,17 +50,16 @@ class TaskBuilder:
         return name
 
     def input(self, stem, tensor, init):
-        name = self.unique(stem)
-        spec = {"name": name, "shape": list(tensor.shape), "dtype": dtype_name(tensor.dtype)}
-        spec.update(init_fields(init))
-        self.task["inputs"].append(spec)
-        return name
+        return self._tensor("inputs", stem, tensor, init)
 
     def param(self, stem, tensor, init):
+        return self._tensor("params", stem, tensor, init)
+
+    def _tensor(self, kind, stem, tensor, init):
         name = self.unique(stem)
         spec = {"name": name, "shape": list(tensor.shape), "dtype": dtype_name(tensor.dtype)}
         spec.update(init_fields(init))
-        self.task["params"].append(spec)
+        self.task[kind].append(spec)
         return name
 
     def node(self, op, ins, attrs=None, stem=None):
