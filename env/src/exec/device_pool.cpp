@@ -69,6 +69,7 @@ Pool::Pool(const ExecutorConfig& config) : config_(config) {
   base.trim_above_bytes = config.judge_trim_above_bytes;
   base.retire_above_bytes = config.judge_retire_above_bytes;
   base.device_trim_above_bytes = config.judge_device_trim_above_bytes;
+  base.runner_spares = config.runner_spares;
   try {
     if (indices.empty()) {
       throw SystemError(

@@ -42,6 +42,9 @@ void JudgeConnection::start(const JudgeLaunch& launch) {
                std::to_string(launch.device_trim_above_bytes >> 20)};
   if (!launch.gate_dir.empty()) spec.args.insert(spec.args.end(), {"--gate-dir", launch.gate_dir.string()});
   if (launch.cpu >= 0) spec.args.insert(spec.args.end(), {"--cpu", std::to_string(launch.cpu)});
+  if (launch.runner_spares > 0) {
+    spec.args.insert(spec.args.end(), {"--spares", std::to_string(launch.runner_spares)});
+  }
   // The judge's stdout and stderr (libtorch warnings, crash messages) go to our stderr.
   spec.fds = {{0, devnull.get()}, {1, STDERR_FILENO}, {2, STDERR_FILENO}, {3, theirs.get()}};
   try {

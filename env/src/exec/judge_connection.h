@@ -39,6 +39,7 @@ struct JudgeLaunch {
   uint64_t device_trim_above_bytes = uint64_t{8} << 30;
   std::filesystem::path gate_dir;  // the GPU gate's lock files; empty: none
   int cpu = -1;                    // the core to pin the judge (and its runners) to; -1: none
+  int runner_spares = 0;           // ExecutorConfig::runner_spares; 0: the judge's default
 };
 
 class JudgeConnection {

@@ -84,7 +84,8 @@ void read_prompt(const Document& doc, ObjectReader r, PromptConfig& p) {
 
 void read_compile(const Document& doc, ObjectReader r, EnvConfig& c) {
   if (auto f = r.optional("cache_dir")) c.compile.cache_dir = resolve_path(doc, f->as_string());
-  if (auto f = r.optional("threads")) c.compile.threads = static_cast<int>(f->as_int_in(1, 256));
+  // 0: one per usable core (CompileServiceConfig::threads).
+  if (auto f = r.optional("threads")) c.compile.threads = static_cast<int>(f->as_int_in(0, 256));
   if (auto f = r.optional("arch")) {
     c.arch = f->as_string();
     if (c.arch.rfind("sm_", 0) != 0) f->fail("a CUDA architecture such as \"sm_90a\"");
@@ -111,11 +112,15 @@ void read_compile(const Document& doc, ObjectReader r, EnvConfig& c) {
   r.finish();
 }
 
+// More spare runners than this per judge is a typo: each CUDA spare holds a context.
+constexpr int64_t kMaxRunnerSpares = 16;
+
 void read_executor(const Document& doc, ObjectReader r, EnvConfig& c) {
   if (auto f = r.optional("tools_dir")) c.tools_dir = resolve_path(doc, f->as_string());
   if (auto f = r.optional("scratch_dir")) c.scratch_dir = resolve_path(doc, f->as_string());
   if (auto f = r.optional("gate_dir")) c.gate_dir = resolve_path(doc, f->as_string());
   if (auto f = r.optional("gpu_gate")) c.gpu_gate = f->as_bool();
+  if (auto f = r.optional("runner_spares")) c.runner_spares = static_cast<int>(f->as_int_in(0, kMaxRunnerSpares));
   if (auto f = r.optional("baseline_cache")) {
     const std::string v = f->as_string();
     c.baseline_cache = v == "off" || v.empty() ? v : resolve_path(doc, v).string();
@@ -259,6 +264,7 @@ json to_json(const EnvConfig& c) {
             {"scratch_dir", c.scratch_dir.string()},
             {"gate_dir", c.gate_dir.string()},
             {"gpu_gate", c.gpu_gate},
+            {"runner_spares", c.runner_spares},
             {"baseline_cache", c.baseline_cache}}},
           {"placement",
            {{"devices", c.placement.all_devices ? json("all") : json(c.placement.devices)},
@@ -297,6 +303,7 @@ ExecutorConfig executor_config(const EnvConfig& c) {
   ec.scratch_dir = c.scratch_dir;
   ec.gate_dir = c.gate_dir;
   ec.gpu_gate = c.gpu_gate;
+  ec.runner_spares = c.runner_spares;
   if (c.baseline_cache != "off") {
     ec.baseline_cache_dir =
         c.baseline_cache.empty() ? default_baseline_cache_dir() : std::filesystem::path(c.baseline_cache);

@@ -122,20 +122,24 @@ class Evaluation {
   // Time spent waiting for other candidates' exclusive parts is not this
   // candidate's: the request's deadline moves by it, so that queueing behind
   // other lanes never turns into this candidate's timeout.
-  void add_gate_wait(double ms) {
+  // `phase` says which part waited: phase_ms.gate_wait_<phase> (load,
+  // time, profile) beside the total, phase_ms.gate_wait.
+  void add_gate_wait(double ms, const char* phase) {
     report_.phase_ms["gate_wait"] = report_.phase_ms.value("gate_wait", 0.0) + ms;
+    const std::string key = std::string("gate_wait_") + phase;
+    report_.phase_ms[key] = report_.phase_ms.value(key, 0.0) + ms;
     if (ms > 0) deadline_ = exec::Deadline::after_ms(deadline_.remaining_ms() + ms);
   }
-  // No runner starting meanwhile (runner_pool.h): the spares started after
-  // the previous candidate's timing must be done starting. Then the GPU is
-  // ours alone: every other judge on it has left its shared part or waits
-  // (gpu_gate.h).
-  void settle_runners() {
+  // No start-up that could disturb a measurement meanwhile (runner_pool.h):
+  // a spare profiler runner must be done starting; timing runners start
+  // beside timing and are not waited for. Then the GPU is ours alone: every
+  // other judge on it has left its shared part or waits (gpu_gate.h).
+  void settle_runners(const char* phase) {
     const auto s = Clock::now();
     pool_->settle(deadline_);
     if (profilers_ != nullptr) profilers_->settle(deadline_);
     report_.phase_ms["settle"] = report_.phase_ms.value("settle", 0.0) + ms_since(s);
-    add_gate_wait(gate_->exclusive());
+    add_gate_wait(gate_->exclusive(), phase);
   }
   bool reject(Outcome outcome, std::string summary) {
     report_.outcome = outcome;
@@ -205,7 +209,7 @@ bool Evaluation::passes_static_checks() {
 }
 
 Verdict Evaluation::start_candidate() {
-  add_gate_wait(gate_->shared());
+  add_gate_wait(gate_->shared(), "load");
   plan_.emplace(plan_cases(request_.task, device_->page_size(), device_->arena_alignment()));
   auto t = Clock::now();
   RunnerPool::Taken taken = pool_->take(deadline_);
@@ -227,15 +231,20 @@ Verdict Evaluation::verify() {
   auto t = Clock::now();
   VerificationResult v = verify_candidate(*plan_, options_, request_.input_seed, &*session_, device_, deadline_);
   report_.phase_ms["verify"] = ms_since(t);
+  for (const auto& [part, ms] : v.phase_ms.items()) report_.phase_ms["verify_" + part] = ms;
   report_.verification = std::move(v.cases);
   return std::move(v.verdict);
 }
 
 void Evaluation::time(Verdict* verdict) {
-  settle_runners();
+  settle_runners("time");
   auto t = Clock::now();
   TimingResult timing = time_candidate(*plan_, options_, &*session_, device_, deadline_);
   report_.phase_ms["time"] = ms_since(t);
+  // Only the timing window is exclusive: the report, the runner's retirement
+  // and the next request's load overlap other judges' work, never their
+  // timing (a downgrade no writer can slip into, gpu_gate.h).
+  gate_->shared();
   report_.timing = std::move(timing.timing);
   if (timing.verdict.failed()) {
     *verdict = std::move(timing.verdict);
@@ -254,12 +263,13 @@ void Evaluation::profile(Verdict* verdict) {
   if ((verdict->failed() && !explain_roofline) || !request_.profile || device_->backend() != "cuda") return;
   // The energy counter is the whole device's, like the timer's GPU; the
   // counters and the traced call must see this candidate alone too.
-  if (options_.energy_window_ms > 0) settle_runners();
-  add_gate_wait(gate_->exclusive());
+  if (options_.energy_window_ms > 0) settle_runners("profile");
+  add_gate_wait(gate_->exclusive(), "profile");
   auto t = Clock::now();
   ProfileResult profile = profile_candidate(request_, *plan_, &*session_, device_, profilers_, limits_, deadline_,
                                             report_.timing ? &*report_.timing : nullptr);
   report_.phase_ms["profile"] = ms_since(t);
+  gate_->shared();
   for (const auto& [part, ms] : profile.phase_ms.items()) report_.phase_ms["profile_" + part] = ms;
   report_.profile = std::move(profile.profile);
   if (!explain_roofline) {
@@ -303,8 +313,9 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
   Verdict verdict = evaluation.start_candidate();
   if (!verdict.failed()) verdict = evaluation.verify();
   if (!verdict.failed() && request.time) evaluation.time(&verdict);
-  // The next candidate's runner starts now, while this one is profiled (or
-  // the report is written): after the timing, before the next one's.
+  // Where start-ups must not overlap timing (runner_pool.h), the next
+  // candidate's runner starts now, after the timing; elsewhere take()
+  // started it already and this only replaces spares that died waiting.
   pool->refill();
   evaluation.profile(&verdict);
   return evaluation.finish(std::move(verdict), counters);

@@ -25,12 +25,27 @@ namespace {
 // Up to 20 ms: longer than the judge's work between two timed calls of an
 // L1-sized task, so that neither end of a timed exchange sleeps.
 constexpr int kCudaReplySpinUs = 20000;
+// Spare timing runners of a CUDA judge: a start-up takes 0.4-0.6 s alone and
+// longer when several lanes start runners at once (8 at once: 1.9 s on an
+// H100), while a candidate can be judged in ~0.2 s; three ready spares keep
+// take() from waiting at that pace. Each holds a CUDA context (device memory:
+// docs/cuda-backend.md, "Pools"); JudgeLoopConfig::runner_spares overrides.
+constexpr int kDefaultCudaSpares = 3;
 
 using exec::Deadline;
 using exec::json;
 
 // The executor is always reading when we answer; this only bounds a broken one.
 constexpr double kSendDeadlineMs = 30000;
+
+// On the GPU a timing runner starts beside timed work (runner_pool.h). On
+// the CPU its start-up would run on the core the candidate is timed on (a
+// slot's judge and runners share one pinned core), so it waits until the
+// timing is over, as a profiler runner does; a CPU runner starts in
+// milliseconds, so nothing waits for it in practice.
+RunnerPool::StartUp timing_runner_start_up(const std::string& backend) {
+  return backend == "cuda" ? RunnerPool::StartUp::kBesideTiming : RunnerPool::StartUp::kOutsideTiming;
+}
 
 void send(int fd, const json& body) { exec::send_frame(fd, body, Deadline::after_ms(kSendDeadlineMs)); }
 
@@ -177,7 +192,8 @@ class RequestServer {
         // candidate, and the CPU clock, not the round trip, is what is timed.
         reply_spin_us_(config.backend == "cuda" ? kCudaReplySpinUs : 0),
         pool_({config.runner, config.scratch, config.backend, config.device, false, reply_spin_us_},
-              config.backend == "cuda" ? 2 : 1),
+              config.runner_spares > 0 ? config.runner_spares : (config.backend == "cuda" ? kDefaultCudaSpares : 1),
+              timing_runner_start_up(config.backend)),
         memory_(config.memory) {}
 
   // Serves until the executor goes or says shutdown; the exit code.
@@ -217,8 +233,10 @@ int RequestServer::serve() {
   // is started now, so that the first profile does not wait for a CUPTI
   // start-up, and replaced during each profile.
   if (config_.backend == "cuda") {
-    profilers_ = std::make_unique<RunnerPool>(exec::RunnerProcess::Config{
-        config_.runner, config_.scratch, config_.backend, config_.device, true, reply_spin_us_});
+    profilers_ = std::make_unique<RunnerPool>(
+        exec::RunnerProcess::Config{config_.runner, config_.scratch, config_.backend, config_.device, true,
+                                    reply_spin_us_},
+        1, RunnerPool::StartUp::kOutsideTiming);
     profilers_->refill();
   }
   while (true) {
@@ -284,8 +302,8 @@ std::optional<int> RequestServer::serve_eval(const json& msg) {
     send(control_fd_, reply);
   }
   if (std::optional<int> code = exit_if_retired(broken)) return code;
-  // Spares start as readers (or inside this judge's exclusive part).
-  if (gate_->hold() == exec::GpuGate::Hold::kNone) gate_->shared();
+  // Tops up the spares. On the GPU, timing runners' start-up needs no share
+  // of the gate (runner_pool.h); elsewhere there is no gate.
   pool_.refill();
   return std::nullopt;
 }

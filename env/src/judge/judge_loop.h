@@ -9,12 +9,13 @@
 //   shutdown {}                       (exits)
 //
 // Requests are served one at a time, so a reference being timed never
-// overlaps an evaluation of this judge; a spare runner is started after each
-// report is sent. Other judges on the same GPU (lanes, docs/execution.md) are
-// kept out of timed work by the GPU gate (exec_common/gpu_gate.h): verification,
-// runner start-up and reference checks hold a share, timing and profiling
-// hold it exclusively, and between requests the judge holds a share while any
-// of its spare runners is still starting.
+// overlaps an evaluation of this judge; a spare timing runner is started as
+// soon as one is taken (runner_pool.h). Other judges on the same GPU (lanes,
+// docs/execution.md) are kept out of timed work by the GPU gate
+// (exec_common/gpu_gate.h): verification and reference checks hold a share,
+// timing and profiling hold it exclusively, and between requests the judge
+// holds a share while its spare profiler runner is still starting (CUPTI
+// set-up); timing runners start beside anything.
 #pragma once
 
 #include <filesystem>
@@ -33,6 +34,9 @@ struct JudgeLoopConfig {
   // this judge is alone on its GPU.
   std::filesystem::path gate_dir;
   MemoryLimits memory;            // memory_bound.h
+  // Spare timing runners kept started (runner_pool.h); 0: the backend's
+  // default (cuda 3, cpu 1).
+  int runner_spares = 0;
 };
 
 // Serves until the executor closes the channel or says shutdown; returns the

@@ -94,6 +94,8 @@ int main(int argc, char** argv) {
       config.memory.trim_above_bytes = std::strtoull(value.c_str(), nullptr, 10) << 20;
     } else if (key == "--retire-above-mib") {
       config.memory.retire_above_bytes = std::strtoull(value.c_str(), nullptr, 10) << 20;
+    } else if (key == "--spares") {
+      config.runner_spares = std::atoi(value.c_str());
     } else if (key == "--device-trim-above-mib") {
       config.memory.device_trim_above_bytes = std::strtoull(value.c_str(), nullptr, 10) << 20;
     } else {
@@ -105,7 +107,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: kforge-judge --backend cpu|cuda --runner PATH --scratch DIR [--device N] [--gate-dir DIR]\n"
                  "                    [--cpu CORE] [--parent-pid PID] [--trim-above-mib N] [--retire-above-mib N]\n"
-                 "                    [--device-trim-above-mib N]\n"
+                 "                    [--device-trim-above-mib N] [--spares N]\n"
                  "Started by the Executor with its control socket on fd 3.\n");
     return 2;
   }

@@ -16,12 +16,16 @@ RunnerPool::Taken RunnerPool::take(exec::Deadline deadline) {
     spares_.pop_front();
     // A spare that died while waiting, or cannot start in time, is reaped here.
     if (!spare.runner->check_alive()) continue;
+    // Its replacement starts now, while this one finishes starting (if it
+    // has not) and the candidate is loaded, verified and timed.
+    if (start_up_ == StartUp::kBesideTiming) refill();
     exec::RunnerReply started = spare.runner->await_started(start_limit(spare.spawned));
     if (started.ok()) return {std::move(spare.runner), std::move(started)};
     break;  // one replacement at most: a host too busy to start one will not start the next either
   }
   auto spawned = std::chrono::steady_clock::now();
   Taken taken{exec::RunnerProcess::spawn(config_), {}};
+  if (start_up_ == StartUp::kBesideTiming) refill();
   taken.started = taken.runner->await_started(start_limit(spawned));
   return taken;
 }
@@ -40,6 +44,7 @@ void RunnerPool::refill() {
 }
 
 double RunnerPool::settle(exec::Deadline deadline) {
+  if (start_up_ == StartUp::kBesideTiming) return 0;
   const auto start = std::chrono::steady_clock::now();
   const exec::Deadline limit = exec::Deadline::earliest(deadline, exec::Deadline::after_ms(kStartLimitMs));
   // A spare that has not started by then is killed by await_started: either
@@ -68,7 +73,7 @@ std::vector<int> RunnerPool::collect_started() {
       // promptly. Too old: the expired deadline kills it.
       r.await_started(exec::Deadline::after_ms(readable ? 1000.0 : 0.0));
     }
-    if (r.alive() && !r.started()) waiting.push_back(r.control_fd());
+    if (r.alive() && !r.started() && start_up_ == StartUp::kOutsideTiming) waiting.push_back(r.control_fd());
   }
   return waiting;
 }

@@ -1,16 +1,26 @@
 // Fresh runners for every candidate, with spares started in advance so that
-// process start-up (exec, dynamic linking, network namespace, and on GPUs the
-// CUDA context) is off the critical path of the next request.
+// process start-up (exec, dynamic linking, network namespace, and on GPUs
+// cuInit, the CUDA context, warm-ups and cuBLAS) is off the critical path of
+// the next request.
 //
-// A starting runner is not idle: on a GPU it creates a context, runs warm-up
-// kernels and (profiler runners) sets up CUPTI, all on the device being
-// measured. So spares are started only where nothing is measured (the caller
-// says when, with refill()), and settle() waits for every spare to finish
-// starting before a measurement (evaluation.cpp: before timing and before
-// the energy window). Between requests the judge reads `started` as it
-// arrives (collect_started()) and holds a share of the GPU gate while any
-// spare is still starting (judge_loop.cpp), so that other judges on the
-// same GPU do not time anything beside it.
+// Two kinds of start-up (StartUp):
+//   * kBesideTiming: a timing runner. Its start-up may run while another
+//     process times a kernel: measured on an H100 with bench/cuda/start_probe
+//     (a 63 us kernel timed with events in one process while start-ups ran back
+//     to back in another), the kernel's median moved by at most 0.5 % at every
+//     start-up level (process only, + cuInit, + context, + warm-up kernels and
+//     a graph, + cuBLAS; two runs alone differed by 0.25 %); only the share
+//     of samples above 1.2x the median rose (0.18-0.26 % alone, 0.40-0.53 %
+//     beside start-ups), which the median ignores. So a replacement starts as
+//     soon as a spare is taken, during that candidate's load, verification and
+//     timing, several lanes' at once, and no timing ever waits for one.
+//   * kOutsideTiming: a profiler runner (CUPTI set-up), not covered by that
+//     measurement, and a CPU runner, whose start-up would share the pinned
+//     core of the candidate being timed (judge_loop.cpp). Started only where nothing is timed (the caller says when,
+//     with refill()); settle() waits for every such spare to finish starting
+//     before a measurement, and between requests the judge holds a share of
+//     the GPU gate while one is still starting (judge_loop.cpp), so that other
+//     judges on the same GPU time nothing beside it.
 #pragma once
 
 #include <chrono>
@@ -25,11 +35,14 @@ namespace kforge::judge {
 
 class RunnerPool {
  public:
+  enum class StartUp { kBesideTiming, kOutsideTiming };
   // `spares`: how many runners wait ready. One suffices on the CPU, where a
-  // runner starts in milliseconds; a CUDA runner takes hundreds of
-  // milliseconds to create its context, longer than a small evaluation.
-  explicit RunnerPool(exec::RunnerProcess::Config config, int spares = 1)
-      : config_(std::move(config)), target_(spares) {}
+  // runner starts in milliseconds; a CUDA runner takes 0.4-0.6 s alone and
+  // up to 1.9 s for 8 at once (H100), longer than several evaluations, so
+  // the CUDA judge keeps more (judge_loop.cpp, kDefaultCudaSpares).
+  explicit RunnerPool(exec::RunnerProcess::Config config, int spares = 1,
+                      StartUp start_up = StartUp::kBesideTiming)
+      : config_(std::move(config)), target_(spares), start_up_(start_up) {}
 
   // A waiting spare if one is still alive, else a new runner, given until
   // kStartLimitMs after its spawn (and at most until `deadline`) to say
@@ -38,18 +51,21 @@ class RunnerPool {
   // GPU host a spare's context can take longer than a call's timeout. A
   // spare that does not start is replaced once by a new runner; `started`
   // is the last runner's start reply (not ok: it says why, and the runner is
-  // gone). Starts no replacement spare (see refill()). Throws SystemError if
-  // no runner can be spawned.
+  // gone). A kBesideTiming pool starts the replacement spares at once; a
+  // kOutsideTiming pool starts none (see refill()). Throws SystemError if no
+  // runner can be spawned.
   struct Taken {
     std::unique_ptr<exec::RunnerProcess> runner;
     exec::RunnerReply started;
   };
   Taken take(exec::Deadline deadline);
   // Starts spares up to the target; failures are left for take() to report.
-  // Call it where a starting runner disturbs no measurement.
+  // For a kOutsideTiming pool, call it where a starting runner disturbs no
+  // measurement.
   void refill();
-  // Waits until every spare has finished starting (or kills one that takes
-  // longer than kStartLimitMs or the deadline) and returns the milliseconds waited.
+  // kOutsideTiming: waits until every spare has finished starting (or kills
+  // one that takes longer than kStartLimitMs or the deadline) and returns the
+  // milliseconds waited. kBesideTiming: returns 0 at once.
   double settle(exec::Deadline deadline);
   static constexpr double kStartLimitMs = 30000;
   int spares() const { return static_cast<int>(spares_.size()); }
@@ -58,8 +74,10 @@ class RunnerPool {
   int starting() const;
   // Reads `started` from every spare that has sent it, without waiting for
   // the others (a spare starting for longer than kStartLimitMs is killed),
-  // and returns the control fds of those still starting, for poll(2).
+  // and returns the control fds of those still starting whose start-up must
+  // not overlap a timing (kOutsideTiming), for poll(2) under the GPU gate.
   std::vector<int> collect_started();
+  StartUp start_up() const { return start_up_; }
 
  private:
   struct Spare {
@@ -68,6 +86,7 @@ class RunnerPool {
   };
   exec::RunnerProcess::Config config_;
   int target_;
+  StartUp start_up_;
   std::deque<Spare> spares_;
 };
 

@@ -54,6 +54,12 @@ struct ExecutorConfig {
   // GPU, or measurements of what the gate prevents).
   std::filesystem::path gate_dir;
   bool gpu_gate = true;
+  // Spare timing runners each judge keeps started, so that no candidate
+  // waits for a runner's start-up (judge/runner_pool.h). 0: the backend's
+  // default (cuda 3: a CUDA runner takes 0.4-0.6 s to start, a candidate can
+  // be judged in ~0.2 s; cpu 1). Each CUDA spare holds a context's device
+  // memory.
+  int runner_spares = 0;
   // Timed references (baselines) kept on disk per task content, device model
   // and software versions (docs/execution.md, "Baseline cache"). Empty: none.
   std::filesystem::path baseline_cache_dir;

@@ -1,0 +1,198 @@
+// start_probe: what a CUDA runner's start-up costs and which part of it
+// disturbs a kernel timed at the same moment in another process. Standalone
+// (no kforge libraries), so it runs on a bare GPU machine:
+//
+//   start_probe start LEVEL          one start-up to LEVEL, printing each phase's ms
+//   start_probe parallel LEVEL N     N start-ups at once; wall ms until all are done
+//   start_probe disturb LEVEL S      victim: time a ~50 us kernel with events for S s
+//                                    while start-ups to LEVEL run back to back beside it
+//
+// LEVEL: 0 process only (exec, dynamic linking), 1 + cuInit, 2 + context
+// (cudaSetDevice + cudaFree(0)), 3 + stream, events, a kernel and a graph,
+// 4 + cuBLAS handle and one small GEMM (what kforge-runner's warm-up does).
+// Results say which phases need the GPU gate (docs/execution.md, "The GPU gate").
+#include <cublas_v2.h>
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+__global__ void touch(float* x, long n) {
+  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) x[i] = x[i] * 1.0001f + 1.0f;
+}
+
+#define CHECK(x)                                                                   \
+  do {                                                                             \
+    cudaError_t e_ = (x);                                                          \
+    if (e_ != cudaSuccess) {                                                       \
+      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                \
+      std::exit(2);                                                                \
+    }                                                                              \
+  } while (0)
+
+// One start-up to `level`; returns the phases' ms.
+std::vector<std::pair<const char*, double>> start_up(int level) {
+  std::vector<std::pair<const char*, double>> phases;
+  double t = now_ms();
+  auto mark = [&](const char* name) {
+    double n = now_ms();
+    phases.push_back({name, n - t});
+    t = n;
+  };
+  if (level >= 1) {
+    if (cuInit(0) != CUDA_SUCCESS) std::exit(3);
+    mark("cuInit");
+  }
+  if (level >= 2) {
+    CHECK(cudaSetDeviceFlags(cudaDeviceScheduleSpin));
+    CHECK(cudaSetDevice(0));
+    CHECK(cudaFree(nullptr));
+    mark("context");
+  }
+  if (level >= 3) {
+    cudaStream_t s;
+    cudaEvent_t a, b;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CHECK(cudaEventCreate(&a));
+    CHECK(cudaEventCreate(&b));
+    float* x;
+    CHECK(cudaMalloc(&x, 1 << 20));
+    CHECK(cudaMemsetAsync(x, 0, 1 << 20, s));
+    CHECK(cudaEventRecord(a, s));
+    touch<<<64, 256, 0, s>>>(x, (1 << 20) / 4);
+    CHECK(cudaEventRecord(b, s));
+    CHECK(cudaStreamSynchronize(s));
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    touch<<<64, 256, 0, s>>>(x, (1 << 20) / 4);
+    CHECK(cudaStreamEndCapture(s, &g));
+    CHECK(cudaGraphInstantiate(&ge, g, 0));
+    CHECK(cudaGraphLaunch(ge, s));
+    CHECK(cudaDeviceSynchronize());
+    mark("warmups");
+    if (level >= 4) {
+      cublasHandle_t h;
+      if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) std::exit(4);
+      cublasSetStream(h, s);
+      float one = 1, zero = 0;
+      cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 64, 64, 64, &one, x, 64, x, 64, &zero, x + 8192, 64);
+      CHECK(cudaDeviceSynchronize());
+      mark("cublas");
+    }
+  }
+  return phases;
+}
+
+// Spawns this binary as `child LEVEL`; returns its pid. The child exits after
+// its start-up, so back-to-back children are back-to-back start-ups.
+pid_t spawn_child(const char* self, int level) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::string l = std::to_string(level);
+    execl(self, self, "child", l.c_str(), (char*)nullptr);
+    _exit(127);
+  }
+  return pid;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+double pct(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[std::min(v.size() - 1, (size_t)(p * v.size()))];
+}
+
+int disturb(const char* self, int level, double seconds) {
+  CHECK(cudaSetDeviceFlags(cudaDeviceScheduleSpin));
+  CHECK(cudaSetDevice(0));
+  const long n = 16l << 20;  // 64 MiB: ~40-60 us read+write on an H100
+  float* x;
+  CHECK(cudaMalloc(&x, n * 4));
+  CHECK(cudaMemset(x, 0, n * 4));
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < 50; ++i) touch<<<1056, 256, 0, s>>>(x, n);
+  CHECK(cudaStreamSynchronize(s));
+  std::vector<double> ms;
+  int starts = 0;
+  pid_t child = level >= 0 ? spawn_child(self, level) : -1;
+  const double end = now_ms() + seconds * 1000;
+  while (now_ms() < end) {
+    CHECK(cudaEventRecord(a, s));
+    touch<<<1056, 256, 0, s>>>(x, n);
+    CHECK(cudaEventRecord(b, s));
+    CHECK(cudaEventSynchronize(b));
+    float f;
+    CHECK(cudaEventElapsedTime(&f, a, b));
+    ms.push_back(f);
+    if (child > 0) {
+      int st;
+      if (waitpid(child, &st, WNOHANG) == child) {
+        ++starts;
+        child = spawn_child(self, level);
+      }
+    }
+  }
+  if (child > 0) waitpid(child, nullptr, 0);
+  const double m = median(ms);
+  int slow = 0;
+  for (double v : ms) slow += v > 1.2 * m;
+  std::printf("disturb level=%d samples=%zu starts=%d median_ms=%.5f p90=%.5f p99=%.5f max=%.5f over_1.2x=%.3f%%\n",
+              level, ms.size(), starts, m, pct(ms, 0.9), pct(ms, 0.99), pct(ms, 1.0), 100.0 * slow / ms.size());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: start_probe start|parallel|disturb|child LEVEL [N|S]\n");
+    return 1;
+  }
+  const std::string mode = argv[1];
+  const int level = std::atoi(argv[2]);
+  if (mode == "child") {
+    start_up(level);
+    return 0;
+  }
+  if (mode == "start") {
+    const double t0 = now_ms();
+    auto phases = start_up(level);
+    std::printf("start level=%d total_ms=%.1f", level, now_ms() - t0);
+    for (auto& [n, v] : phases) std::printf(" %s=%.1f", n, v);
+    std::printf("\n");
+    return 0;
+  }
+  if (mode == "parallel") {
+    const int n = argc > 3 ? std::atoi(argv[3]) : 4;
+    const double t0 = now_ms();
+    std::vector<pid_t> pids;
+    for (int i = 0; i < n; ++i) pids.push_back(spawn_child(argv[0], level));
+    for (pid_t p : pids) waitpid(p, nullptr, 0);
+    std::printf("parallel level=%d n=%d wall_ms=%.1f\n", level, n, now_ms() - t0);
+    return 0;
+  }
+  if (mode == "disturb") return disturb(argv[0], level, argc > 3 ? std::atof(argv[3]) : 3.0);
+  return 1;
+}
