@@ -3,13 +3,15 @@
 //   BM_EvalThroughput/C >= 10 tasks (the bundled examples, base shape and last
 //                       shape variant) x
 //                       2 candidates, compiled by nvcc into a fresh cache while
-//                       earlier candidates are judged (compile + verify + time +
-//                       profile, production options) by one judge. C = 0: a
-//                       submit as the environment sends it (kernel attribution,
-//                       no hardware counters); C = 1: with counters, as before
-//                       they were left to profile actions (the per-phase effect
-//                       of paying only for what is asked: `[throughput]` lines,
-//                       and `over_with_counters` on C = 0). Counters: candidates
+//                       earlier candidates are judged (compile + verify + time,
+//                       production options) by one judge. C = 0: a submit as
+//                       the environment sends it (no profile stage unless
+//                       runs_profile() says so); C = 1: as a profile action
+//                       (kernel attribution and hardware counters), as every
+//                       submit was before they were left to profile actions
+//                       (the per-phase effect of paying only for what is
+//                       asked: `[throughput]` lines, and `over_with_counters`
+//                       on C = 0). Counters: candidates
 //                       per GPU-minute, median wall time per candidate excluding
 //                       compile (judge's phase total), and the in-run baseline:
 //                       the same work without overlap (sum of compile times +
@@ -156,8 +158,9 @@ void BM_EvalThroughput(benchmark::State& state) {
       EvalRequest req;
       req.task = jobs[i].task;
       req.artifact = c.artifact;
-      req.verify = req.time = req.profile = true;  // what a submit step asks for
+      req.verify = req.time = true;
       req.options.hardware_metrics = counters;
+      req.profile = runs_profile(counters ? ActionType::kProfile : ActionType::kSubmit, req.options);
       evals.push_back(ex.submit(std::move(req)));
     }
     std::vector<double> per_candidate;

@@ -2,14 +2,20 @@
 // issue 15), on the backend of $KFORGE_BENCH_BACKEND (cpu, the default, or
 // cuda):
 //
-//   BM_PoolThroughput/L   new candidates fully evaluated (compile + verify +
-//                         time + the submit's kernel attribution) per minute
-//                         with L lanes (cuda: lanes on one GPU; cpu: slots),
+//   BM_PoolThroughput/L   new candidates fully evaluated as a submit step is
+//                         (compile + verify + time; the profile stage only
+//                         where runs_profile() says a submit has it) per
+//                         minute with L lanes (cuda: lanes on one GPU; cpu: slots),
 //                         over >= 10 tasks (the bundled examples, base shape
 //                         and last variant, two candidates each), each
 //                         candidate compiled fresh and judged as soon as it is
 //                         compiled. Baseline in the same run: L = 1, so
-//                         `over_one_lane` is the pool's gain.
+//                         `over_one_lane` is the pool's gain. Also printed:
+//                         the physical bound (a minute over the median
+//                         exclusive GPU time of a candidate, its timing and
+//                         profile) and how close the run came to it, and the
+//                         cores that the compiles of that rate keep busy
+//                         (median compile time x candidates per second).
 //   BM_SpeedupUnderLoad   the speedup of one candidate/reference pair measured
 //                         R times alone, then R times while other candidates
 //                         compile and verify on the same device through the
@@ -20,8 +26,11 @@
 //
 // Environment: KFORGE_BENCH_BACKEND (cpu|cuda), KFORGE_BENCH_LANES (the L of
 // the loaded runs; default 4 on cuda, 2 on cpu), KFORGE_BENCH_REPEATS (R,
-// default 10), KFORGE_BENCH_DEVICES (cuda: "0,1,..." to spread the
-// throughput run over several GPUs with L lanes each; issue 16).
+// default 10), KFORGE_BENCH_ROUNDS (the throughput set this many times over,
+// each round's sources new; default 3 on cuda, where one round of 20
+// candidates lasts a few seconds and the first compile's latency would
+// weigh on it, 1 on cpu), KFORGE_BENCH_DEVICES (cuda: "0,1,..." to spread
+// the throughput run over several GPUs with L lanes each).
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -88,6 +97,7 @@ bool cuda() {
 }
 
 int loaded_lanes() { return env_int("KFORGE_BENCH_LANES", cuda() ? 4 : 2); }
+int rounds() { return std::max(1, env_int("KFORGE_BENCH_ROUNDS", cuda() ? 3 : 1)); }
 
 std::vector<int> bench_devices() {
   std::vector<int> out;
@@ -169,7 +179,7 @@ std::vector<Job> jobs(const std::string& tag) {
 std::unique_ptr<CompileService> make_compiler(const std::string& name) {
   CompileServiceConfig config;
   config.cache_dir = fs::temp_directory_path() / ("kforge-bench-pool-" + std::to_string(::getpid()) + "-" + name);
-  config.threads = std::max(2u, std::thread::hardware_concurrency() / 2);
+  config.threads = 0;  // one per usable core, the production default
   auto compiler = std::make_unique<CompileService>(config);
   add_default_compilers(*compiler, cuda() ? "cuda" : "cpu");
   return compiler;
@@ -183,6 +193,7 @@ struct ThroughputResult {
   int correct = 0;
   int candidates = 0;
   std::map<std::string, std::vector<double>> phases;
+  std::vector<double> compile_ms;
 };
 
 ThroughputResult run_throughput(DevicePool& pool, const std::vector<Job>& job_list, CompileService& compiler) {
@@ -197,11 +208,13 @@ ThroughputResult run_throughput(DevicePool& pool, const std::vector<Job>& job_li
       std::fprintf(stderr, "bench_pool: compile failed: %s\n", c.diagnostics.c_str());
       continue;
     }
+    out.compile_ms.push_back(c.compile_ms);
     EvalRequest req;
     req.task = job_list[i].task;
     req.artifact = c.artifact;
-    req.verify = req.time = req.profile = true;  // a submit step
     req.options = submit_options();
+    req.verify = req.time = true;  // a submit step
+    req.profile = runs_profile(ActionType::kSubmit, req.options);
     evals.push_back(pool.submit(std::move(req)));
   }
   for (auto& f : evals) {
@@ -226,12 +239,31 @@ void BM_PoolThroughput(benchmark::State& state) {
     auto pool = make_device_pool(pool_config(lanes, devices));
     pool->device_name();  // judge start-up stays outside the measurement
     auto compiler = make_compiler("tp" + std::to_string(lanes));
-    const ThroughputResult r = run_throughput(*pool, jobs("tp" + std::to_string(lanes)), *compiler);
+    std::vector<Job> job_list;
+    for (int round = 0; round < rounds(); ++round) {
+      std::vector<Job> more = jobs("tp" + std::to_string(lanes) + "r" + std::to_string(round));
+      job_list.insert(job_list.end(), more.begin(), more.end());
+    }
+    const ThroughputResult r = run_throughput(*pool, job_list, *compiler);
     remove_cache(*compiler);
     std::printf("[pool] %d lane(s) x %zu device(s): %.1f candidates/min, median ms per phase:", lanes, devices.size(),
                 r.per_minute);
-    for (const auto& [phase, v] : r.phases) std::printf(" %s %.0f", phase.c_str(), median(v));
+    for (const auto& [phase, v] : r.phases) std::printf(" %s %.1f", phase.c_str(), median(v));
     std::printf("\n");
+    // What only one candidate at a time may do on a GPU: its timing and profile.
+    auto phase_median = [&r](const char* phase) {
+      auto it = r.phases.find(phase);
+      return it == r.phases.end() ? 0.0 : median(it->second);
+    };
+    const double exclusive_ms = phase_median("time") + phase_median("profile");
+    const double bound = exclusive_ms > 0 ? 60000.0 / exclusive_ms * static_cast<double>(devices.size()) : 0;
+    const double compile_s = median(r.compile_ms) / 1000.0;
+    std::printf("[pool] physical bound %.0f candidates/min (median exclusive %.1f ms); this run %.0f%% of it; "
+                "compiles: median %.2f s, keeping %.1f cores busy at this rate (%.1f at the bound)\n",
+                bound, exclusive_ms, bound > 0 ? 100 * r.per_minute / bound : 0, compile_s,
+                r.per_minute / 60 * compile_s, bound / 60 * compile_s);
+    state.counters["bound_per_minute"] = bound;
+    state.counters["compile_cores"] = r.per_minute / 60 * compile_s;
     if (lanes == 1) g_one_lane_per_minute = r.per_minute;
     state.counters["candidates"] = r.candidates;
     state.counters["correct"] = r.correct;
@@ -260,8 +292,8 @@ EvalRequest pair_request(CompileService& compiler) {
   req.task = task;
   req.artifact = c.artifact;
   req.verify = req.time = true;
-  req.profile = cuda();
   req.options = submit_options();
+  req.profile = runs_profile(ActionType::kSubmit, req.options);
   return req;
 }
 

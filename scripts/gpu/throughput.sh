@@ -7,19 +7,32 @@
 #   pool     bench_pool on cuda: new candidates per GPU-minute with 1 and 4
 #            lanes (compile overlapped), and the speedup of one pair alone,
 #            under compile+verify load, and under load without the gate
-#   cuda     bench_cuda's BM_EvalThroughput with and without hardware
-#            counters on submits (the per-phase effect of paying only for
-#            what is asked)
+#   cuda     bench_cuda's BM_EvalThroughput as a profile action (attribution
+#            and counters, what every submit paid before) and as a submit
+#            (the per-phase effect of paying only for what is asked)
+#   probe    bench/cuda/start_probe: a runner's start-up by phase, several at
+#            once, and a kernel timed beside start-ups of every level (why
+#            timing runners may start beside timing: docs/cuda-backend.md)
 #   kb       bench/cuda/kernelbench_compare.py: GPU-seconds per new candidate
 #            against KernelBench's own harness, when KFORGE_KERNELBENCH names
-#            a KernelBench checkout (its src/ must import with this Python)
+#            a KernelBench checkout (its src/ must import with this Python;
+#            default: .kb of this tree when it exists, e.g. a `git archive`
+#            of KernelBench's src/ carried along)
 #
-#   OUT=/some/dir [KFORGE_KERNELBENCH=/path/to/KernelBench] bash scripts/gpu/throughput.sh
+#   OUT=/some/dir [KFORGE_KERNELBENCH=/path/to/KernelBench] [KFORGE_BASE_TAR=base.tar] \
+#     bash scripts/gpu/throughput.sh
 #
-# Knobs: STAGES (default build,test,pool,cuda,kb), KFORGE_DEADLINE_S (585),
-# KFORGE_BENCH_LANES (4), KFORGE_BENCH_REPEATS (10), KFORGE_KB_CANDIDATES (2,
-# about a minute each), KFORGE_BENCH_DEVICES ("0"; "0,1,2,3" spreads the
-# throughput run over several GPUs, issue 16).
+# Before/after in the same run: KFORGE_BASE_TAR names a `git archive` of the
+# baseline commit. It is built (bench_pool and what it runs) beside this tree,
+# with this tree's bench_pool.cpp, whose submit takes the baseline's rule (the
+# profile stage on every CUDA submit), and the pool stage runs the baseline's
+# BM_PoolThroughput first, then this tree's: `[pool]` lines of both in
+# summary.log, before then after.
+#
+# Knobs: STAGES (default build,test,pool,cuda,probe,kb), KFORGE_DEADLINE_S (585),
+# KFORGE_BENCH_LANES (4), KFORGE_BENCH_REPEATS (10), KFORGE_KB_CANDIDATES (8,
+# about 40 s each through KernelBench's harness), KFORGE_BENCH_DEVICES ("0";
+# "0,1,2,3" spreads the throughput run over several GPUs).
 # Logs and JSON in $OUT: summary.log, build.log, pool-tests.log,
 # bench_pool.{log,json}, bench_cuda_throughput.{log,json}, kernelbench.log,
 # kernelbench_compare.json.
@@ -29,9 +42,10 @@ OUT=${OUT:-$PWD/build/gpu-out}
 mkdir -p "$OUT"
 export PATH=/opt/torch/.venv/bin:$PATH
 export KFORGE_JOBS=${KFORGE_JOBS:-16}
-STAGES=${STAGES:-build,test,pool,cuda,kb}
+STAGES=${STAGES:-build,test,pool,cuda,probe,kb}
 export KFORGE_TARGETS=${KFORGE_TARGETS-kforge kforge-judge kforge-runner cuda_pool_test bench_pool bench_cuda \
-kforge_kernel_timer}
+kforge_kernel_timer bench_start_probe}
+if [ -z "${KFORGE_KERNELBENCH:-}" ] && [ -d .kb/src/kernelbench ]; then KFORGE_KERNELBENCH=$PWD/.kb; fi
 DEADLINE=${KFORGE_DEADLINE_S:-585}
 left() { local l=$((DEADLINE - SECONDS)); ((l < 10)) && l=10; echo "$l"; }
 status=0
@@ -39,6 +53,21 @@ stage() { [[ ",$STAGES," == *",$1,"* ]]; }
 say() { printf '[throughput %4ds] %s\n' "$SECONDS" "$*" | tee -a "$OUT/summary.log"; }
 
 say "environment: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+
+BASE=""
+if [ -n "${KFORGE_BASE_TAR:-}" ]; then
+  BASE=$(mktemp -d /tmp/kforge-base.XXXX)
+  tar -xf "$KFORGE_BASE_TAR" -C "$BASE"
+  # This tree's benchmark, over the baseline's libraries: the same set and
+  # figures; a submit there had the profile stage (no runs_profile yet).
+  # (and compile threads 0 meant one thread there, not one per core).
+  sed -e 's/runs_profile(ActionType::kSubmit, req.options)/cuda()/' \
+    -e 's/config.threads = 0;/config.threads = static_cast<int>(std::thread::hardware_concurrency());/' \
+    bench/exec/bench_pool.cpp >"$BASE/bench/exec/bench_pool.cpp"
+  say "baseline tree in $BASE; building it beside this one"
+  (cd "$BASE" && KFORGE_TARGETS="kforge-judge kforge-runner bench_pool" KFORGE_JOBS=8 KFORGE_KEEP_GOING=1 \
+    timeout "$(left)" ./run gpu-build >"$OUT/build-base.log" 2>&1; echo $? >"$OUT/build-base.rc") &
+fi
 
 if stage build; then
   if [ -x build/gpu/bench/exec/bench_pool ] && [ -x build/gpu/cli/kforge ] && [ -z "${KFORGE_REBUILD:-}" ]; then
@@ -54,6 +83,10 @@ if stage build; then
     fi
   fi
 fi
+if [ -n "$BASE" ]; then
+  wait
+  say "baseline build: exit $(cat "$OUT/build-base.rc" 2>/dev/null)"
+fi
 if [ -d /opt/kdeps/usr/lib/x86_64-linux-gnu ]; then
   export LD_LIBRARY_PATH=/opt/kdeps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
@@ -63,6 +96,14 @@ if stage test; then
   timeout "$(left)" ctest --test-dir build/gpu -R CudaPool -j 1 --output-on-failure --timeout 300 \
     --output-junit "$OUT/pool-tests.xml" >"$OUT/pool-tests.log" 2>&1 || status=1
   grep -E 'tests passed|tests failed|\*\*\*Failed|Timeout' "$OUT/pool-tests.log" | tee -a "$OUT/summary.log"
+fi
+
+if stage pool && [ -n "$BASE" ] && [ -x "$BASE/build/gpu/bench/exec/bench_pool" ]; then
+  say "BEFORE: the baseline's bench_pool (throughput with 1 and ${KFORGE_BENCH_LANES:-4} lanes)"
+  KFORGE_BENCH_BACKEND=cuda timeout "$(left)" "$BASE/build/gpu/bench/exec/bench_pool" \
+    --benchmark_filter=BM_PoolThroughput --benchmark_out="$OUT/bench_pool_base.json" --benchmark_out_format=json \
+    >"$OUT/bench_pool_base.log" 2>&1 || status=1
+  grep -E '^BM_|^\[pool\]|ERROR' "$OUT/bench_pool_base.log" | sed 's/^/BEFORE /' | tee -a "$OUT/summary.log"
 fi
 
 if stage pool; then
@@ -80,10 +121,22 @@ if stage cuda; then
   grep -E '^BM_|^\[throughput\]|ERROR' "$OUT/bench_cuda_throughput.log" | tee -a "$OUT/summary.log"
 fi
 
+if stage probe; then
+  say "start_probe (runner start-up by phase; a timed kernel beside start-ups)"
+  probe=build/gpu/bench/cuda/start_probe
+  {
+    for l in 1 2 3 4; do $probe start $l; done
+    for n in 1 4 8; do $probe parallel 4 $n; done
+    $probe disturb -1 3
+    for l in 2 4; do $probe disturb $l 4; done
+  } >"$OUT/start_probe.log" 2>&1 || status=1
+  tee -a "$OUT/summary.log" <"$OUT/start_probe.log"
+fi
+
 if stage kb; then
   say "kernelbench_compare (KernelBench checkout: ${KFORGE_KERNELBENCH:-none})"
   timeout "$(left)" python3 bench/cuda/kernelbench_compare.py --kforge build/gpu/cli/kforge \
-    --kernelbench "${KFORGE_KERNELBENCH:-}" --kb-candidates "${KFORGE_KB_CANDIDATES:-2}" --out "$OUT/kb" \
+    --kernelbench "${KFORGE_KERNELBENCH:-}" --kb-candidates "${KFORGE_KB_CANDIDATES:-8}" --out "$OUT/kb" \
     >"$OUT/kernelbench.log" 2>&1 || status=1
   cp "$OUT/kb/kernelbench_compare.json" "$OUT/" 2>/dev/null
   grep -E '^\[kforge\]|^\[kernelbench\]|^\[compare\]|Error|error' "$OUT/kernelbench.log" | tail -20 |

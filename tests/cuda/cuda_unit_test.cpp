@@ -102,6 +102,13 @@ TEST(LeftoverWork, KernelsOutlivingTheCallAreFlagged) {
   EXPECT_EQ(check_work_after_return({}, calls), "");
 }
 
+TEST(LeftoverWork, WorkPendingOnAnotherStreamAtReturnIsAForeignStreamViolation) {
+  EXPECT_EQ(check_foreign_stream({{"rc", 0}, {"self_ns", 10}}), "");
+  EXPECT_EQ(check_foreign_stream({{"rc", 0}, {"foreign_pending", false}}), "");
+  const std::string e = check_foreign_stream({{"rc", 0}, {"foreign_pending", true}});
+  EXPECT_NE(e.find("legacy default stream"), std::string::npos) << e;
+}
+
 json kernel(const std::string& name, uint64_t stream, uint64_t start, uint64_t end, int grid = 264, int block = 256) {
   return {{"kind", "kernel"},         {"name", name},    {"stream", stream},
           {"start_ns", start},        {"end_ns", end},   {"grid", {grid, 1, 1}},

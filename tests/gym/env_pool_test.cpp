@@ -189,6 +189,8 @@ TEST_F(EnvPoolTest, AnEnergyRewardTermTurnsOnTheEnergyMeasurement) {
   with_energy.reward.step_terms = {};
   EnvPool paying(with_energy, 1);
   EXPECT_EQ(paying.config().eval.energy_window_ms, 100.0);
+  EXPECT_TRUE(paying.config().eval.profile_on_submit) << "energy is measured in the profile stage";
+  EXPECT_FALSE(plain.config().eval.profile_on_submit);
 
   with_energy.eval.energy_window_ms = 250;  // a window the config chose stays
   EnvPool chosen(with_energy, 1);

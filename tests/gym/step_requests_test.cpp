@@ -1,9 +1,13 @@
-// What each action asks the judge for (pay only for what is asked): kernel
-// attribution on every timed evaluation, hardware counters only on profile
-// actions unless eval.hardware_metrics_on_submit says so. The requests are
-// recorded on their way to a real executor, whose judge serves them.
+// What each action asks the judge for (pay only for what is asked): the
+// profile stage (kernel attribution, energy) on profile actions, and on
+// submits only with eval.profile_on_submit or a reward that reads what only
+// the profile measures; hardware counters only on profile actions unless
+// eval.hardware_metrics_on_submit says so. The requests are recorded on their
+// way to a real executor, whose judge serves them.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -66,7 +70,7 @@ std::vector<EvalRequest> requests_for(const EnvConfig& config) {
   return recorder->requests();
 }
 
-TEST(StepRequestsTest, CountersOnlyOnProfileActionsAttributionOnEveryTimedOne) {
+TEST(StepRequestsTest, ProfileAndCountersOnlyOnProfileActions) {
   const std::vector<EvalRequest> r = requests_for(testing::fast_config());
   ASSERT_EQ(r.size(), 3u);
   // verify: checks only.
@@ -77,10 +81,35 @@ TEST(StepRequestsTest, CountersOnlyOnProfileActionsAttributionOnEveryTimedOne) {
   EXPECT_TRUE(r[1].time);
   EXPECT_TRUE(r[1].profile);
   EXPECT_TRUE(r[1].options.hardware_metrics);
-  // submit: timed and attributed (the anti-hack trace), no counters.
+  // submit: timed (the submit checks are timing's), no profile, no counters.
   EXPECT_TRUE(r[2].time);
+  EXPECT_FALSE(r[2].profile);
+  EXPECT_FALSE(r[2].options.hardware_metrics);
+}
+
+TEST(StepRequestsTest, TheConfigOrARewardThatReadsTheProfileAsksForItOnSubmits) {
+  EnvConfig asked = testing::fast_config();
+  asked.eval.profile_on_submit = true;
+  std::vector<EvalRequest> r = requests_for(asked);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_FALSE(r[0].profile);
   EXPECT_TRUE(r[2].profile);
   EXPECT_FALSE(r[2].options.hardware_metrics);
+
+  // A reward paying for the own-kernel share turns it on by itself.
+  const std::filesystem::path yaml =
+      std::filesystem::temp_directory_path() / ("kforge-own-kernel-reward-" + std::to_string(::getpid()) + ".yaml");
+  {
+    std::ofstream out(yaml);
+    out << "name: own_kernels\nterms:\n  - type: linear_capped\n    own_kernel_weight: 0.25\n";
+  }
+  EnvConfig paying = testing::fast_config();
+  paying.reward.function = yaml.string();
+  paying.reward.step_terms = {};
+  r = requests_for(paying);
+  std::filesystem::remove(yaml);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_TRUE(r[2].profile);
 }
 
 TEST(StepRequestsTest, TheConfigDecidesCountersOnSubmitsAndOverall) {

@@ -1,6 +1,8 @@
 // What both GPU corpus tests do with a candidate: compile it with nvcc and
-// evaluate it like a submit step (verify, time, profile) through one shared
-// cuda-backend Executor. Header-only so the CPU-label tests do not link the
+// evaluate it exactly as a submit step is (verify and time; the profile stage
+// only where env::runs_profile says a submit has it, which by default it does
+// not: the exploits must be caught by the checks every submit runs) through
+// one shared cuda-backend Executor. Header-only so the CPU-label tests do not link the
 // Executor.
 #pragma once
 
@@ -34,8 +36,8 @@ inline bool evaluate_as_submit(const std::filesystem::path& file, const std::fil
   request.artifact = compiled.artifact;
   request.verify = true;
   request.time = true;
-  request.profile = true;
   request.options = gpu_options();
+  request.profile = env::runs_profile(ActionType::kSubmit, request.options);
   *report = gpu_executor().submit(request).get();
   return true;
 }

@@ -1,5 +1,7 @@
 #include "kforge/env/compile_service.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -21,6 +23,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// Cores this process may run on (its affinity mask), at least 1.
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 
 std::future<CompileResult> ready(CompileResult r) {
   std::promise<CompileResult> p;
@@ -217,7 +227,8 @@ struct CompileService::Impl {
 };
 
 CompileService::CompileService(CompileServiceConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {
-  const int threads = std::max(1, impl_->config.threads);
+  if (impl_->config.threads <= 0) impl_->config.threads = usable_cores();
+  const int threads = impl_->config.threads;
   for (int i = 0; i < threads; ++i) impl_->workers.emplace_back([this] { impl_->worker(); });
 }
 

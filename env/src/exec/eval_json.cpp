@@ -53,11 +53,16 @@ json to_json(const EvalOptions& o) {
           {"cuda_graph", o.cuda_graph},
           {"hardware_metrics", o.hardware_metrics},
           {"hardware_metrics_on_submit", o.hardware_metrics_on_submit},
+          {"profile_on_submit", o.profile_on_submit},
           {"energy_window_ms", o.energy_window_ms},
           {"call_timeout_ms", o.call_timeout_ms},
           {"eval_timeout_ms", o.eval_timeout_ms},
           {"memory_limit_bytes", o.memory_limit_bytes},
           {"judge_memory_limit_bytes", o.judge_memory_limit_bytes}};
+}
+
+bool runs_profile(ActionType type, const EvalOptions& options) {
+  return type == ActionType::kProfile || (type == ActionType::kSubmit && options.profile_on_submit);
 }
 
 EvalOptions parse_eval_options(const Field& field, EvalOptions base) {
@@ -86,6 +91,7 @@ EvalOptions parse_eval_options(const Field& field, EvalOptions base) {
   if (auto f = r.optional("cuda_graph")) o.cuda_graph = f->as_bool();
   if (auto f = r.optional("hardware_metrics")) o.hardware_metrics = f->as_bool();
   if (auto f = r.optional("hardware_metrics_on_submit")) o.hardware_metrics_on_submit = f->as_bool();
+  if (auto f = r.optional("profile_on_submit")) o.profile_on_submit = f->as_bool();
   if (auto f = r.optional("energy_window_ms")) {
     o.energy_window_ms = f->as_nonnegative_number();
     if (o.energy_window_ms > 10000) f->fail("at most 10000 (ms per side; ~100 is enough for NVML's counter)");

@@ -193,7 +193,8 @@ std::string done_problem(const json& body) {
                                             {"drain_ns", FieldKind::kUnsigned},
                                             {"graph", FieldKind::kObject},
                                             {"launch_gate", FieldKind::kString},
-                                            {"null_work", FieldKind::kString}});
+                                            {"null_work", FieldKind::kString},
+                                            {"foreign_pending", FieldKind::kBoolean}});
   if (!problem.empty()) return problem;
   const int64_t rc = body["rc"].get<int64_t>();
   if (rc < INT32_MIN || rc > INT32_MAX) return "field 'rc' is " + std::to_string(rc) + ", not an int";

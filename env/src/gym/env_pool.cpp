@@ -100,11 +100,15 @@ EnvPool::Impl::Impl(EnvConfig c, int num_envs, EnvServices s) : config(std::move
     }
   }
   // Energy per call costs every profiled evaluation twice its window, so it is
-  // measured only when a reward term pays for it.
+  // measured only when a reward term pays for it. What only the profile stage
+  // measures (energy, the own-kernel share) must be measured on the submits
+  // the reward scores.
   for (const auto& term : reward->describe().value("terms", json::array())) {
-    if (term.value("type", "") == "energy" && !(config.eval.energy_window_ms > 0)) {
-      config.eval.energy_window_ms = kEnergyWindowForRewardMs;
+    if (term.value("type", "") == "energy") {
+      if (!(config.eval.energy_window_ms > 0)) config.eval.energy_window_ms = kEnergyWindowForRewardMs;
+      config.eval.profile_on_submit = true;
     }
+    if (term.value("own_kernel_weight", 0.0) > 0) config.eval.profile_on_submit = true;
   }
   skills = load_skills(config);
   if (!config.prompt.system.empty()) system = read_text_file(config.prompt.system);

@@ -297,7 +297,7 @@ json result_row(const EvalBatchPair& p, const StepResult& step) {
 }
 
 json summarize_rows(const std::vector<json>& rows, size_t evaluated_now, size_t from_earlier, double seconds,
-                    const fs::path& results) {
+                    double judging_seconds, const fs::path& results) {
   std::map<std::string, int> verdicts;
   std::vector<double> speedups;
   int incomplete = 0;
@@ -313,7 +313,7 @@ json summarize_rows(const std::vector<json>& rows, size_t evaluated_now, size_t 
   }
   json out = {{"pairs", rows.size()},        {"evaluated_now", evaluated_now}, {"from_earlier_results", from_earlier},
               {"not_evaluated", incomplete}, {"verdicts", verdicts},           {"seconds", seconds},
-              {"results", results.string()}};
+              {"judging_seconds", judging_seconds}, {"results", results.string()}};
   if (!speedups.empty()) {
     std::sort(speedups.begin(), speedups.end());
     double log_sum = 0;
@@ -385,8 +385,13 @@ EvalBatchResult run_eval_batch(const EvalBatchOptions& a, const EnvConfig& confi
       record(input_error_row(*p, "bad input", p->error));
     }
   }
+  // From the first request the judges were ready for to the last report:
+  // what the batch held the devices for, without process start-up.
+  double judging_seconds = 0;
   if (!runnable.empty()) {
     std::shared_ptr<Executor> executor = make_executor(executor_config(config));
+    executor->device_name();  // the judges start (libtorch, CUDA context) before the clock
+    const auto judging_start = Clock::now();
     // The reference checks of every distinct task, queued at once across the
     // pool's lanes, so that feeding episodes does not wait for them one by one.
     std::map<std::string, std::shared_future<ReferenceReport>> checks;
@@ -430,6 +435,7 @@ EvalBatchResult run_eval_batch(const EvalBatchOptions& a, const EnvConfig& confi
         start_next(r.env_id);
       }
     }
+    judging_seconds = std::chrono::duration<double>(Clock::now() - judging_start).count();
   }
 
   EvalBatchResult result;
@@ -440,7 +446,7 @@ EvalBatchResult run_eval_batch(const EvalBatchOptions& a, const EnvConfig& confi
   result.evaluated_now = evaluated_now;
   result.from_earlier = from_earlier;
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  result.summary = summarize_rows(result.rows, evaluated_now, from_earlier, seconds, a.results);
+  result.summary = summarize_rows(result.rows, evaluated_now, from_earlier, seconds, judging_seconds, a.results);
   return result;
 }
 

@@ -152,9 +152,7 @@ EvalReport StepEngine::evaluate(const TaskSpec& task, uint64_t episode_seed, con
   req.artifact = artifact;
   req.verify = true;
   req.time = times(type);
-  // Kernel attribution (foreign streams, work after return) on every timed
-  // evaluation; hardware counters only where they are asked for.
-  req.profile = times(type);
+  req.profile = runs_profile(type, config_.eval);
   req.options = config_.eval;
   req.options.hardware_metrics =
       config_.eval.hardware_metrics && (type == ActionType::kProfile || config_.eval.hardware_metrics_on_submit);

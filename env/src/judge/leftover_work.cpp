@@ -37,4 +37,10 @@ std::string check_work_after_return(const std::vector<double>& null_drain_ms,
   return buf;
 }
 
+std::string check_foreign_stream(const nlohmann::json& done_body) {
+  if (!done_body.value("foreign_pending", false)) return "";
+  return "work was still queued or running on the legacy default stream or the per-thread stream when kf_forward "
+         "returned: all GPU work must go on the stream passed to kf_forward and be complete there";
+}
+
 }  // namespace kforge::judge

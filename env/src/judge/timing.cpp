@@ -131,6 +131,9 @@ std::optional<Verdict> check_timed_call(const TimingCall& call, const Clocks& cl
     v.summary = "runtime error: kf_forward returned " + std::to_string(rc) + " " + where;
     return v;
   }
+  if (std::string foreign = check_foreign_stream(reply.body); !foreign.empty()) {
+    return Verdict::violation("foreign_stream", foreign + " " + where);
+  }
   if (std::string oob = session->out_of_bounds_write(); !oob.empty()) {
     return Verdict::violation("out_of_bounds_write", oob + " " + where);
   }

@@ -1,9 +1,11 @@
 #include "judge/verification.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
 #include "exec_common/json_fields.h"
+#include "judge/leftover_work.h"
 #include "judge/output_comparison.h"
 #include "judge/output_quality.h"
 #include "judge/reference_sanity.h"
@@ -17,6 +19,15 @@ std::string fmt(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.3g", v);
   return buf;
+}
+
+using Clock = std::chrono::steady_clock;
+
+// Adds the wall time since `start` to `phase` of `phase_ms` and restarts the clock.
+void lap(nlohmann::json* phase_ms, const char* phase, Clock::time_point* start) {
+  const Clock::time_point now = Clock::now();
+  (*phase_ms)[phase] = phase_ms->value(phase, 0.0) + std::chrono::duration<double, std::milli>(now - *start).count();
+  *start = now;
 }
 
 struct CaseContext {
@@ -138,7 +149,9 @@ VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions
   for (const ShapeCase& c : plan.cases) {
     exec::Deadline bind_deadline =
         exec::Deadline::earliest(request_deadline, exec::Deadline::after_ms(options.call_timeout_ms));
+    Clock::time_point t = Clock::now();
     exec::RunnerReply bound = session->bind(c, bind_deadline);
+    lap(&result.phase_ms, "bind", &t);
     if (!bound.ok()) {
       return fail(verdict_from_runner_failure(bound, "while binding the " + c.label(), options.call_timeout_ms,
                                               session->runner().output_tail()),
@@ -157,12 +170,15 @@ VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions
         v.summary = "timed out: the evaluation exceeded eval_timeout_ms " + ctx.where();
         return fail(v, case_json);
       }
+      t = Clock::now();
       std::vector<at::Tensor> inputs =
           ref::make_inputs(c.task, input_seed + static_cast<uint64_t>(seed), device->device());
       std::vector<at::Tensor> reference = ref::run_reference(c.task, inputs);
       if (std::string bad = non_finite_reference(reference, c); !bad.empty()) {
         return fail(invalid_task_verdict(c, bad, ctx.where()), case_json);
       }
+      device->synchronize();
+      lap(&result.phase_ms, "reference", &t);
       session->load_inputs(inputs);
 
       std::vector<at::Tensor> first_run;
@@ -178,6 +194,7 @@ VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions
                       case_json);
         }
         device->synchronize();
+        lap(&result.phase_ms, "call", &t);
         const auto rc = static_cast<int>(exec::integer_or(reply.body, "rc", 0));  // int range (reply_problem)
         if (rc != 0) {
           Verdict v;
@@ -185,6 +202,9 @@ VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions
           v.summary = "runtime error: kf_forward returned " + std::to_string(rc) + " " + ctx.where();
           case_json["rc"] = rc;
           return fail(v, case_json);
+        }
+        if (std::string foreign = check_foreign_stream(reply.body); !foreign.empty()) {
+          return fail(Verdict::violation("foreign_stream", foreign + " " + ctx.where()), case_json);
         }
         // Before the inputs: a write past an output's end reaches the band
         // before it reaches the next tensor, and says more precisely what happened.
@@ -230,12 +250,15 @@ VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions
         }
         if (run == 0) {
           first_run = session->snapshot_outputs();
+          device->synchronize();
+          lap(&result.phase_ms, "check", &t);
         } else {
           double diff = 0;
           for (size_t i = 0; i < first_run.size(); ++i) {
             diff = std::max(diff, max_abs_difference(first_run[i], session->outputs()[i]));
           }
           case_json["run_diff"] = diff;
+          lap(&result.phase_ms, "check", &t);
         }
       }
 

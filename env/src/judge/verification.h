@@ -29,6 +29,12 @@ struct VerificationResult {
   Verdict verdict;  // kCorrect when every case passed
   nlohmann::json cases = nlohmann::json::array();
   int cases_passed = 0;
+  // Wall ms of verification's parts over all cases (each ends synchronized
+  // with the device): bind (the runner binds a case's tensors), reference
+  // (inputs drawn and the reference run), call (inputs loaded, outputs
+  // poisoned, kf_forward), check (canaries, input mutation, comparison,
+  // output quality). The evaluation reports them as verify_<part>.
+  nlohmann::json phase_ms = nlohmann::json::object();
 };
 
 // Seed k of options.seeds draws its inputs with input seed `input_seed + k`

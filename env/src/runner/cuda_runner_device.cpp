@@ -230,6 +230,9 @@ class CudaRunnerDevice final : public RunnerDevice {
         }
       }
       cudaError_t recorded = cudaEventRecord(stop_, stream_);
+      // Before anything else can finish it: work the call queued elsewhere
+      // is still pending now (a kernel takes microseconds to start).
+      if (forward != nullptr && foreign_work_pending()) result.extra["foreign_pending"] = true;
       if (gated) gate_->open();
       cudaError_t synced = cudaStreamSynchronize(stream_);
       if (synced != cudaSuccess) throw DeviceError(fault_text(synced, result.rc));
@@ -354,6 +357,19 @@ class CudaRunnerDevice final : public RunnerDevice {
     }
   }
 
+  // Work queued or running on the streams other than the harness's that a
+  // candidate can reach: the legacy default stream and this thread's
+  // per-thread stream (creating a stream is a forbidden import, and the
+  // driver's entry points are too). Queried right after kf_forward returns,
+  // so a call that put its work there and did not wait for it is seen
+  // whatever the work's size (judge/leftover_work.h, foreign_stream). The
+  // runner's own work never goes there. Errors are left to the drain, which
+  // reports them.
+  static bool foreign_work_pending() {
+    return cudaStreamQuery(cudaStreamLegacy) == cudaErrorNotReady ||
+           cudaStreamQuery(cudaStreamPerThread) == cudaErrorNotReady;
+  }
+
   // One pass through every path a call uses, before the filters exist.
   void warm_up() {
     void* scratch = nullptr;
@@ -369,6 +385,8 @@ class CudaRunnerDevice final : public RunnerDevice {
     check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
     run_as_graph(stream_, [&] { check(cudaMemsetAsync(scratch, 1, 4096, stream_), "cudaMemsetAsync (capture)"); });
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    // The per-thread stream is created on first use: here, not under a filter.
+    if (foreign_work_pending()) throw DeviceError("the runner's own start-up left work on a default stream");
     check(cudaFree(scratch), "cudaFree");
   }
 

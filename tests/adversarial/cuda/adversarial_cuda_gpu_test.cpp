@@ -1,6 +1,6 @@
 // The CUDA exploit candidates on a GPU (label gpu: built with
 // KFORGE_GPU_TESTS, run by `ctest --preset gpu`): each is evaluated like a
-// submit step (verify + time + profile) through the Executor with the cuda
+// submit step (verify + time, no profile stage) through the Executor with the cuda
 // backend, and must
 //   1. end in one of the states expectations.json allows for it, with the
 //      named violation where one is named (when the name is absent the test

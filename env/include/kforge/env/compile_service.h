@@ -23,9 +23,13 @@ namespace kforge::env {
 struct CompileServiceConfig {
   // Default (empty): default_compile_cache_dir().
   std::filesystem::path cache_dir;
-  int threads = 4;  // worker threads in total
-  std::map<SolutionMode, int> per_mode_limit = {
-      {SolutionMode::kCpp, 2}, {SolutionMode::kCuda, 4}, {SolutionMode::kNvrtc, 4}, {SolutionMode::kTorchExt, 2}};
+  // Worker threads in total; 0: one per core this process may run on. A GPU
+  // judges a candidate in ~0.2 s while nvcc takes ~1.7 core-seconds for
+  // one (torch_ext ~2.3, NVRTC ~0.05), so keeping one GPU busy with cuda or
+  // torch_ext candidates takes about ten cores (docs/compile.md, "Threads").
+  int threads = 0;
+  // Concurrent compiles of one mode; a mode not listed may use every thread.
+  std::map<SolutionMode, int> per_mode_limit;
   // Results kept in memory (least recently used are dropped; disk keeps all).
   size_t memory_cache_entries = 4096;
 };

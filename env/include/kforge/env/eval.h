@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kforge/core/action.h"
 #include "kforge/core/document.h"
 #include "kforge/core/measurement.h"
 #include "kforge/core/profile_summary.h"
@@ -35,10 +36,18 @@ struct EvalOptions {
   // CUDA profile: CUPTI range-profiler metrics (hardware counters; about a
   // second per evaluation on the H200). The environment asks for them on
   // `profile` actions, and on `submit` only with hardware_metrics_on_submit:
-  // a submit's reward does not read them (StepEngine). Kernel attribution,
-  // the anti-hack trace, runs on every timed evaluation either way.
+  // a submit's reward does not read them (StepEngine).
   bool hardware_metrics = true;
   bool hardware_metrics_on_submit = false;  // read by the environment, not the judge
+  // The profile stage (CUPTI kernel attribution, energy, roofline hints) on
+  // `submit` too; `profile` actions always have it. Off by default: the
+  // checks every timed evaluation needs are part of timing (work left on
+  // other streams: the drain check; work synchronized on them: the device
+  // time against the round trip; judge/timing.h), and the profile stage cost
+  // ~110 ms of exclusive GPU time per candidate on an H100. An env whose
+  // reward reads what only the profile measures (own_kernel_fraction, energy)
+  // turns it on (EnvPool). Read by the environment, not the judge.
+  bool profile_on_submit = false;
   // CUDA profile: energy per call from NVML over back-to-back calls lasting
   // about this long per side (~100 is a good value); 0 leaves it out, which
   // saves twice the window per profiled evaluation. An env whose reward has
@@ -55,6 +64,11 @@ struct EvalOptions {
 };
 
 json to_json(const EvalOptions& o);
+// Whether the evaluation of an action of `type` runs the profile stage: on
+// `profile` actions always, on `submit` with options.profile_on_submit, never
+// on untimed ones. StepEngine and the benchmarks ask here, so that what they
+// measure is what a step costs.
+bool runs_profile(ActionType type, const EvalOptions& options);
 // Reads the options from a config object (keys as in the struct); unknown keys
 // are errors. `base` supplies the defaults.
 EvalOptions parse_eval_options(const Field& field, EvalOptions base = {});
