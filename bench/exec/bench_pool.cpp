@@ -9,7 +9,8 @@
 //                         over >= 10 tasks (the bundled examples, base shape
 //                         and last variant, two candidates each), each
 //                         candidate compiled fresh and judged as soon as it is
-//                         compiled. Baseline in the same run: L = 1, so
+//                         compiled, for L = 1, 2 and the loaded lanes.
+//                         Baseline in the same run: L = 1, so
 //                         `over_one_lane` is the pool's gain. Also printed:
 //                         the physical bound (a minute over the median
 //                         exclusive GPU time of a candidate, its timing and
@@ -272,7 +273,15 @@ void BM_PoolThroughput(benchmark::State& state) {
     if (g_one_lane_per_minute > 0) state.counters["over_one_lane"] = r.per_minute / g_one_lane_per_minute;
   }
 }
-BENCHMARK(BM_PoolThroughput)->Arg(1)->Arg(loaded_lanes())->Iterations(1)->Unit(benchmark::kSecond);
+// 1 lane (the baseline), 2, and the loaded lanes: where lanes stop paying.
+BENCHMARK(BM_PoolThroughput)
+    ->Apply([](benchmark::internal::Benchmark* b) {
+      b->Arg(1);
+      if (loaded_lanes() > 2) b->Arg(2);
+      if (loaded_lanes() > 1) b->Arg(loaded_lanes());
+    })
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond);
 
 // The pair: a candidate/reference pair whose kernel takes tens of
 // microseconds on an H200 (affine_relu6 at 32768 x 1024) or a millisecond on

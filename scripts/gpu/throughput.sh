@@ -31,7 +31,8 @@
 #
 # Knobs: STAGES (default build,test,pool,cuda,probe,kb), KFORGE_DEADLINE_S (585),
 # KFORGE_BENCH_LANES (4), KFORGE_BENCH_REPEATS (10), KFORGE_KB_CANDIDATES (8,
-# about 40 s each through KernelBench's harness), KFORGE_BENCH_DEVICES ("0";
+# through KernelBench's harness on warm build directories), KFORGE_KB_NEW (2 of
+# them also as new candidates, 30-60 s each), KFORGE_BENCH_DEVICES ("0";
 # "0,1,2,3" spreads the throughput run over several GPUs).
 # Logs and JSON in $OUT: summary.log, build.log, pool-tests.log,
 # bench_pool.{log,json}, bench_cuda_throughput.{log,json}, kernelbench.log,
@@ -58,6 +59,7 @@ BASE=""
 if [ -n "${KFORGE_BASE_TAR:-}" ]; then
   BASE=$(mktemp -d /tmp/kforge-base.XXXX)
   tar -xf "$KFORGE_BASE_TAR" -C "$BASE"
+  ln -s "$PWD/.debs" "$BASE/.debs"  # the same unpacked libraries (ZeroMQ, libseccomp)
   # This tree's benchmark, over the baseline's libraries: the same set and
   # figures; a submit there had the profile stage (no runs_profile yet).
   # (and compile threads 0 meant one thread there, not one per core).
@@ -136,7 +138,7 @@ fi
 if stage kb; then
   say "kernelbench_compare (KernelBench checkout: ${KFORGE_KERNELBENCH:-none})"
   timeout "$(left)" python3 bench/cuda/kernelbench_compare.py --kforge build/gpu/cli/kforge \
-    --kernelbench "${KFORGE_KERNELBENCH:-}" --kb-candidates "${KFORGE_KB_CANDIDATES:-8}" --out "$OUT/kb" \
+    --kernelbench "${KFORGE_KERNELBENCH:-}" --kb-candidates "${KFORGE_KB_CANDIDATES:-8}" --kb-new "${KFORGE_KB_NEW:-2}" --out "$OUT/kb" \
     >"$OUT/kernelbench.log" 2>&1 || status=1
   cp "$OUT/kb/kernelbench_compare.json" "$OUT/" 2>/dev/null
   grep -E '^\[kforge\]|^\[kernelbench\]|^\[compare\]|Error|error' "$OUT/kernelbench.log" | tail -20 |

@@ -285,10 +285,14 @@ void Evaluation::profile(Verdict* verdict) {
 env::EvalReport Evaluation::finish(Verdict verdict, EvaluationCounters* counters) {
   if (report_.timing) report_.timing->sandbox = session_->sandbox_state();
   // A runner that is gone already was killed for a fault (crash, hang,
-  // blocked syscall, tampering); healthy ones are retired here.
+  // blocked syscall, tampering); healthy ones are retired here, and reaped
+  // (with their arena freed) while later requests run (RunnerPool::retire).
   if (!session_->runner().alive()) ++counters->runner_faults;
-  session_->runner().terminate();
-  report_.candidate_output = session_->runner().output_tail(kOutputTailBytes);
+  const auto t = Clock::now();
+  RetiredRunner retired = session_->retire();
+  report_.candidate_output = retired.runner->output_tail(kOutputTailBytes);
+  pool_->retire(std::move(retired));
+  report_.phase_ms["retire"] = ms_since(t);
   report_.outcome = verdict.outcome;
   report_.summary = verdict.summary;
   report_.violations = std::move(verdict.violations);
