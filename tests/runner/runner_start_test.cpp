@@ -220,27 +220,6 @@ TEST(RunnerStartTest, TheGateIsExclusiveOnlyForTheTimingAndItsWaitsAreBookedByPa
   other.release();
 }
 
-// A used runner is killed and handed to the pool with its arena, not waited
-// for (a CUDA context's teardown takes tens of milliseconds); the pool reaps
-// it later, and before health figures are read it waits for every one.
-TEST(RunnerStartTest, AUsedRunnerIsRetiredWithoutWaitingAndReapedLater) {
-  auto device = make_cpu_judge_device();
-  const env::EvalRequest request = timed_request();
-  RunnerPool pool(config_for(kRunner, "retire"), 1);
-  pool.refill();
-  const size_t before = testing::children_of(::getpid()).size();  // the spare
-  EvaluationCounters counters;
-  const env::EvalReport report = evaluate(request, device.get(), &pool, &counters);
-  ASSERT_EQ(report.outcome, Outcome::kCorrect) << report.summary;
-  EXPECT_TRUE(report.phase_ms.contains("retire")) << report.phase_ms.dump();
-  EXPECT_LE(pool.retired(), 1);
-  pool.reap_retired(true);
-  EXPECT_EQ(pool.retired(), 0);
-  // The used runner is gone; its replacement is the one spare.
-  EXPECT_EQ(testing::children_of(::getpid()).size(), before);
-  EXPECT_EQ(pool.spares(), 1);
-}
-
 // A spare that takes longer to start than the candidate may take to load (a
 // busy GPU host creating many contexts at once): its start-up is the
 // harness's time, waited for up to kStartLimitMs, and the candidate is judged

@@ -131,10 +131,6 @@ std::optional<int> ChildProcess::wait_for(double ms) {
   return status_;
 }
 
-void ChildProcess::kill() {
-  if (pid_ > 0 && !poll_exit()) ::kill(pid_, SIGKILL);
-}
-
 int ChildProcess::kill_and_reap() {
   if (pid_ <= 0) return 0;
   if (!poll_exit()) {

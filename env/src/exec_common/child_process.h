@@ -55,9 +55,6 @@ class ChildProcess {
   std::optional<int> wait_for(double ms);
   // SIGKILL (if still running) and a blocking reap; returns the status.
   int kill_and_reap();
-  // SIGKILL (if still running) without waiting: reap it later with
-  // poll_exit(), or the destructor reaps it.
-  void kill();
 
  private:
   pid_t pid_ = -1;

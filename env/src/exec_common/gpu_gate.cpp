@@ -4,12 +4,10 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
-#include <optional>
 #include <thread>
 
 #include "exec_common/deadline.h"
@@ -36,30 +34,6 @@ void lock_blocking(const UniqueFd& fd, int operation, const char* what) {
   while (::flock(fd.get(), operation) != 0) {
     if (errno != EINTR) throw SystemError(std::string("GPU gate: flock (") + what + "): " + errno_text(errno));
   }
-}
-
-// An open-file-description lock (F_OFD_SETLK[W]) on bytes [start, start +
-// len) of `fd` (len 0: to the end and beyond): owned like flock's, by the open
-// file, so it vanishes with the process, and two gates in one process
-// contend as two processes would. `type`: F_RDLCK, F_WRLCK or F_UNLCK.
-int ofd_lock(const UniqueFd& fd, short type, off_t start, off_t len, bool wait) {
-  struct flock fl {};
-  fl.l_type = type;
-  fl.l_whence = SEEK_SET;
-  fl.l_start = start;
-  fl.l_len = len;
-  int rc;
-  do {
-    rc = ::fcntl(fd.get(), wait ? F_OFD_SETLKW : F_OFD_SETLK, &fl);
-  } while (rc != 0 && wait && errno == EINTR);
-  return rc;
-}
-
-// Each gate object's byte in the writers file: distinct across processes
-// (the pid) and across the gates of one process (a counter).
-off_t writer_slot() {
-  static std::atomic<unsigned> next{0};
-  return static_cast<off_t>(::getpid()) * 256 + static_cast<off_t>(next.fetch_add(1) % 256);
 }
 
 // Calls `notice` every `every_ms` on its own thread until destroyed, the
@@ -112,27 +86,6 @@ void GpuGate::lock(const UniqueFd& fd, int operation, const char* what) {
   lock_blocking(fd, operation, what);
 }
 
-void GpuGate::wait_for_no_writer() {
-  constexpr off_t kWholeFile = 0;
-  auto give_up = [](const char* what) {
-    throw SystemError(std::string("GPU gate: fcntl (") + what + "): " + errno_text(errno));
-  };
-  if (ofd_lock(writers_, F_RDLCK, 0, kWholeFile, false) != 0) {
-    if (errno != EAGAIN && errno != EACCES && errno != EINTR) give_up("writers");
-    std::optional<WaitNotifier> notifier;
-    if (notice_) notifier.emplace(notice_, notice_every_ms_);
-    if (ofd_lock(writers_, F_RDLCK, 0, kWholeFile, true) != 0) give_up("writers");
-  }
-  ofd_lock(writers_, F_UNLCK, 0, kWholeFile, false);
-}
-
-void GpuGate::announce_writer(bool on) {
-  // Our own byte: no one else locks it, so this never waits.
-  if (ofd_lock(writers_, on ? F_WRLCK : F_UNLCK, slot_, 1, false) != 0 && on) {
-    throw SystemError(std::string("GPU gate: fcntl (announce): ") + errno_text(errno));
-  }
-}
-
 void GpuGate::set_wait_notice(std::function<void(double waited_ms)> notice, double every_ms) {
   notice_ = std::move(notice);
   notice_every_ms_ = every_ms;
@@ -148,8 +101,6 @@ GpuGate::GpuGate(const std::filesystem::path& dir, const std::string& key) {
   const std::string name = file_key(key);
   intent_ = open_lock_file(dir / (name + ".intent"));
   gpu_ = open_lock_file(dir / (name + ".gpu"));
-  writers_ = open_lock_file(dir / (name + ".writers"));
-  slot_ = writer_slot();
 }
 
 std::string GpuGate::file_key(const std::string& key) {
@@ -170,11 +121,7 @@ double GpuGate::shared() {
     // converting it (which flock does by unlocking first) lets no writer in.
     lock(gpu_, LOCK_SH, "downgrade");
     lock(intent_, LOCK_UN, "turnstile release");
-    announce_writer(false);
   } else {
-    // Writers first: while a writer has announced itself, no new reader goes
-    // in, so writers that are ready go one after another.
-    wait_for_no_writer();
     lock(intent_, LOCK_SH, "turnstile");
     try {
       lock(gpu_, LOCK_SH, "share");
@@ -192,18 +139,11 @@ double GpuGate::exclusive() {
   if (!enabled() || hold_ == Hold::kExclusive) return 0;
   const auto start = std::chrono::steady_clock::now();
   release();
-  announce_writer(true);
-  try {
-    lock(intent_, LOCK_EX, "turnstile");
-  } catch (...) {
-    announce_writer(false);
-    throw;
-  }
+  lock(intent_, LOCK_EX, "turnstile");
   try {
     lock(gpu_, LOCK_EX, "exclusive");
   } catch (...) {
     ::flock(intent_.get(), LOCK_UN);
-    announce_writer(false);
     throw;
   }
   hold_ = Hold::kExclusive;
@@ -213,10 +153,7 @@ double GpuGate::exclusive() {
 void GpuGate::release() {
   if (!enabled() || hold_ == Hold::kNone) return;
   ::flock(gpu_.get(), LOCK_UN);
-  if (hold_ == Hold::kExclusive) {
-    ::flock(intent_.get(), LOCK_UN);
-    announce_writer(false);
-  }
+  if (hold_ == Hold::kExclusive) ::flock(intent_.get(), LOCK_UN);
   hold_ = Hold::kNone;
 }
 

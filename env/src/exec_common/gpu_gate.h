@@ -8,31 +8,18 @@
 //                       checks: any number of judges at once;
 //   exclusive (writer): timing and profiling: one judge, nothing else on the GPU.
 //
-// Three lock files per GPU: `<key>.intent`, a turnstile, and `<key>.gpu`,
-// the lock itself, locked with flock(2); and `<key>.writers`, where each
-// waiting or timing writer holds a write lock on a byte of its own
-// (open-file-description fcntl locks).
-//   reader: waits until no writer holds a byte, then intent SH, gpu SH, and
-//           intent released;
-//   writer: its byte, then intent EX, gpu EX, all held until the exclusive
-//           part ends.
+// Two lock files per GPU, locked with flock(2): `<key>.intent`, a turnstile,
+// and `<key>.gpu`, the lock itself.
+//   reader: intent SH, gpu SH, then intent released;
+//   writer: intent EX, gpu EX, both held until the exclusive part ends.
 // A writer that holds the turnstile lets no new reader in, so it waits only
-// for the readers already inside (timing is never starved by a stream of
-// verifications); and while any writer is waiting, new readers wait too, so
-// the writers that are ready time one after another and the readers then go
-// in together. Measured on an H100 with 4 lanes, readers that went in
-// between every two writers spent the GPU's time switching between
-// processes: one lane's load and verification took 5-9x as long as alone,
-// and 4 lanes judged 0.6x as many candidates as one. Readers cannot starve:
-// a judge's next timing needs its own reader part first. Both kinds of lock
-// belong to the open file and vanish with the process, so a judge that dies
-// (SIGKILL, a crash) releases its hold at once; a shared-memory rwlock would
-// stay locked.
+// for the readers already inside (writer preference: timing is never
+// starved by a stream of verifications). flock locks belong to the open file
+// and vanish with the process, so a judge that dies (SIGKILL, a crash)
+// releases its hold at once; a shared-memory rwlock would stay locked.
 //
 // One object per judge process, used from one thread.
 #pragma once
-
-#include <sys/types.h>
 
 #include <filesystem>
 #include <functional>
@@ -83,12 +70,8 @@ class GpuGate {
 
  private:
   void lock(const UniqueFd& fd, int operation, const char* what);
-  // Blocks (with notices) until no writer has announced itself.
-  void wait_for_no_writer();
-  void announce_writer(bool on);
 
-  UniqueFd intent_, gpu_, writers_;
-  off_t slot_ = 0;
+  UniqueFd intent_, gpu_;
   Hold hold_ = Hold::kNone;
   std::function<void(double)> notice_;
   double notice_every_ms_ = 0;

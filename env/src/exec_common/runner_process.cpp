@@ -101,31 +101,14 @@ bool RunnerProcess::check_alive() {
 }
 
 void RunnerProcess::terminate() {
-  retire();
-  child_.kill_and_reap();
-  finish_retiring();
-}
-
-void RunnerProcess::retire() {
   if (terminated_) return;
   terminated_ = true;
   control_.reset();
-  child_.kill();
-}
-
-bool RunnerProcess::reaped() {
-  if (!child_.poll_exit()) return false;
-  finish_retiring();
-  return true;
-}
-
-void RunnerProcess::finish_retiring() {
-  // Once reaped: a dead process writes nothing more, so the tail is final and
-  // the scratch dir can no longer gain entries.
-  if (scratch_removed_ || scratch_.empty()) return;
-  scratch_removed_ = true;
-  final_output_ = read_output_tail(4096);
-  remove_tree(scratch_);
+  child_.kill_and_reap();
+  if (!scratch_.empty()) {
+    final_output_ = read_output_tail(4096);
+    remove_tree(scratch_);
+  }
 }
 
 std::string RunnerProcess::read_output_tail(size_t max_bytes) const {
@@ -142,7 +125,7 @@ std::string RunnerProcess::read_output_tail(size_t max_bytes) const {
 }
 
 std::string RunnerProcess::output_tail(size_t max_bytes) const {
-  std::string s = scratch_removed_ ? final_output_ : read_output_tail(max_bytes);
+  std::string s = terminated_ ? final_output_ : read_output_tail(max_bytes);
   if (s.size() > max_bytes) s.erase(0, s.size() - max_bytes);
   // The candidate's bytes, bound for reports written as JSON.
   return to_valid_utf8(s);

@@ -133,15 +133,6 @@ class RunnerProcess {
   // Kills (SIGKILL), reaps and removes the scratch dir, keeping the output
   // tail. Idempotent.
   void terminate();
-  // Like terminate(), but does not wait for the process to be gone: a CUDA
-  // runner's context teardown takes tens of milliseconds, which the next
-  // candidate need not wait for. reaped() says when it is; terminate() or the
-  // destructor waits for it. Whatever the runner mapped (the arena) must
-  // outlive it: its kernels may run until the teardown ends.
-  void retire();
-  // Reaps without blocking; once reaped, the output tail is kept and the
-  // scratch dir removed, as terminate() does.
-  bool reaped();
   bool alive() const { return child_.running() && control_.valid(); }
   // Like alive(), but first reaps the process if it exited on its own (a
   // spare that died while waiting).
@@ -161,7 +152,6 @@ class RunnerProcess {
                        Deadline deadline);
   RunnerReply fail(RunnerReply reply);
   std::string read_output_tail(size_t max_bytes) const;
-  void finish_retiring();
 
   double runner_cpu_ms() const;
 
@@ -174,7 +164,6 @@ class RunnerProcess {
   int reply_spin_us_ = 0;
   std::string final_output_;
   bool terminated_ = false;
-  bool scratch_removed_ = false;
   bool started_ = false;
   bool candidate_ran_ = false;
 };

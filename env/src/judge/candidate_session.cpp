@@ -33,14 +33,7 @@ CandidateSession::~CandidateSession() {
   // Views alias the arena: drop them before it is unmapped.
   input_views_.clear();
   output_views_.clear();
-  if (runner_) runner_->terminate();
-}
-
-RetiredRunner CandidateSession::retire() {
-  input_views_.clear();
-  output_views_.clear();
-  runner_->retire();
-  return {std::move(arena_), std::move(runner_)};
+  runner_->terminate();
 }
 
 exec::RunnerReply CandidateSession::start(const exec::RunnerCandidate& candidate, const exec::RunnerLimits& limits,

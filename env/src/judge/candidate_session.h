@@ -14,7 +14,6 @@
 #include "judge/arena_canary.h"
 #include "judge/case_plan.h"
 #include "judge/judge_device.h"
-#include "judge/runner_pool.h"
 #include "kforge/core/task_spec.h"
 #include "kforge/env/compiler.h"
 
@@ -60,9 +59,6 @@ class CandidateSession {
   const ShapeCase* bound_case() const { return bound_; }
 
   exec::RunnerProcess& runner() { return *runner_; }
-  // Kills the runner without waiting for it and hands it over with the arena
-  // (RunnerPool::retire); the session is done.
-  RetiredRunner retire();
   const json& sandbox_state() const { return sandbox_; }
 
  private:

@@ -285,14 +285,15 @@ void Evaluation::profile(Verdict* verdict) {
 env::EvalReport Evaluation::finish(Verdict verdict, EvaluationCounters* counters) {
   if (report_.timing) report_.timing->sandbox = session_->sandbox_state();
   // A runner that is gone already was killed for a fault (crash, hang,
-  // blocked syscall, tampering); healthy ones are retired here, and reaped
-  // (with their arena freed) while later requests run (RunnerPool::retire).
+  // blocked syscall, tampering); healthy ones are retired here.
   if (!session_->runner().alive()) ++counters->runner_faults;
+  // Waited for: the arena must outlive the runner's kernels (a CUDA
+  // context's teardown ends them), or the next candidate's arena could
+  // receive their writes.
   const auto t = Clock::now();
-  RetiredRunner retired = session_->retire();
-  report_.candidate_output = retired.runner->output_tail(kOutputTailBytes);
-  pool_->retire(std::move(retired));
+  session_->runner().terminate();
   report_.phase_ms["retire"] = ms_since(t);
+  report_.candidate_output = session_->runner().output_tail(kOutputTailBytes);
   report_.outcome = verdict.outcome;
   report_.summary = verdict.summary;
   report_.violations = std::move(verdict.violations);

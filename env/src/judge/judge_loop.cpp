@@ -255,8 +255,6 @@ int RequestServer::serve() {
         QueueNotices notices(gate_, control_fd_, msg.value("id", json(0)));
         exit_code = type == "eval" ? serve_eval(msg) : serve_reference(msg);
       } else if (type == "health") {
-        // Counted without runners on their way out (RunnerPool::retire).
-        pool_.reap_retired(true);
         send(control_fd_, health(config_, pool_, counters_, reference_requests_, device_, memory_));
       } else if (type == "shutdown") {
         return 0;

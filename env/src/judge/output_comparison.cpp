@@ -39,6 +39,7 @@ ComparisonStats compare_output(const at::Tensor& got, const at::Tensor& expected
   if (s.numel == 0) return s;
   at::Tensor mismatch;
   at::Tensor g, e;
+  at::Tensor nan_count;  // NaNs of the candidate's output (floating outputs only)
   if (got.scalar_type() == at::kBool && expected.scalar_type() == at::kBool) {
     g = as_bytes(got).to(at::kDouble);
     e = as_bytes(expected).to(at::kDouble);
@@ -50,21 +51,29 @@ ComparisonStats compare_output(const at::Tensor& got, const at::Tensor& expected
       at::Tensor diff = (g - e).abs();
       at::Tensor close = g.eq(e).logical_or(diff.le(e.abs().mul(tol.rtol).add(tol.atol)));
       mismatch = close.logical_not();
-      s.nan_count = g.isnan().sum().item<int64_t>();
+      nan_count = g.isnan().sum().to(at::kDouble);
     } else {
       mismatch = g.ne(e);
     }
   }
+  if (!nan_count.defined()) nan_count = at::zeros({}, g.options());
   at::Tensor diff =
       (g - e).abs().nan_to_num(0.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity());
   // Equal infinities give inf - inf = NaN above, mapped to 0: they agree.
-  s.max_abs_err = diff.max().item<double>();
+  // The relative error over the elements whose reference is not 0 (0 when
+  // there are none): the others count as 0, which the maximum of
+  // non-negative ratios ignores.
   at::Tensor nonzero = e.ne(0);
-  if (nonzero.any().item<bool>()) {
-    s.max_rel_err = diff.masked_select(nonzero).div(e.masked_select(nonzero).abs()).max().item<double>();
-  }
-  if (s.nan_count > 0) s.max_abs_err = std::numeric_limits<double>::quiet_NaN();
-  s.mismatches = mismatch.sum().item<int64_t>();
+  at::Tensor rel = at::where(nonzero, diff.div(e.abs()), at::zeros({}, diff.options()));
+  // Every figure in one transfer: each .item() would wait for the device on
+  // its own, and on a GPU shared by other processes each wait is costly.
+  const at::Tensor figures =
+      at::stack({nan_count.reshape({}), diff.max(), rel.max(), mismatch.sum().to(at::kDouble)}).to(at::kCPU);
+  const double* f = figures.data_ptr<double>();
+  s.nan_count = static_cast<int64_t>(f[0]);
+  s.max_abs_err = s.nan_count > 0 ? std::numeric_limits<double>::quiet_NaN() : f[1];
+  s.max_rel_err = f[2];
+  s.mismatches = static_cast<int64_t>(f[3]);
   if (s.mismatches > 0) {
     int64_t flat = mismatch.nonzero().select(1, 0)[0].item<int64_t>();
     s.first_mismatch = Mismatch{unravel(flat, got.sizes()), g[flat].item<double>(), e[flat].item<double>()};

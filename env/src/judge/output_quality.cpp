@@ -47,13 +47,18 @@ OutputQuality measure_output_quality(const at::Tensor& got, const at::Tensor& ex
     e = e.masked_select(finite);
   }
   if (q.finite == 0) return q;
-  // Written out rather than at::std, whose overloads differ between libtorch 1.13 and 2.x.
-  auto stddev = [](const at::Tensor& t) { return (t - t.mean()).square().mean().sqrt().item<double>(); };
-  q.got_std = stddev(g);
-  q.expected_std = stddev(e);
-  double expected_sq = e.square().sum().item<double>();
+  // Written out rather than at::std, whose overloads differ between libtorch
+  // 1.13 and 2.x; the means stay on the device, and the four figures come
+  // back in one transfer (each .item() waits for the device on its own).
+  auto stddev = [](const at::Tensor& t) { return (t - t.mean()).square().mean().sqrt(); };
+  const at::Tensor figures =
+      at::stack({stddev(g), stddev(e), e.square().sum(), (g - e).square().sum()}).to(at::kCPU);
+  const double* f = figures.data_ptr<double>();
+  q.got_std = f[0];
+  q.expected_std = f[1];
+  const double expected_sq = f[2];
   q.expected_rms = std::sqrt(expected_sq / static_cast<double>(q.finite));
-  if (expected_sq > 0) q.rel_l2_err = std::sqrt((g - e).square().sum().item<double>() / expected_sq);
+  if (expected_sq > 0) q.rel_l2_err = std::sqrt(f[3] / expected_sq);
   return q;
 }
 

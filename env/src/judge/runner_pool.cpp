@@ -6,25 +6,7 @@
 
 namespace kforge::judge {
 
-void RunnerPool::retire(RetiredRunner retired) {
-  retired.runner->retire();
-  retired_.push_back(std::move(retired));
-  reap_retired(false);
-  while (static_cast<int>(retired_.size()) > kMaxRetired) retired_.pop_front();  // waits for the oldest
-}
-
-void RunnerPool::reap_retired(bool wait) {
-  if (wait) {
-    retired_.clear();  // each waits for its runner, then frees its arena
-    return;
-  }
-  for (auto it = retired_.begin(); it != retired_.end();) {
-    it = it->runner->reaped() ? retired_.erase(it) : it + 1;
-  }
-}
-
 RunnerPool::Taken RunnerPool::take(exec::Deadline deadline) {
-  reap_retired(false);
   const auto start_limit = [&](std::chrono::steady_clock::time_point spawned) {
     const double age_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - spawned).count();
     return exec::Deadline::earliest(deadline, exec::Deadline::after_ms(kStartLimitMs - age_ms));
@@ -49,7 +31,6 @@ RunnerPool::Taken RunnerPool::take(exec::Deadline deadline) {
 }
 
 void RunnerPool::refill() {
-  reap_retired(false);
   for (auto it = spares_.begin(); it != spares_.end();) {
     it = it->runner->check_alive() ? it + 1 : spares_.erase(it);
   }
@@ -79,7 +60,6 @@ int RunnerPool::starting() const {
 }
 
 std::vector<int> RunnerPool::collect_started() {
-  reap_retired(false);
   std::vector<int> waiting;
   for (auto& spare : spares_) {
     exec::RunnerProcess& r = *spare.runner;

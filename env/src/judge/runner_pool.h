@@ -30,18 +30,8 @@
 
 #include "exec_common/deadline.h"
 #include "exec_common/runner_process.h"
-#include "judge/judge_device.h"
 
 namespace kforge::judge {
-
-// A used runner, killed but perhaps not yet gone, with the arena it mapped:
-// its kernels may run until its context is torn down, so the arena (which
-// the next candidate's could otherwise reuse) is freed only after it is
-// reaped. Members in this order: the runner is destroyed (reaped) first.
-struct RetiredRunner {
-  std::unique_ptr<SharedArena> arena;
-  std::unique_ptr<exec::RunnerProcess> runner;
-};
 
 class RunnerPool {
  public:
@@ -82,17 +72,6 @@ class RunnerPool {
 
   // Spares whose `started` has not been read yet.
   int starting() const;
-
-  // Takes a killed runner to reap later (RetiredRunner), so that no request
-  // waits for a runner's teardown (tens of milliseconds for a CUDA context).
-  // Retired runners are reaped without blocking by take(), refill() and
-  // collect_started(); more than kMaxRetired at once, the oldest is waited for.
-  void retire(RetiredRunner retired);
-  // Reaps what has exited (every one, waiting, with `wait`: before health
-  // figures are read, so that they count no runner on its way out).
-  void reap_retired(bool wait);
-  int retired() const { return static_cast<int>(retired_.size()); }
-  static constexpr int kMaxRetired = 8;
   // Reads `started` from every spare that has sent it, without waiting for
   // the others (a spare starting for longer than kStartLimitMs is killed),
   // and returns the control fds of those still starting whose start-up must
@@ -109,7 +88,6 @@ class RunnerPool {
   int target_;
   StartUp start_up_;
   std::deque<Spare> spares_;
-  std::deque<RetiredRunner> retired_;
 };
 
 }  // namespace kforge::judge
