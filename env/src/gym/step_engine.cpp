@@ -217,6 +217,13 @@ Measurement StepEngine::measure(const std::string& action, const EpisodeState& e
 StepResult StepEngine::run(EpisodeState& ep, StepJob& job) const {
   const auto started = Clock::now();
   StepWork work = check(ep, job);
+  if (!job.end_reason.empty()) {
+    StepResult out = end(ep, job, work);
+    out.reward = work.paid.total;
+    ep.episode_return += out.reward;
+    out.info = to_json(describe(ep, job, work, out, started));
+    return out;
+  }
   if (work.rec.error == StepErrorKind::kNone) {
     ep.last_solution = job.solution;
     work.rec.solution_mode = solution_mode_name(job.solution->mode);
@@ -243,7 +250,7 @@ StepWork StepEngine::check(const EpisodeState& ep, const StepJob& job) const {
   StepRecord& rec = work.rec;
   rec.max_turns = config_.max_turns;
   rec.turn = ep.turns;
-  rec.action = job.action ? action_type_name(job.action->type) : "invalid";
+  rec.action = !job.end_reason.empty() ? "end" : job.action ? action_type_name(job.action->type) : "invalid";
   rec.error = job.error;
   rec.error_message = job.error_message;
   work.finished = ep.terminated || ep.truncated;
@@ -376,6 +383,27 @@ StepResult StepEngine::settle(EpisodeState& ep, const StepJob& job, StepWork& wo
   if (rec.terminated) ep.terminated = true;
   out.terminated = rec.terminated;
   out.truncated = rec.truncated;
+  return out;
+}
+
+// End: the episode stops where it is, as if its budget had run out: the
+// same final evaluation (the latest solution auto-submitted, or the value of
+// a failed submission), so a policy that stops early never does better than
+// one that tried and failed. Not a turn; nothing is charged to the budget.
+StepResult StepEngine::end(EpisodeState& ep, const StepJob& job, StepWork& work) const {
+  StepResult out;
+  if (work.finished) {
+    out.observation = step_observation(work.rec);
+    out.terminated = ep.terminated;
+    out.truncated = ep.truncated;
+    return out;
+  }
+  StepRecord& rec = work.rec;
+  rec.measurement = measure("end", ep, nullptr, nullptr);
+  rec.truncated = true;
+  rec.truncation_reason = job.end_reason;
+  out.observation = final_evaluation(ep, job, work);
+  out.truncated = true;
   return out;
 }
 
