@@ -100,6 +100,18 @@ reward::RewardBreakdown only_terms(const reward::RewardBreakdown& full, const st
   return out;
 }
 
+void add_into(reward::RewardBreakdown& to, const reward::RewardBreakdown& from) {
+  for (const auto& [name, value] : from.components) {
+    auto it = std::find_if(to.components.begin(), to.components.end(), [&](const auto& c) { return c.first == name; });
+    if (it == to.components.end()) {
+      to.components.emplace_back(name, value);
+    } else {
+      it->second += value;
+    }
+    to.total += value;
+  }
+}
+
 }  // namespace
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
@@ -398,11 +410,25 @@ StepResult StepEngine::end(EpisodeState& ep, const StepJob& job, StepWork& work)
     out.truncated = ep.truncated;
     return out;
   }
+  // The turns left are paid as turns that did nothing (their per-step terms),
+  // and the final evaluation as the last turn: exactly what running out of
+  // turns pays, so an episode ended early costs no less than one that spent
+  // its turns failing.
+  reward::RewardBreakdown idle;
+  for (int turn = ep.turns; turn + 1 < config_.max_turns; ++turn) {
+    Measurement m = measure("invalid", ep, nullptr, nullptr);
+    m.turn = turn;
+    add_into(idle, only_terms(reward_.compute(m, ep.reward_context), config_.reward.step_terms));
+  }
   StepRecord& rec = work.rec;
+  rec.turn = std::max(ep.turns, config_.max_turns - 1);
   rec.measurement = measure("end", ep, nullptr, nullptr);
+  rec.measurement.turn = rec.turn;
   rec.truncated = true;
   rec.truncation_reason = job.end_reason;
   out.observation = final_evaluation(ep, job, work);
+  // A final evaluation the system could not do charges the policy nothing.
+  if (!work.final_evaluation->system_error) add_into(work.paid, idle);
   out.truncated = true;
   return out;
 }

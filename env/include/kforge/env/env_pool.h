@@ -130,7 +130,9 @@ class EnvPool {
 
   // Ends each env's episode where it stands, by the environment's own
   // truncation rule (reward.on_truncation): its latest solution is evaluated
-  // as its submission, or, with none, it pays a failed submission. For
+  // as its submission, or, with none, it pays a failed submission; the turns
+  // left are paid as idle turns (their reward.step_terms), so ending early
+  // pays exactly what running out of turns would. For
   // callers whose own limits cut an episode (a trainer's context length or
   // turn limit, a policy that stopped calling tools), so that stopping never
   // pays better than trying. Queued like a step, returned by recv(): not a
