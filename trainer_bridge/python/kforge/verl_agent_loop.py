@@ -202,7 +202,7 @@ class KForgeAgentLoop(AgentLoopBase):
             out = await self.server_manager.generate(request_id=request_id, prompt_ids=t.ids,
                                                      sampling_params=sampling_params)
             t.metrics["generate_sequences"] += time.monotonic() - started
-            t.model(out.token_ids, out.log_probs)
+            t.model(out.token_ids, out.log_probs, getattr(out, "num_preempted", None))
             if len(t.mask) >= self.response_length:
                 stop = "context_length"
                 break
@@ -272,9 +272,12 @@ class _Transcript:
         self.has_logprobs = False
         self.assistant_turns = 0
         self.user_turns = 0
-        self.metrics: Dict[str, float] = {"generate_sequences": 0.0, "tool_calls": 0.0}
+        # verl's AgentLoopMetrics fields (num_preempted -1: not reported).
+        self.metrics: Dict[str, Any] = {"generate_sequences": 0.0, "tool_calls": 0.0, "num_preempted": -1}
 
-    def model(self, token_ids: List[int], log_probs: Optional[List[float]]) -> None:
+    def model(self, token_ids: List[int], log_probs: Optional[List[float]], preempted: Optional[int]) -> None:
+        if preempted is not None:
+            self.metrics["num_preempted"] = max(0, self.metrics["num_preempted"]) + preempted
         self.assistant_turns += 1
         self.ids += list(token_ids)
         self.mask += [1] * len(token_ids)
