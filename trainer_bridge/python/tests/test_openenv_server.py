@@ -1,6 +1,6 @@
 """kforge.openenv_server against a client written from OpenEnv's spec.
 
-The client side follows OpenEnv's own (huggingface/OpenEnv at 385de5e:
+The client side follows OpenEnv's own (meta-pytorch/OpenEnv at 685de41:
 src/openenv/core/env_client.py and env_server/http_server.py): a WebSocket
 to /ws per session, JSON text messages {"type": "reset"|"step"|"state"|
 "close", "data"}, replies {"type": "observation"|"state"|"error", "data"}
@@ -130,7 +130,7 @@ def test_a_multi_step_episode_over_the_websocket_with_typed_fields(adapter: Adap
     c = compiled["data"]
     assert compiled["type"] == "observation" and c["done"] is False
     assert c["observation"]["data"]["compile"]["ok"] is True
-    assert c["observation"]["turn"] == 0 and c["observation"]["stop_reason"] is None
+    assert c["observation"]["turn"] == 1 and o["turn"] == 0 and c["observation"]["stop_reason"] is None
     assert "turn_cost" in c["observation"]["reward_components"]
     assert mid_state == {"type": "state", "data": {**mid_state["data"], "step_count": 1, "episode_id": "ep-1"}}
 
@@ -213,7 +213,8 @@ def test_bad_messages_get_errors_naming_what_is_wrong(adapter: Adapter) -> None:
     assert bad_json["type"] == "error" and bad_json["data"]["code"] == "INVALID_JSON"
     assert unknown["data"]["code"] == "UNKNOWN_TYPE" and "dance" in unknown["data"]["message"]
     assert no_episode["type"] == "error" and "reset" in no_episode["data"]["message"]
-    assert typo["data"]["code"] == "VALIDATION_ERROR" and typo["data"]["field"] == "data/sed"
+    # As OpenEnv's server: keys the environment does not take are dropped, and named.
+    assert typo["type"] == "observation" and typo["data"]["observation"]["ignored_keys"] == ["sed"]
     assert negative["data"]["field"] == "data/seed" and "2^64-1" in negative["data"]["message"]
     assert unknown_task["data"]["kforge_code"] == "unknown_task"
     assert two_actions["data"]["code"] == "VALIDATION_ERROR" and "exactly one" in two_actions["data"]["message"]
@@ -243,7 +244,7 @@ def test_oversized_messages_are_refused_and_cost_only_their_sender(kforge_server
         assert code == 1009, code  # "message too big"
         assert state["type"] == "state"
         status, err = http("POST", a.url + "/reset", b" " * 100000)
-        assert status == 422 and "limit" in err["detail"]["message"], err
+        assert status == 422 and "limit" in err["detail"][0]["message"], err
     finally:
         a.stop()
 
@@ -267,11 +268,16 @@ def test_http_endpoints_as_openenv_serves_them(adapter: Adapter) -> None:
     assert scored["observation"]["stop_reason"] == "submitted"
     # Bad bodies: 422 naming the field; an oversized body is refused unread.
     status, err = http("POST", adapter.url + "/step", json.dumps({"task": affine_task()}).encode())
-    assert status == 422 and err["detail"]["field"] == "body/action"
+    assert status == 422 and err["detail"][0]["field"] == "body/action"
+    assert err["detail"][0]["loc"] == ["body", "action"] and err["detail"][0]["msg"]  # FastAPI's shape, as OpenEnv's
     status, err = http("POST", adapter.url + "/reset", json.dumps({"task_id": 7}).encode())
-    assert status == 422 and err["detail"]["field"] == "data/task_id"
+    assert status == 422 and err["detail"][0]["field"] == "data/task_id"
     status, err = http("POST", adapter.url + "/reset", b"\xff\xfe garbage")
-    assert status == 422 and err["detail"]["code"] == "INVALID_JSON"
+    assert status == 422 and err["detail"][0]["code"] == "INVALID_JSON"
+    # HTTP has no session: a step names its task, none is picked for it.
+    body = {"action": {"tool": "submit", "arguments": {"source": "x"}}}
+    status, err = http("POST", adapter.url + "/step", json.dumps(body).encode())
+    assert status == 422 and err["detail"][0]["field"] == "body/task_id", err
 
 
 def test_capacity_and_the_idle_timeout_free_slots(kforge_server: Any) -> None:
@@ -345,7 +351,7 @@ def test_the_manifests_app_is_built_from_the_environment(kforge_server: Any, mon
     module.__dict__.pop("app", None)
     app = module.app
     paths = {getattr(r, "path", None) for r in app.routes}
-    assert {"/ws", "/reset", "/step", "/state", "/health", "/metadata", "/schema"} <= paths
+    assert {"/ws", "/reset", "/step", "/state", "/health", "/metadata", "/schema", "/mcp"} <= paths
     assert app.state.max_sessions == 3 and "example/affine_relu6" in app.state.task_ids
     module.__dict__.pop("app", None)
     monkeypatch.delenv("KFORGE_ENDPOINT")
