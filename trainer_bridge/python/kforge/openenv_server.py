@@ -1,8 +1,9 @@
 """An OpenEnv-compatible server in front of ``kforge serve``.
 
-OpenEnv (github.com/huggingface/OpenEnv; read at commit 385de5e, June 2026,
+OpenEnv (github.com/meta-pytorch/OpenEnv; read at commit 685de41, May 2026,
 ``src/openenv/core/env_server/http_server.py``, ``types.py``,
-``serialization.py`` and ``env_client.py``) is the environment interface that
+``mcp_types.py``, ``serialization.py``, ``env_client.py``, ``mcp_client.py``
+and ``cli/_validation.py``) is the environment interface that
 TRL, SkyRL, ART, Unsloth, Oumi, torchforge and verifiers' OpenEnv taskset
 speak. This module serves its wire protocol, so their clients drive
 KernelForge episodes without knowing our ZeroMQ protocol:
