@@ -99,6 +99,7 @@ from .openenv_mcp import (
     read_jsonrpc,
 )
 from .openenv_ws import SessionContext, serve_session
+from .openenv_ws import mcp as ws_mcp_request
 
 # The OpenEnv HTTP API version this server follows (OpenEnv's own servers
 # say 1.0.0; `openenv validate` reads it as the openenv-http/1.x profile).
@@ -385,6 +386,42 @@ def create_app(
                 target.last_activity = time.monotonic()
 
         return await answer_tools_method(method, params, request_id, tools, call if target is not None else None)
+
+    @app.websocket("/mcp")
+    async def ws_mcp(websocket: WebSocket) -> None:
+        # OpenEnv's WebSocket /mcp: raw JSON-RPC requests and responses, one
+        # session per connection.
+        await websocket.accept()
+        if not await admit():
+            await websocket.send_text(json.dumps(jsonrpc_error(None, SERVER_ERROR, f"the server holds {limit} "
+                                                               "sessions, its limit", {"max_sessions": limit})))
+            await websocket.close(code=1013)
+            return
+        session: Optional[Session] = None
+        try:
+            session = await open_session()
+            async with lock:
+                sockets[session.id] = websocket
+            while not session.closed:
+                raw = await websocket.receive_text()
+                session.last_activity = time.monotonic()
+                try:
+                    body: Any = parse_message(raw, max_message_bytes)
+                except RequestError as e:
+                    await websocket.send_text(json.dumps(jsonrpc_error(None, PARSE_ERROR, f"Parse error: {e}")))
+                    continue
+                session.running += 1
+                try:
+                    reply = await ws_mcp_request(body, session, ctx)
+                finally:
+                    session.running -= 1
+                    session.last_activity = time.monotonic()
+                await websocket.send_text(json.dumps(reply))
+        except WebSocketDisconnect:
+            pass
+        finally:
+            if session is not None:
+                await release(session)
 
     @app.websocket("/ws")
     async def ws_session(websocket: WebSocket) -> None:

@@ -8,6 +8,7 @@ a child process."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any, Dict, Iterator, List
 
@@ -15,7 +16,7 @@ import pytest
 
 from conftest import EXAMPLES, HANG, affine_task, source, start_server
 
-pytest.importorskip("websockets", reason="python3-websockets (Debian) is needed")
+websockets = pytest.importorskip("websockets", reason="python3-websockets (Debian) is needed")
 pytest.importorskip("fastapi", reason="python3-fastapi (Debian) is needed")
 
 from openenv_client import (  # noqa: E402
@@ -163,17 +164,25 @@ def test_mcp_tools_through_steps_and_the_websocket_mcp_message(kforge_server: An
             await c.ws.send('{"type": "mcp", "data": {"jsonrpc": "2.0", "method": "tools/list", "id": 7}}')
             raw = await c.ws.recv()
             await c.close()
-            return [tools, prompt, compiled, submitted, raw]
+            # The WebSocket /mcp: raw JSON-RPC, a session per connection.
+            async with websockets.connect(a.ws[: -len("/ws")] + "/mcp") as m:
+                answers = []
+                for i, (name, args) in enumerate([("start_episode", {"task_id": "example/affine_relu6"}),
+                                                  ("compile", {"source": FAST})]):
+                    await m.send(json.dumps({"jsonrpc": "2.0", "method": "tools/call", "id": i,
+                                             "params": {"name": name, "arguments": args}}))
+                    answers.append(json.loads(await m.recv()))
+            return [tools, prompt, compiled, submitted, raw, answers]
 
-        tools, prompt, compiled, submitted, raw = run(go())
+        tools, prompt, compiled, submitted, raw, answers = run(go())
+        assert [a["id"] for a in answers] == [0, 1] and "error" not in answers[1], answers[1]
+        assert answers[1]["result"]["data"]["observation"]["data"]["compile"]["ok"] is True
         names = {t["name"] for t in tools}
         assert {"compile", "verify", "profile", "submit", "start_episode", "end_episode"} <= names
         assert all(t["input_schema"].get("type") == "object" for t in tools)
         assert prompt["observation"]["task_id"] == "example/affine_relu6" and prompt["observation"]["messages"]
         assert compiled["observation"]["data"]["compile"]["ok"] is True and compiled["done"] is False
         assert submitted["done"] is True and submitted["reward"] > 0 and submitted["observation"]["correct"] is True
-        import json
-
         reply = json.loads(raw)
         assert reply["type"] == "mcp" and reply["data"]["jsonrpc"] == "2.0" and reply["data"]["id"] == 7
         assert {t["name"] for t in reply["data"]["result"]["tools"]} == names
