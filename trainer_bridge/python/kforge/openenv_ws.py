@@ -158,6 +158,7 @@ async def answer_in_time(work: "asyncio.Task[Dict[str, Any]]", inbox: "asyncio.Q
     when the client sent another message first."""
     deadline = None if deadline_s is None else time.monotonic() + deadline_s
     while not work.done():
+        arrived.clear()  # before looking: a message put after the look sets it again
         if not inbox.empty():
             return None
         left = None if deadline is None else deadline - time.monotonic()
@@ -168,7 +169,6 @@ async def answer_in_time(work: "asyncio.Task[Dict[str, Any]]", inbox: "asyncio.Q
                            "clients' message_timeout_s); it goes on: its effects stay in the episode (see state), and "
                            "this session's next reset or step waits for it. For longer steps raise both "
                            "message_timeout_s and --reply-deadline"}}
-        arrived.clear()
         waiter = asyncio.ensure_future(arrived.wait())
         await asyncio.wait({work, waiter}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
         waiter.cancel()
