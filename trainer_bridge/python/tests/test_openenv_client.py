@@ -29,6 +29,8 @@ from openenv_client import (  # noqa: E402
 )
 from test_openenv_server import Adapter  # noqa: E402
 
+from kforge import RemoteEnv  # noqa: E402
+
 AFFINE = EXAMPLES / "affine_relu6"
 FAST, WRONG, HANG_SRC = source(AFFINE / "cpu" / "fast.cpp"), source(AFFINE / "cpu" / "wrong.cpp"), source(HANG)
 
@@ -44,14 +46,13 @@ def run(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
-async def warm(ws_url: str) -> None:
-    """The task's reference check and FAST's compile, cached: afterwards a
-    reset and a compile of FAST answer in milliseconds, the hang.cpp verify
-    still takes seconds (the runner's call timeout)."""
-    c = await GenericEnvClient(ws_url, message_timeout_s=600).connect()
-    await c.reset(task=affine_task(), seed=1)
-    await c.step({"tool": "compile", "arguments": {"source": FAST}})
-    await c.close()
+def warm(endpoint: str) -> None:
+    """The task's reference check and FAST's compile, cached by the kforge
+    server: afterwards a reset and a compile of FAST answer in milliseconds,
+    the hang.cpp verify still takes seconds (the runner's call timeout)."""
+    with RemoteEnv(endpoint, timeout_s=600) as env:
+        env.reset(task=affine_task(), seed=1)
+        env.step({"name": "compile", "arguments": {"source": FAST}})
 
 
 async def until_steps(c: GenericEnvClient, count: int) -> Dict[str, Any]:
@@ -67,10 +68,10 @@ async def until_steps(c: GenericEnvClient, count: int) -> Dict[str, Any]:
 
 
 def test_a_step_past_the_reply_deadline_is_answered_in_time_and_never_later(kforge_server: Any) -> None:
+    warm(kforge_server.endpoint)
     a = Adapter(kforge_server.endpoint, "--reply-deadline", "1")
     try:
         async def go() -> List[Any]:
-            await warm(a.ws)
             c = await GenericEnvClient(a.ws, message_timeout_s=10).connect()
             await c.reset(task=affine_task(), seed=1)
             with pytest.raises(RuntimeError) as slow:  # hang.cpp: a step of seconds
@@ -90,10 +91,10 @@ def test_a_step_past_the_reply_deadline_is_answered_in_time_and_never_later(kfor
 
 
 def test_a_client_that_stopped_waiting_never_gets_the_late_reply(kforge_server: Any) -> None:
+    warm(kforge_server.endpoint)
     a = Adapter(kforge_server.endpoint, "--reply-deadline", "0")  # no deadline: the client times out first
     try:
         async def go() -> List[Any]:
-            await warm(a.ws)
             c = await GenericEnvClient(a.ws, message_timeout_s=600).connect()
             await c.reset(task=affine_task(), seed=1)
             c.message_timeout_s = 0.5
