@@ -337,6 +337,28 @@ def test_parse_message_bounds_size_and_depth() -> None:
     assert tool_call_of({"tool": "submit", "arguments": {"source": "x"}}) == {
         "tool_call": {"name": "submit", "arguments": {"source": "x"}}}
     assert tool_call_of({"action": {"type": "verify"}, "metadata": {}}) == {"action": {"type": "verify"}}
+    assert tool_call_of({"end": "turn_limit"}) == {"end": "turn_limit"}
+    with pytest.raises(RequestError, match="policy_stopped"):
+        tool_call_of({"end": "bored"})
+
+
+def test_mcp_and_http_error_shapes() -> None:
+    from kforge.openenv_mcp import mcp_tools, read_jsonrpc
+    from kforge.openenv_server import RequestError, http_error_detail
+
+    tools = mcp_tools([{"type": "function", "function": {"name": "submit", "description": "d",
+                                                         "parameters": {"type": "object"}}}])
+    assert tools[0] == {"name": "submit", "description": "d", "input_schema": {"type": "object"}}
+    assert [t["name"] for t in tools[1:]] == ["start_episode", "end_episode"]
+    assert read_jsonrpc({"jsonrpc": "2.0", "method": "tools/list", "id": 3}) == {
+        "method": "tools/list", "params": {}, "id": 3}
+    for bad in ({}, {"jsonrpc": "1.0", "method": "x"}, {"jsonrpc": "2.0", "method": "x", "id": [1]},
+                {"jsonrpc": "2.0", "method": "x", "params": [1]}):
+        with pytest.raises(RequestError):
+            read_jsonrpc(bad)
+    detail = http_error_detail({"message": "m", "code": "VALIDATION_ERROR", "field": "body/action"})
+    assert detail == [{"loc": ["body", "action"], "msg": "m", "type": "validation_error", "message": "m",
+                       "code": "VALIDATION_ERROR", "field": "body/action"}]
 
 
 def test_the_manifests_app_is_built_from_the_environment(kforge_server: Any, monkeypatch: Any) -> None:
