@@ -67,7 +67,8 @@ def kforge_server() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def adapter(kforge_server: Any) -> Iterator[Adapter]:
-    a = Adapter(kforge_server.endpoint, "--session-timeout", "600")
+    # Its client waits 600 s for an answer: no reply deadline (docs/trainers/openenv.md, "Long steps").
+    a = Adapter(kforge_server.endpoint, "--session-timeout", "600", "--reply-deadline", "0")
     yield a
     a.stop()
 
