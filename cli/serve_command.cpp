@@ -28,7 +28,8 @@ struct ServeArgs {
   int envs = 0;  // 0: placement.episodes_per_device x devices
   std::string tasks;
   bool skip_reference_check = false;
-  double idle_timeout_s = 900.0;
+  double idle_timeout_s = 0.0;
+  double reclaim_after_s = 300.0;
   double max_message_mb = 64.0;
   int max_inflight = 256;
   double drain_timeout_s = 30.0;
@@ -50,6 +51,7 @@ int run_serve(const ServeArgs& a) {
   config.num_envs = envs;
   config.bind = a.bind;
   config.idle_timeout_s = a.idle_timeout_s;
+  config.reclaim_after_s = a.reclaim_after_s;
   config.max_message_bytes = static_cast<size_t>(a.max_message_mb * 1024 * 1024);
   config.max_inflight_per_client = a.max_inflight;
   config.drain_timeout_s = a.drain_timeout_s;
@@ -139,7 +141,13 @@ void add_serve_command(CLI::App& app, CommandFn* selected) {
                 "Serve --tasks without checking their references at start-up (each task is then checked at its "
                 "first reset, and an invalid one is refused there)");
   cmd->add_option("--idle-timeout", args->idle_timeout_s,
-                  "Seconds a client may stay silent with nothing in flight before its envs are released (0: never)")
+                  "Seconds a client may stay silent with nothing in flight before its envs are released (0: never; "
+                  "a trainer's envs then outlive training steps of any length)")
+      ->check(CLI::Range(0.0, kforge::limits::kMaxConfigDurationS))
+      ->capture_default_str();
+  cmd->add_option("--reclaim-after", args->reclaim_after_s,
+                  "When make finds every env held: release the envs of the client quiet longest, if quiet at least "
+                  "this many seconds (0: never)")
       ->check(CLI::Range(0.0, kforge::limits::kMaxConfigDurationS))
       ->capture_default_str();
   cmd->add_option("--max-message-mb", args->max_message_mb,

@@ -91,6 +91,22 @@ TEST_F(PromptTest, TruncationPolicyIsStated) {
   EXPECT_TRUE(has(build_prompt(in_).user, "evaluated as your submission"));
 }
 
+// prompt.compact, for short contexts: the guide and the tools' prose go; the
+// task, the ABI, the budgets and the truncation rule stay.
+TEST_F(PromptTest, CompactPromptKeepsWhatASolutionNeeds) {
+  const std::string full = build_prompt(in_).user;
+  config_.prompt.compact = true;
+  const std::string compact = build_prompt(in_).user;
+  EXPECT_LT(compact.size(), full.size());
+  EXPECT_FALSE(has(compact, "Fuse everything.")) << compact;
+  EXPECT_FALSE(has(compact, "## Tools")) << compact;
+  EXPECT_TRUE(has(compact, render_kernelbench(task_)));
+  EXPECT_TRUE(has(compact, in_.abi_header));
+  EXPECT_TRUE(has(compact, "| inputs[0] | x | input | [64, 32] |")) << compact;
+  EXPECT_TRUE(has(compact, "You have 4 turns")) << compact;
+  EXPECT_TRUE(has(compact, "evaluated as your submission")) << compact;
+}
+
 TEST_F(PromptTest, TaskThatDoesNotTypeCheckIsAnInputError) {
   task_.nodes[0].in = {"x", "missing"};
   EXPECT_THROW(build_prompt(in_), InputError);

@@ -79,6 +79,7 @@ void read_reward(const Document& doc, ObjectReader r, RewardSchedule& s) {
 void read_prompt(const Document& doc, ObjectReader r, PromptConfig& p) {
   if (auto f = r.optional("skills")) p.skills = resolve_path(doc, f->as_string());
   if (auto f = r.optional("system")) p.system = resolve_path(doc, f->as_string());
+  if (auto f = r.optional("compact")) p.compact = f->as_bool();
   r.finish();
 }
 
@@ -250,7 +251,8 @@ json to_json(const EnvConfig& c) {
             {"paid_on", reward_paid_on_name(c.reward.paid_on)},
             {"step_terms", c.reward.step_terms},
             {"on_truncation", truncation_reward_name(c.reward.on_truncation)}}},
-          {"prompt", {{"skills", c.prompt.skills.string()}, {"system", c.prompt.system.string()}}},
+          {"prompt",
+           {{"skills", c.prompt.skills.string()}, {"system", c.prompt.system.string()}, {"compact", c.prompt.compact}}},
           {"compile",
            {{"cache_dir", c.compile.cache_dir.string()},
             {"threads", c.compile.threads},

@@ -228,7 +228,7 @@ void EnvPool::Impl::worker() {
       info.task_id = state->task.id;
       info.seed = state->seed;
       info.turn = state->turns;
-      info.action = job->action ? action_type_name(job->action->type) : "invalid";
+      info.action = !job->end_reason.empty() ? "end" : job->action ? action_type_name(job->action->type) : "invalid";
       info.episode_return = state->episode_return;
       info.budget = {state->turns, config.max_turns, state->time_used_ms / 1000.0, config.time_budget_s,
                      state->compile_errors};
@@ -286,13 +286,15 @@ void EnvPool::Impl::enqueue(std::vector<std::unique_ptr<StepJob>> jobs, const st
     StepJob& job = *jobs[i];
     job.seq = next_seq++;
     job.sent = now;
-    if (job.error == StepErrorKind::kNone) {
-      if (std::string why = toolset->check(*job.action); !why.empty()) {
-        job.error = StepErrorKind::kInvalidAction;
-        job.error_message = why;
+    if (job.end_reason.empty()) {
+      if (job.error == StepErrorKind::kNone) {
+        if (std::string why = toolset->check(*job.action); !why.empty()) {
+          job.error = StepErrorKind::kInvalidAction;
+          job.error_message = why;
+        }
       }
+      engine->prepare(job, slot.last_solution, slot.state->task);
     }
-    engine->prepare(job, slot.last_solution, slot.state->task);
     const bool idle = slot.pending.empty() && !slot.running;
     slot.pending.push_back(std::move(jobs[i]));
     ++slot.unreceived;
@@ -434,6 +436,22 @@ void EnvPool::send_tool_calls(const std::vector<json>& calls, const std::vector<
       job->error = StepErrorKind::kInvalidAction;
       job->error_message = e.what();
     }
+    jobs.push_back(std::move(job));
+  }
+  impl_->enqueue(std::move(jobs), env_ids);
+}
+
+void EnvPool::end_episodes(const std::vector<int>& env_ids, const std::string& reason) {
+  if (std::find(kEndReasons.begin(), kEndReasons.end(), reason) == kEndReasons.end()) {
+    std::string list;
+    for (const auto& r : kEndReasons) list += (list.empty() ? "" : ", ") + r;
+    throw InputError("end_episodes: unknown reason \"" + reason.substr(0, 64) + "\" (the reasons: " + list + ")");
+  }
+  std::vector<std::unique_ptr<StepJob>> jobs;
+  jobs.reserve(env_ids.size());
+  for (size_t i = 0; i < env_ids.size(); ++i) {
+    auto job = std::make_unique<StepJob>();
+    job->end_reason = reason;
     jobs.push_back(std::move(job));
   }
   impl_->enqueue(std::move(jobs), env_ids);

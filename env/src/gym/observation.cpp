@@ -381,7 +381,10 @@ Observation step_observation(const StepRecord& r) {
     text << "Submitted: " << verdict_line(r.measurement) << ". The episode is over.\n";
   } else if (r.truncated) {
     text << "The episode is over: "
-         << (r.truncation_reason == "time_budget" ? "the time budget is used up" : "no turns left") << ".\n";
+         << (r.truncation_reason == "time_budget" ? "the time budget is used up"
+             : r.truncation_reason == "max_turns" ? "no turns left"
+                                                  : "the trainer ended it (" + r.truncation_reason + ")")
+         << ".\n";
   } else if (r.max_turns > 0 && r.error != StepErrorKind::kEpisodeFinished) {
     const int left = std::max(0, r.max_turns - r.turn - (r.error == StepErrorKind::kSystem ? 0 : 1));
     text << left << (left == 1 ? " turn" : " turns") << " left.\n";

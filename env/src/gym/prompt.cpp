@@ -220,8 +220,13 @@ Prompt build_prompt(const PromptInputs& in) {
     u << ".\n\n";
   }
   u << exemplars_text(in.exemplars);
-  u << "## Tools\n\n" << tools_text(*in.tools) << "\n" << budgets_text(c) << "\n";
-  if (!in.skills.empty()) u << "\n## Optimization guide\n\n" << in.skills << (in.skills.back() == '\n' ? "" : "\n");
+  if (c.prompt.compact) {
+    // The tools' definitions reach the model through the chat template.
+    u << budgets_text(c) << "\n";
+  } else {
+    u << "## Tools\n\n" << tools_text(*in.tools) << "\n" << budgets_text(c) << "\n";
+    if (!in.skills.empty()) u << "\n## Optimization guide\n\n" << in.skills << (in.skills.back() == '\n' ? "" : "\n");
+  }
   p.user = u.str();
   p.messages = json::array({{{"role", "system"}, {"content", p.system}}, {{"role", "user"}, {"content", p.user}}});
   return p;

@@ -100,6 +100,18 @@ reward::RewardBreakdown only_terms(const reward::RewardBreakdown& full, const st
   return out;
 }
 
+void add_into(reward::RewardBreakdown& to, const reward::RewardBreakdown& from) {
+  for (const auto& [name, value] : from.components) {
+    auto it = std::find_if(to.components.begin(), to.components.end(), [&](const auto& c) { return c.first == name; });
+    if (it == to.components.end()) {
+      to.components.emplace_back(name, value);
+    } else {
+      it->second += value;
+    }
+    to.total += value;
+  }
+}
+
 }  // namespace
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
@@ -215,6 +227,13 @@ Measurement StepEngine::measure(const std::string& action, const EpisodeState& e
 StepResult StepEngine::run(EpisodeState& ep, StepJob& job) const {
   const auto started = Clock::now();
   StepWork work = check(ep, job);
+  if (!job.end_reason.empty()) {
+    StepResult out = end(ep, job, work);
+    out.reward = work.paid.total;
+    ep.episode_return += out.reward;
+    out.info = to_json(describe(ep, job, work, out, started));
+    return out;
+  }
   if (work.rec.error == StepErrorKind::kNone) {
     ep.last_solution = job.solution;
     work.rec.solution_mode = solution_mode_name(job.solution->mode);
@@ -241,7 +260,7 @@ StepWork StepEngine::check(const EpisodeState& ep, const StepJob& job) const {
   StepRecord& rec = work.rec;
   rec.max_turns = config_.max_turns;
   rec.turn = ep.turns;
-  rec.action = job.action ? action_type_name(job.action->type) : "invalid";
+  rec.action = !job.end_reason.empty() ? "end" : job.action ? action_type_name(job.action->type) : "invalid";
   rec.error = job.error;
   rec.error_message = job.error_message;
   work.finished = ep.terminated || ep.truncated;
@@ -374,6 +393,41 @@ StepResult StepEngine::settle(EpisodeState& ep, const StepJob& job, StepWork& wo
   if (rec.terminated) ep.terminated = true;
   out.terminated = rec.terminated;
   out.truncated = rec.truncated;
+  return out;
+}
+
+// End: the episode stops where it is, as if its budget had run out: the
+// same final evaluation (the latest solution auto-submitted, or the value of
+// a failed submission), so a policy that stops early never does better than
+// one that tried and failed. Not a turn; nothing is charged to the budget.
+StepResult StepEngine::end(EpisodeState& ep, const StepJob& job, StepWork& work) const {
+  StepResult out;
+  if (work.finished) {
+    out.observation = step_observation(work.rec);
+    out.terminated = ep.terminated;
+    out.truncated = ep.truncated;
+    return out;
+  }
+  // The turns left are paid as turns that did nothing (their per-step terms),
+  // and the final evaluation as the last turn: exactly what running out of
+  // turns pays, so an episode ended early costs no less than one that spent
+  // its turns failing.
+  reward::RewardBreakdown idle;
+  for (int turn = ep.turns; turn + 1 < config_.max_turns; ++turn) {
+    Measurement m = measure("invalid", ep, nullptr, nullptr);
+    m.turn = turn;
+    add_into(idle, only_terms(reward_.compute(m, ep.reward_context), config_.reward.step_terms));
+  }
+  StepRecord& rec = work.rec;
+  rec.turn = std::max(ep.turns, config_.max_turns - 1);
+  rec.measurement = measure("end", ep, nullptr, nullptr);
+  rec.measurement.turn = rec.turn;
+  rec.truncated = true;
+  rec.truncation_reason = job.end_reason;
+  out.observation = final_evaluation(ep, job, work);
+  // A final evaluation the system could not do charges the policy nothing.
+  if (!work.final_evaluation->system_error) add_into(work.paid, idle);
+  out.truncated = true;
   return out;
 }
 

@@ -57,6 +57,9 @@ struct StepJob {
   std::optional<Solution> solution;
   std::shared_future<CompileResult> compile;  // valid when a compile was started
   Clock::time_point sent;
+  // Set (one of kEndReasons): no action; the caller ends the episode here by
+  // the environment's truncation rule (EnvPool::end_episodes).
+  std::string end_reason;
 };
 
 // What one action established about one solution, phase by phase (compile,
@@ -110,6 +113,9 @@ class StepEngine {
               const std::shared_future<CompileResult>& compile) const;
   void record(EpisodeState& ep, StepWork& work) const;
   StepResult settle(EpisodeState& ep, const StepJob& job, StepWork& work) const;
+  // Settle for a step that ends the episode on the caller's word: no turn,
+  // the truncation's final evaluation.
+  StepResult end(EpisodeState& ep, const StepJob& job, StepWork& work) const;
   Observation final_evaluation(EpisodeState& ep, const StepJob& job, StepWork& work) const;
   StepInfo describe(const EpisodeState& ep, const StepJob& job, const StepWork& work, const StepResult& out,
                     Clock::time_point started) const;

@@ -2,6 +2,7 @@
 // Their socket-thread half reads and checks the params and marks the env busy; the work runs
 // elsewhere (a reset on a reset thread, run_reset; a step on the pool's threads) and the reply
 // leaves when it is done (socket_loop.cpp, deliver_completions).
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -202,6 +203,7 @@ void Server::Impl::do_step(const Envelope& from, uint64_t id, const json& params
   struct Args {
     std::optional<json> tool_call;
     std::optional<json> action;
+    std::optional<std::string> end;
     std::string action_pointer;
   };
   Args a = reading_params([&] {
@@ -216,15 +218,27 @@ void Server::Impl::do_step(const Envelope& from, uint64_t id, const json& params
       f->as_object();
       out.action = f->value();
     }
+    // The trainer ends the episode by the environment's truncation rule
+    // (EnvPool::end_episodes).
+    if (auto f = r.optional("end")) out.end = f->as_string();
     r.finish();
     return out;
   });
-  if (a.tool_call && a.action) {
-    throw ProtocolError(ErrorCode::kBadRequest, "give either \"tool_call\" or \"action\", not both", "/params/action");
+  if (int(a.tool_call.has_value()) + int(a.action.has_value()) + int(a.end.has_value()) > 1) {
+    throw ProtocolError(ErrorCode::kBadRequest, "give one of \"tool_call\", \"action\" and \"end\"",
+                        a.end ? "/params/end" : "/params/action");
   }
-  if (!a.tool_call && !a.action) {
-    throw ProtocolError(ErrorCode::kBadRequest, "step needs \"tool_call\" (an OpenAI-style tool call) or \"action\"",
-                        "/params");
+  if (!a.tool_call && !a.action && !a.end) {
+    throw ProtocolError(ErrorCode::kBadRequest,
+                        "step needs \"tool_call\" (an OpenAI-style tool call), \"action\" or \"end\"", "/params");
+  }
+  if (a.end && std::find(kEndReasons.begin(), kEndReasons.end(), *a.end) == kEndReasons.end()) {
+    std::string list;
+    for (const auto& reason : kEndReasons) list += (list.empty() ? "" : ", ") + reason;
+    throw ProtocolError(ErrorCode::kBadRequest,
+                        "end: \"" + a.end->substr(0, limits::kMaxNameBytes) + "\" is not a reason to end an episode (" +
+                            list + ")",
+                        "/params/end");
   }
   const std::string env = "env " + std::to_string(env_id);
   if (slot.busy) {
@@ -260,6 +274,8 @@ void Server::Impl::do_step(const Envelope& from, uint64_t id, const json& params
       throw protocol::from_input_error(e, ErrorCode::kInvalidAction, "action", "/params/action");
     }
     pool->send({action}, {env_id});
+  } else if (a.end) {
+    pool->end_episodes({env_id}, *a.end);
   } else {
     pool->send_tool_calls({*a.tool_call}, {env_id});
   }

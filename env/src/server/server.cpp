@@ -35,6 +35,7 @@ Server::Impl::Impl(ServerConfig c, EnvServices services) : config(std::move(c)),
   }
   // Durations are bounded like every config duration (deadline arithmetic).
   for (const auto& [name, value] : {std::pair<const char*, double>{"idle_timeout_s", config.idle_timeout_s},
+                                    std::pair<const char*, double>{"reclaim_after_s", config.reclaim_after_s},
                                     std::pair<const char*, double>{"drain_timeout_s", config.drain_timeout_s}}) {
     if (!(value >= 0 && value <= limits::kMaxConfigDurationS)) {
       throw InputError(std::string("serve: ") + name + " must be in [0, " +
@@ -115,7 +116,8 @@ Server::Impl::Impl(ServerConfig c, EnvServices services) : config(std::move(c)),
        {{"num_envs", config.num_envs},
         {"max_message_bytes", config.max_message_bytes},
         {"max_inflight_per_client", config.max_inflight_per_client},
-        {"idle_timeout_s", config.idle_timeout_s}}},
+        {"idle_timeout_s", config.idle_timeout_s},
+        {"reclaim_after_s", config.reclaim_after_s}}},
       {"tasks", {{"count", config.tasks.size()}, {"source", config.tasks_source}}},
       {"methods", server::kMethods},
       {"error_codes", rpc::error_code_names()},

@@ -167,6 +167,7 @@ struct Server::Impl {
   Slot& owned_slot(const std::string& routing_id, const json& params);
   json do_hello(const std::string& routing_id, const json& params);
   json do_make(const std::string& routing_id, const json& params);
+  bool reclaim_quietest(const std::string& for_client);
   json do_close(const std::string& routing_id, const json& params);
   json do_tasks(const json& params) const;
 

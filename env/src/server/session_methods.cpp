@@ -1,8 +1,11 @@
 // The env server's methods that answer at once (trainer_bridge/PROTOCOL.md, "Methods"): hello,
 // ping, make, close and tasks, and the dispatch of every method; reset and step are in
 // episode_methods.cpp. All run on the socket thread.
+#include <chrono>
 #include <cstdint>
 #include <optional>
+#include <sstream>
+#include <string>
 
 #include "server_impl.h"
 #include "wire_params.h"
@@ -69,8 +72,8 @@ Server::Impl::Slot& Server::Impl::owned_slot(const std::string& routing_id, cons
   if (slot == nullptr) {
     throw ProtocolError(ErrorCode::kUnknownEnv,
                         "env " + std::to_string(env_id) +
-                            " is not held by this client (make one first; envs of a client that was idle for "
-                            "longer than the idle timeout are released)",
+                            " is not held by this client (make one first; a client's envs are released when it was "
+                            "idle past --idle-timeout, or quiet past --reclaim-after while another client needed one)",
                         "/params/env_id");
   }
   return *slot;
@@ -91,13 +94,33 @@ json Server::Impl::do_hello(const std::string& routing_id, const json& params) {
   return info;
 }
 
+// Every env is held: the envs of the client quiet longest (nothing in flight
+// or waiting, quiet for reclaim_after_s at least) are released, as the idle
+// timeout would release them. True when some were.
+bool Server::Impl::reclaim_quietest(const std::string& for_client) {
+  if (!(config.reclaim_after_s > 0)) return false;
+  const Clock::time_point now = Clock::now();
+  std::optional<std::string> quietest;
+  for (const std::string& id : clients.quiet_clients(now)) {
+    if (id == for_client || slots.envs_of(id).empty()) continue;
+    if (std::chrono::duration<double>(now - clients.last_seen(id)).count() < config.reclaim_after_s) continue;
+    if (!quietest || clients.last_seen(id) < clients.last_seen(*quietest)) quietest = id;
+  }
+  if (!quietest) return false;
+  std::ostringstream quiet;
+  quiet << std::chrono::duration<double>(now - clients.last_seen(*quietest)).count();
+  forget_peer(*quietest, "was quiet for " + quiet.str() + " s while another client needed an env (reclaimed)");
+  return true;
+}
+
 json Server::Impl::do_make(const std::string& routing_id, const json& params) {
   reading_params([&] {
     Document doc = Document::from_value(params, "params");
     doc.root_object().finish();
     return 0;
   });
-  const std::optional<int> env_id = slots.make(routing_id);
+  std::optional<int> env_id = slots.make(routing_id);
+  if (!env_id && reclaim_quietest(routing_id)) env_id = slots.make(routing_id);
   if (!env_id) {
     throw ProtocolError(ErrorCode::kPoolFull, "all " + std::to_string(config.num_envs) + " envs are held (by " +
                                                   std::to_string(slots.owner_count()) +

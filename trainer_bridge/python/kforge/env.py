@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import time
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .client import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_TIMEOUT_S, Client
@@ -69,6 +70,22 @@ def reset_params(
     return params
 
 
+# Why a trainer ends an episode the policy left unfinished (RemoteEnv.end_episode;
+# trainer_bridge/PROTOCOL.md, step param ``end``).
+END_REASONS = ("policy_stopped", "context_length", "turn_limit")
+
+
+def scored_measurement(info: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """The measurement an episode's verdict is about: a truncated or ended
+    episode's final evaluation (its latest solution scored as the
+    submission), else the step's own. None when the step has none."""
+    final = info.get("final_evaluation")
+    if isinstance(final, Mapping) and isinstance(final.get("measurement"), Mapping):
+        return dict(final["measurement"])
+    measurement = info.get("measurement")
+    return dict(measurement) if isinstance(measurement, Mapping) else None
+
+
 def tool_message(tool_call: Mapping[str, Any], observation: Observation) -> Dict[str, Any]:
     """The chat message that answers ``tool_call`` with a step's observation."""
     message: Dict[str, Any] = {"role": "tool", "content": observation["text"]}
@@ -102,6 +119,15 @@ class RemoteEnv:
         connect_timeout_s: how long the first request (``hello``) waits for a
             server (default 10 s): a wrong endpoint fails with KForgeTimeout
             naming it, instead of waiting ``timeout_s``. None: ``timeout_s``.
+        acquire: take an env of the server now (``make``); False: at the
+            first ``reset`` (``release`` gives it back between episodes).
+        acquire_timeout_s: with every env of the server held, how long
+            ``acquire`` waits for one to be freed before KForgeError
+            ("pool_full"); 0 fails at once.
+
+    A reset finds its env released by the server (``unknown_env``: quiet
+    while another client needed one, ``kforge serve --reclaim-after``) and
+    takes another one; a step cannot (the episode is gone) and raises.
     """
 
     metadata: Dict[str, Any] = {"render_modes": []}
@@ -112,22 +138,60 @@ class RemoteEnv:
         timeout_s: Optional[float] = DEFAULT_TIMEOUT_S,
         client: Optional[Client] = None,
         connect_timeout_s: Optional[float] = DEFAULT_CONNECT_TIMEOUT_S,
+        acquire: bool = True,
+        acquire_timeout_s: float = 0.0,
     ) -> None:
         if client is None and endpoint is None:
             raise ValueError("RemoteEnv needs an endpoint or a client")
         self._own_client = client is None
         self.client = client if client is not None else Client(endpoint or "", timeout_s)
         self.timeout_s = timeout_s
+        self.acquire_timeout_s = acquire_timeout_s
         self.env_id: Optional[int] = None
         self._prompt: Optional[Observation] = None
+        self._closed = False
         try:
             self.server_info: Dict[str, Any] = self.client.hello("kforge.RemoteEnv", connect_timeout_s)
             self.tools: List[Dict[str, Any]] = self.server_info.get("tools", [])
-            self.env_id = int(self.client.call("make", {}, timeout_s)["env_id"])
+            if acquire:
+                self.acquire()
         except BaseException:
             if self._own_client:
                 self.client.close()
             raise
+
+    def acquire(self) -> int:
+        """Makes sure this RemoteEnv holds an env of the server (``make``)
+        and returns its id. With every env held, waits up to
+        ``acquire_timeout_s`` for one to be freed, then raises
+        KForgeError("pool_full") naming ``--envs``."""
+        if self._closed:
+            raise KForgeError("closed", "this RemoteEnv is closed")
+        if self.env_id is not None:
+            return self.env_id
+        deadline = time.monotonic() + max(0.0, self.acquire_timeout_s)
+        pause = 0.05
+        while True:
+            try:
+                self.env_id = int(self.client.call("make", {}, self.timeout_s)["env_id"])
+                return self.env_id
+            except KForgeError as e:
+                if e.code != "pool_full" or time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 2.0)
+
+    def release(self) -> None:
+        """Gives the env back to the server but keeps the connection: the
+        next ``reset`` acquires one again. For adapters that hold an env
+        only while an episode runs."""
+        if self.env_id is not None and not self.client.closed:
+            env_id, self.env_id = self.env_id, None
+            try:
+                self.client.call("close", {"env_id": env_id}, min(5.0, self.timeout_s or 5.0))
+            except KForgeError:
+                pass  # the server is gone or already released it
+        self.env_id = None
 
     def reset(
         self,
@@ -139,8 +203,17 @@ class RemoteEnv:
         """Starts an episode: a task dict (or a path to a task file), or a
         task_id of the server's task set. ``options={"exemplars": [...]}``
         puts earlier solutions in the prompt (contrastive rewards)."""
-        params = {"env_id": self._live_env_id(), **reset_params(task, task_id, seed, options)}
-        result = self.client.call("reset", params, self.timeout_s)
+        params = reset_params(task, task_id, seed, options)
+        try:
+            result = self.client.call("reset", {"env_id": self.acquire(), **params}, self.timeout_s)
+        except KForgeError as e:
+            if e.code != "unknown_env":
+                raise
+            # The server released the env (this client was quiet while
+            # another needed one, or it restarted): no episode is lost at a
+            # reset, so take another env and go on.
+            self.env_id = None
+            result = self.client.call("reset", {"env_id": self.acquire(), **params}, self.timeout_s)
         self._prompt = result["observation"]
         return result["observation"], result["info"]
 
@@ -149,6 +222,29 @@ class RemoteEnv:
         env_id = self._live_env_id()
         try:
             result = self.client.call("step", {"env_id": env_id, **action_params(action)}, self.timeout_s)
+        except KForgeError as e:
+            e.env_id = env_id
+            raise
+        return (
+            result["observation"],
+            float(result["reward"]),
+            bool(result["terminated"]),
+            bool(result["truncated"]),
+            result["info"],
+        )
+
+    def end_episode(self, reason: str = "policy_stopped") -> Tuple[Observation, float, bool, bool, Info]:
+        """Ends the running episode by the environment's own truncation rule
+        (the server does it: step param ``end``): its latest solution is
+        scored as the submission, or, with none, a failed submission is paid,
+        and the turns left are paid as idle turns, so stopping early never
+        beats trying. ``reason``: one of END_REASONS. Returns the step tuple
+        (``truncated`` set; ``scored_measurement(info)`` is the verdict)."""
+        if reason not in END_REASONS:
+            raise ValueError(f"unknown reason {reason!r}; the reasons are {', '.join(END_REASONS)}")
+        env_id = self._live_env_id()
+        try:
+            result = self.client.call("step", {"env_id": env_id, "end": reason}, self.timeout_s)
         except KForgeError as e:
             e.env_id = env_id
             raise
@@ -171,12 +267,8 @@ class RemoteEnv:
     def close(self) -> None:
         """Releases the env on the server (and the connection, if owned).
         Safe to call twice; errors of an unreachable server are ignored."""
-        if self.env_id is not None and not self.client.closed:
-            env_id, self.env_id = self.env_id, None
-            try:
-                self.client.call("close", {"env_id": env_id}, min(5.0, self.timeout_s or 5.0))
-            except KForgeError:
-                pass  # the server is gone or already released it
+        self.release()
+        self._closed = True
         if self._own_client:
             self.client.close()
 
@@ -190,6 +282,8 @@ class RemoteEnv:
         return f"RemoteEnv({self.client.endpoint!r}, env_id={self.env_id})"
 
     def _live_env_id(self) -> int:
-        if self.env_id is None:
+        if self._closed:
             raise KForgeError("closed", "this RemoteEnv is closed")
+        if self.env_id is None:
+            raise KForgeError("no_episode", "this RemoteEnv holds no env: call reset() first")
         return self.env_id

@@ -1,8 +1,9 @@
 """An OpenEnv-compatible server in front of ``kforge serve``.
 
-OpenEnv (github.com/huggingface/OpenEnv; read at commit 385de5e, June 2026,
+OpenEnv (github.com/meta-pytorch/OpenEnv; read at commit 685de41, May 2026,
 ``src/openenv/core/env_server/http_server.py``, ``types.py``,
-``serialization.py`` and ``env_client.py``) is the environment interface that
+``mcp_types.py``, ``serialization.py``, ``env_client.py``, ``mcp_client.py``
+and ``cli/_validation.py``) is the environment interface that
 TRL, SkyRL, ART, Unsloth, Oumi, torchforge and verifiers' OpenEnv taskset
 speak. This module serves its wire protocol, so their clients drive
 KernelForge episodes without knowing our ZeroMQ protocol:
@@ -30,9 +31,12 @@ typed observation field: ``reward_components``, ``measurement``,
 
 Each session holds one env of ``kforge serve`` (its own ZeroMQ connection
 through ``kforge.RemoteEnv``); at most ``max_sessions`` at once (default: the
-server's ``--envs``). A session silent for ``session_timeout_s`` (no message,
-nothing running) is closed and its env released, so half-open sockets do not
-hold slots; WebSocket pings find dead peers sooner.
+server's ``--envs``). Sessions do not time out by default: a trainer may be
+silent for a training step of hours. At capacity, a new session takes the
+slot of the session quiet longest, if quiet for ``--reclaim-after`` seconds;
+WebSocket pings find dead peers sooner. Every message is answered within
+``--reply-deadline`` seconds, and a reply the client stopped waiting for is
+never sent (openenv_ws.py). OpenEnv's MCP tool interface: openenv_mcp.py.
 
 Run: ``python3 -m kforge.openenv_server --kforge-endpoint tcp://127.0.0.1:5555
 --port 8000`` (or ``--kforge-bin build/default/cli/kforge --kforge-args
@@ -83,24 +87,61 @@ from .openenv_wire import (  # noqa: F401
     step_observation,
     tool_call_of,
 )
+from .openenv_mcp import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    SERVER_ERROR,
+    answer_tools_method,
+    jsonrpc_error,
+    jsonrpc_result,
+    mcp_tools,
+    read_jsonrpc,
+)
+from .openenv_ws import SessionContext, serve_session
+from .openenv_ws import mcp as ws_mcp_request
+
+# The OpenEnv HTTP API version this server follows (OpenEnv's own servers
+# say 1.0.0; `openenv validate` reads it as the openenv-http/1.x profile).
+API_VERSION = "1.0.0"
+# Under OpenEnv clients' default message_timeout_s (60 s): see openenv_ws.py.
+DEFAULT_REPLY_DEADLINE_S = 55.0
+DEFAULT_RECLAIM_AFTER_S = 300.0
+
+
+def http_error_detail(data: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """A 422/503 body's ``detail`` as FastAPI writes validation errors (a
+    list of ``{"loc", "msg", "type"}``, what OpenEnv's HTTP routes answer),
+    with our ``code``, ``field`` and ``kforge_code`` in the item."""
+    field = data.get("field")
+    loc = ["body", *str(field).split("/")[1:]] if field else ["body"]
+    return [{"loc": loc, "msg": data.get("message", ""), "type": str(data.get("code", "")).lower(), **data}]
 
 
 def create_app(
     kforge_endpoint: str,
     max_sessions: Optional[int] = None,
-    session_timeout_s: Optional[float] = 300.0,
+    session_timeout_s: Optional[float] = None,
     step_timeout_s: float = 900.0,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     on_ready: Optional[Any] = None,
+    reply_deadline_s: Optional[float] = DEFAULT_REPLY_DEADLINE_S,
+    reclaim_after_s: Optional[float] = DEFAULT_RECLAIM_AFTER_S,
 ) -> Any:
     """The FastAPI app serving OpenEnv's protocol for the ``kforge serve`` at
-    ``kforge_endpoint``. ``max_sessions`` None: the server's env count."""
+    ``kforge_endpoint``. ``max_sessions`` None: the server's env count.
+    ``session_timeout_s`` None: sessions never time out (they are bounded by
+    ``max_sessions``: at capacity, a new session takes the slot of the one
+    quiet longest, if quiet ``reclaim_after_s`` or more). ``reply_deadline_s``
+    None: answers wait for their steps however long (openenv_ws.py)."""
     from fastapi import FastAPI, Request, WebSocket
     from fastapi.responses import JSONResponse
     from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-    if session_timeout_s is not None and session_timeout_s <= 0:
-        raise ValueError("session_timeout_s must be > 0 (or None: no timeout)")
+    for name, value in (("session_timeout_s", session_timeout_s), ("reply_deadline_s", reply_deadline_s),
+                        ("reclaim_after_s", reclaim_after_s)):
+        if value is not None and value <= 0:
+            raise ValueError(f"{name} must be > 0 (or None: none)")
     with Client(kforge_endpoint, timeout_s=30.0) as probe:
         hello = probe.hello("kforge.openenv_server", 10.0)
         task_ids: List[str] = []
@@ -115,18 +156,21 @@ def create_app(
     if limit < 1:
         raise ValueError("max_sessions must be >= 1")
 
-    app = FastAPI(title="KernelForge (OpenEnv)", version="0.1.0")
+    app = FastAPI(title="KernelForge (OpenEnv)", version=API_VERSION)
     sessions: Dict[str, Session] = {}
     sockets: Dict[str, Any] = {}
     reserved = [0]  # sessions being opened
     lock = asyncio.Lock()
-    executor = concurrent.futures.ThreadPoolExecutor(max_workers=limit + 4, thread_name_prefix="kforge-openenv")
+    executor = concurrent.futures.ThreadPoolExecutor(max_workers=2 * limit + 4, thread_name_prefix="kforge-openenv")
+    tools = mcp_tools(hello.get("tools", []))
     app.state.sessions = sessions
     app.state.task_ids = task_ids
     app.state.max_sessions = limit
 
     async def blocking(fn: Any, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(executor, fn, *args)
+
+    ctx = SessionContext(blocking, task_ids, tools, max_message_bytes, reply_deadline_s)
 
     async def release(session: Session) -> None:
         # The slot counts until its env is released on the server: a new
@@ -136,6 +180,14 @@ def create_app(
             sessions.pop(session.id, None)
             sockets.pop(session.id, None)
 
+    async def evict(session: Session, why: str) -> None:
+        ws = sockets.get(session.id)
+        # The slot first: telling a half-open peer may wait for its close
+        # handshake until the WebSocket close timeout.
+        await release(session)
+        if ws is not None:
+            asyncio.get_running_loop().create_task(tell_and_close(ws, why))
+
     async def reap() -> None:
         assert session_timeout_s is not None
         interval = min(max(session_timeout_s / 4, 0.05), 5.0)
@@ -143,20 +195,42 @@ def create_app(
             await asyncio.sleep(interval)
             now = time.monotonic()
             async with lock:
-                stale = [s for s in sessions.values() if not s.busy and now - s.last_activity > session_timeout_s]
-                stale_sockets = [sockets.get(s.id) for s in stale]
-            for session, ws in zip(stale, stale_sockets):
-                # The slot first: telling a half-open peer may wait for its
-                # close handshake until the WebSocket close timeout.
-                await release(session)
-                if ws is not None:
-                    asyncio.get_running_loop().create_task(tell_and_close(ws))
+                stale = [s for s in sessions.values() if not s.running and now - s.last_activity > session_timeout_s]
+            for session in stale:
+                await evict(session, f"session idle for more than {session_timeout_s} s; closed")
 
-    async def tell_and_close(ws: Any) -> None:
+    async def admit() -> bool:
+        """A slot for a new session: a free one, or that of the session quiet
+        longest (nothing running, quiet reclaim_after_s or more)."""
+        async with lock:
+            if len(sessions) + reserved[0] < limit:
+                reserved[0] += 1
+                return True
+            now = time.monotonic()
+            quiet = [s for s in sessions.values() if not s.running and reclaim_after_s is not None
+                     and now - s.last_activity >= reclaim_after_s]
+            victim = min(quiet, key=lambda s: s.last_activity) if quiet else None
+            if victim is None:
+                return False
+            reserved[0] += 1
+        await evict(victim, "another client needed this session's slot; this one was the quietest")
+        return True
+
+    async def open_session() -> Session:
+        session: Optional[Session] = None
+        try:
+            session = await blocking(Session, kforge_endpoint, step_timeout_s)
+            return session
+        finally:
+            async with lock:
+                reserved[0] -= 1
+                if session is not None:
+                    sessions[session.id] = session
+
+    async def tell_and_close(ws: Any, why: str) -> None:
         try:
             if ws.client_state == WebSocketState.CONNECTED:
-                await ws.send_text(json.dumps({"type": "error", "data": {
-                    "message": f"session idle for more than {session_timeout_s} s; closed", "code": SESSION_ERROR}}))
+                await ws.send_text(json.dumps({"type": "error", "data": {"message": why, "code": SESSION_ERROR}}))
                 await ws.close(code=1001)
         except Exception:  # noqa: BLE001 (the peer is gone; its slot is free already)
             pass
@@ -190,16 +264,17 @@ def create_app(
 
     def error_response(e: Exception) -> Any:
         if isinstance(e, RequestError):
-            return JSONResponse(status_code=422, content={"detail": e.data()})
+            return JSONResponse(status_code=422, content={"detail": http_error_detail(e.data())})
         if isinstance(e, KForgeError):
             status = 503 if e.code in ("pool_full", "shutting_down", "timeout") else 422
-            return JSONResponse(status_code=status, content={"detail": _kforge_error_data(e)})
-        return JSONResponse(status_code=500, content={"detail": {"message": str(e), "code": EXECUTION_ERROR}})
+            return JSONResponse(status_code=status, content={"detail": http_error_detail(_kforge_error_data(e))})
+        return JSONResponse(status_code=500, content={"detail": http_error_detail(
+            {"message": str(e), "code": EXECUTION_ERROR})})
 
     def one_shot(body: Mapping[str, Any], with_step: bool) -> Dict[str, Any]:
         session = Session(kforge_endpoint, step_timeout_s)
         try:
-            reset_data = {k: v for k, v in body.items() if k in RESET_KEYS}
+            reset_data = {k: v for k, v in body.items() if k not in ("action", "timeout_s", "request_id")}
             first = session.reset(reset_data, task_ids)
             if not with_step:
                 return first
@@ -211,7 +286,6 @@ def create_app(
     async def http_reset(request: Request) -> Any:
         try:
             body = await read_body(request)
-            _only_keys(body, RESET_KEYS, "body")
             return await blocking(one_shot, body, False)
         except Exception as e:  # noqa: BLE001 (every failure is answered)
             return error_response(e)
@@ -223,6 +297,11 @@ def create_app(
             _only_keys(body, ("action", "timeout_s", "request_id") + RESET_KEYS, "body")
             if "action" not in body:
                 raise RequestError(VALIDATION_ERROR, "body/action: required", "body/action")
+            if "task_id" not in body and "task" not in body:
+                # HTTP has no session: a step scores its action on the task
+                # the body names, never on one picked for it.
+                raise RequestError(VALIDATION_ERROR, "body/task_id: required (or body/task): the task the action is "
+                                   "for; multi-step episodes use the WebSocket /ws", "body/task_id")
             return await blocking(one_shot, body, True)
         except Exception as e:  # noqa: BLE001
             return error_response(e)
@@ -249,27 +328,105 @@ def create_app(
         return {
             "name": ENV_NAME,
             "description": "KernelForge: write kernels; compiled, verified and timed in a sandbox, rewarded by speedup",
-            "version": "0.1.0",
+            "version": API_VERSION,
             "documentation_url": "docs/trainers/openenv.md",
             "backend": hello.get("backend"),
             "tasks": len(task_ids),
             "active_sessions": len(sessions),
             "max_sessions": limit,
             "session_timeout_s": session_timeout_s,
+            "reply_deadline_s": reply_deadline_s,
+            "reclaim_after_s": reclaim_after_s,
         }
 
     @app.get("/schema")
     async def http_schema() -> Any:
         return {"action": ACTION_SCHEMA, "observation": OBSERVATION_SCHEMA, "state": STATE_SCHEMA}
 
+    @app.post("/mcp")
+    async def http_mcp(request: Request) -> Any:
+        # Always a JSON-RPC answer with status 200, as OpenEnv's.
+        try:
+            body = await read_body(request)
+        except RequestError as e:
+            return jsonrpc_error(None, PARSE_ERROR, f"Parse error: {e}")
+        try:
+            r = read_jsonrpc(body)
+        except RequestError as e:
+            code = INVALID_PARAMS if e.code == "INVALID_PARAMS" else INVALID_REQUEST
+            return jsonrpc_error(body.get("id") if isinstance(body.get("id"), (str, int)) else None, code, str(e))
+        method, params, request_id = r["method"], r["params"], r["id"]
+        if method == "openenv/session/create":
+            if not await admit():
+                return jsonrpc_error(request_id, SERVER_ERROR, f"the server holds {limit} sessions, its limit",
+                                     {"active_sessions": limit, "max_sessions": limit})
+            try:
+                session = await open_session()
+            except Exception as e:  # noqa: BLE001
+                return jsonrpc_error(request_id, SERVER_ERROR, str(e))
+            return jsonrpc_result(request_id, {"session_id": session.id})
+        target = sessions.get(params.get("session_id")) if isinstance(params.get("session_id"), str) else None
+        if "session_id" in params and target is None:
+            return jsonrpc_error(request_id, INVALID_PARAMS, f"Unknown session_id: {params.get('session_id')}")
+        if method == "openenv/session/close":
+            if target is None:
+                return jsonrpc_error(request_id, INVALID_PARAMS, "Invalid params - 'session_id' is required")
+            if target.id in sockets:
+                return jsonrpc_error(request_id, INVALID_REQUEST, "this session is a WebSocket's: close the WebSocket")
+            await release(target)
+            return jsonrpc_result(request_id, {"session_id": target.id, "closed": True})
+
+        async def call(name: str, arguments: Dict[str, Any]) -> Dict[str, Any]:
+            assert target is not None
+            target.running += 1
+            try:
+                return await blocking(target.call_tool, name, arguments, task_ids)
+            finally:
+                target.running -= 1
+                target.last_activity = time.monotonic()
+
+        return await answer_tools_method(method, params, request_id, tools, call if target is not None else None)
+
+    @app.websocket("/mcp")
+    async def ws_mcp(websocket: WebSocket) -> None:
+        # OpenEnv's WebSocket /mcp: raw JSON-RPC requests and responses, one
+        # session per connection.
+        await websocket.accept()
+        if not await admit():
+            await websocket.send_text(json.dumps(jsonrpc_error(None, SERVER_ERROR, f"the server holds {limit} "
+                                                               "sessions, its limit", {"max_sessions": limit})))
+            await websocket.close(code=1013)
+            return
+        session: Optional[Session] = None
+        try:
+            session = await open_session()
+            async with lock:
+                sockets[session.id] = websocket
+            while not session.closed:
+                raw = await websocket.receive_text()
+                session.last_activity = time.monotonic()
+                try:
+                    body: Any = parse_message(raw, max_message_bytes)
+                except RequestError as e:
+                    await websocket.send_text(json.dumps(jsonrpc_error(None, PARSE_ERROR, f"Parse error: {e}")))
+                    continue
+                session.running += 1
+                try:
+                    reply = await ws_mcp_request(body, session, ctx)
+                finally:
+                    session.running -= 1
+                    session.last_activity = time.monotonic()
+                await websocket.send_text(json.dumps(reply))
+        except WebSocketDisconnect:
+            pass
+        finally:
+            if session is not None:
+                await release(session)
+
     @app.websocket("/ws")
     async def ws_session(websocket: WebSocket) -> None:
         await websocket.accept()
-        async with lock:
-            full = len(sessions) + reserved[0] >= limit
-            if not full:
-                reserved[0] += 1  # a slot while its env is made (off the event loop)
-        if full:
+        if not await admit():
             await websocket.send_text(json.dumps({"type": "error", "data": {
                 "message": f"the server holds {limit} sessions, its limit; retry later",
                 "code": CAPACITY_REACHED, "active_sessions": limit, "max_sessions": limit}}))
@@ -277,56 +434,10 @@ def create_app(
             return
         session: Optional[Session] = None
         try:
-            try:
-                session = await blocking(Session, kforge_endpoint, step_timeout_s)
-            finally:
-                async with lock:
-                    reserved[0] -= 1
-                    if session is not None:
-                        sessions[session.id] = session
-                        sockets[session.id] = websocket
-            while True:
-                message = await websocket.receive()
-                if message["type"] == "websocket.disconnect":
-                    break
-                raw = message.get("text")
-                if raw is None:
-                    raw = message.get("bytes") or b""
-                session.last_activity = time.monotonic()
-                if session.closed:
-                    break
-                try:
-                    m = parse_message(raw, max_message_bytes)
-                    kind = m.get("type")
-                    if kind == "close":
-                        break
-                    if kind == "reset":
-                        _only_keys(m, ("type", "data"), "message")
-                        session.busy = True
-                        reply = {"type": "observation", "data": await blocking(session.reset, m.get("data") or {}, task_ids)}
-                    elif kind == "step":
-                        _only_keys(m, ("type", "data"), "message")
-                        if "data" not in m:
-                            raise RequestError(VALIDATION_ERROR, "message/data: required (the action)", "message/data")
-                        session.busy = True
-                        reply = {"type": "observation", "data": await blocking(session.step, m["data"])}
-                    elif kind == "state":
-                        _only_keys(m, ("type",), "message")
-                        reply = {"type": "state", "data": session.state()}
-                    else:
-                        raise RequestError(UNKNOWN_TYPE, f"Unknown message type: {kind}; the types are reset, step, state, close", "message/type")
-                except RequestError as e:
-                    reply = {"type": "error", "data": e.data()}
-                except KForgeError as e:
-                    reply = {"type": "error", "data": _kforge_error_data(e)}
-                except (ValueError, TypeError) as e:  # arguments the client library refused
-                    reply = {"type": "error", "data": {"message": str(e), "code": VALIDATION_ERROR}}
-                finally:
-                    session.busy = False
-                    session.last_activity = time.monotonic()
-                if session.closed:
-                    break
-                await websocket.send_text(json.dumps(reply))
+            session = await open_session()
+            async with lock:
+                sockets[session.id] = websocket
+            await serve_session(websocket, session, ctx)
         except WebSocketDisconnect:
             pass
         except Exception as e:  # noqa: BLE001 (a session's failure is told to its client only)
@@ -349,15 +460,19 @@ def create_app(
 def __getattr__(name: str) -> Any:
     """``kforge.openenv_server:app`` for OpenEnv's tooling and uvicorn
     (openenv.yaml): built on first access from $KFORGE_ENDPOINT,
-    $KFORGE_OPENENV_MAX_SESSIONS and $KFORGE_OPENENV_SESSION_TIMEOUT_S."""
+    $KFORGE_OPENENV_MAX_SESSIONS, $KFORGE_OPENENV_SESSION_TIMEOUT_S,
+    $KFORGE_OPENENV_REPLY_DEADLINE_S and $KFORGE_OPENENV_RECLAIM_AFTER_S."""
     if name != "app":
         raise AttributeError(name)
     endpoint = os.environ.get("KFORGE_ENDPOINT")
     if not endpoint:
         raise RuntimeError("kforge.openenv_server:app needs KFORGE_ENDPOINT (the kforge serve endpoint)")
     sessions = os.environ.get("KFORGE_OPENENV_MAX_SESSIONS")
-    timeout = float(os.environ.get("KFORGE_OPENENV_SESSION_TIMEOUT_S", "300"))
-    app = create_app(endpoint, int(sessions) if sessions else None, timeout or None)
+    timeout = float(os.environ.get("KFORGE_OPENENV_SESSION_TIMEOUT_S", "0"))
+    deadline = float(os.environ.get("KFORGE_OPENENV_REPLY_DEADLINE_S", str(DEFAULT_REPLY_DEADLINE_S)))
+    reclaim = float(os.environ.get("KFORGE_OPENENV_RECLAIM_AFTER_S", str(DEFAULT_RECLAIM_AFTER_S)))
+    app = create_app(endpoint, int(sessions) if sessions else None, timeout or None,
+                     reply_deadline_s=deadline or None, reclaim_after_s=reclaim or None)
     globals()["app"] = app
     return app
 
@@ -375,8 +490,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port")
     p.add_argument("--max-sessions", type=int, default=None, help="default: the kforge server's --envs")
-    p.add_argument("--session-timeout", type=float, default=300.0,
-                   help="close sessions idle this many seconds (0: never)")
+    p.add_argument("--session-timeout", type=float, default=0.0,
+                   help="close sessions idle this many seconds (default 0: never; sessions are bounded by "
+                   "--max-sessions and --reclaim-after instead)")
+    p.add_argument("--reclaim-after", type=float, default=DEFAULT_RECLAIM_AFTER_S,
+                   help="at --max-sessions, a new session takes the slot of the session quiet longest if it has "
+                   "been quiet this many seconds (0: never)")
+    p.add_argument("--reply-deadline", type=float, default=DEFAULT_REPLY_DEADLINE_S,
+                   help="answer every message within this many seconds (a step still running gets a still_running "
+                   "error and goes on); keep it under the clients' message_timeout_s (OpenEnv: 60). 0: wait")
     p.add_argument("--step-timeout", type=float, default=900.0, help="seconds a reset or step may take")
     p.add_argument("--max-message-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES)
     args = p.parse_args(argv)
@@ -406,7 +528,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     try:
         app = create_app(endpoint, args.max_sessions, args.session_timeout or None, args.step_timeout,
-                         args.max_message_bytes, on_ready=ready)
+                         args.max_message_bytes, on_ready=ready, reply_deadline_s=args.reply_deadline or None,
+                         reclaim_after_s=args.reclaim_after or None)
         config = uvicorn.Config(app, log_level="warning", ws_max_size=args.max_message_bytes,
                                 ws_ping_interval=20.0, ws_ping_timeout=20.0, lifespan="on")
         uvicorn.Server(config).run(sockets=[sock])

@@ -13,7 +13,6 @@ from .openenv_wire import (
     RESET_KEYS,
     VALIDATION_ERROR,
     RequestError,
-    _only_keys,
     reset_observation,
     step_observation,
     tool_call_of,
@@ -25,6 +24,9 @@ class Session:
 
     def __init__(self, endpoint: str, timeout_s: float) -> None:
         self.id = str(uuid.uuid4())
+        # Requests of this session still running (the WebSocket loop may
+        # answer before they finish: reply deadline, or a newer message).
+        self.running = 0
         self.created_at = time.time()
         self.last_activity = time.monotonic()
         self.busy = False
@@ -43,7 +45,10 @@ class Session:
     def reset(self, data: Mapping[str, Any], task_ids: List[str]) -> Dict[str, Any]:
         if not isinstance(data, Mapping):
             raise RequestError(VALIDATION_ERROR, "data: reset parameters are a JSON object", "data")
-        _only_keys(data, RESET_KEYS, "data")
+        # As OpenEnv's server does: keys the environment does not take are
+        # dropped; the observation lists them (a typo shows).
+        ignored = sorted(k for k in data if k not in RESET_KEYS)
+        data = {k: v for k, v in data.items() if k in RESET_KEYS}
         seed = data.get("seed")
         if seed is None:
             seed = secrets.randbits(63)
@@ -77,21 +82,32 @@ class Session:
             self.total_reward = 0.0
             self.terminated = self.truncated = False
             self.stop_reason = None
-            return reset_observation(obs, info, self.episode_id)
+            return reset_observation(obs, info, self.episode_id, ignored)
 
     def step(self, action: Mapping[str, Any]) -> Dict[str, Any]:
         params = tool_call_of(action)
         with self._lock:
             if self.episode_id is None:
                 raise RequestError(EXECUTION_ERROR, "no episode: send a reset first")
-            call = params.get("tool_call", params.get("action"))
-            obs, reward, terminated, truncated, info = self.env.step(call)
+            if "end" in params:
+                obs, reward, terminated, truncated, info = self.env.end_episode(params["end"])
+            else:
+                obs, reward, terminated, truncated, info = self.env.step(params.get("tool_call", params.get("action")))
             self.step_count += 1
             self.total_reward += reward
             self.terminated, self.truncated = terminated, truncated
             out = step_observation(obs, reward, terminated, truncated, info, self.episode_id)
             self.stop_reason = out["observation"]["stop_reason"]
             return out
+
+    def call_tool(self, name: str, arguments: Dict[str, Any], task_ids: List[str]) -> Dict[str, Any]:
+        """An MCP tool call (openenv_mcp.py): a step of the episode, or
+        start_episode / end_episode."""
+        if name == "start_episode":
+            return self.reset(arguments, task_ids)
+        if name == "end_episode":
+            return self.step({"end": arguments.get("reason", "policy_stopped")})
+        return self.step({"tool": name, "arguments": arguments})
 
     def state(self) -> Dict[str, Any]:
         return {

@@ -6,6 +6,7 @@ results turned into OpenEnv's typed observations, and the /schema answer.
 import json
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from .env import END_REASONS, scored_measurement
 from .errors import KForgeError
 
 ENV_NAME = "kforge"
@@ -23,7 +24,10 @@ CAPACITY_REACHED = "CAPACITY_REACHED"
 SESSION_ERROR = "SESSION_ERROR"
 
 RESET_KEYS = ("task_id", "task", "seed", "episode_id", "exemplars")
-STEP_KEYS = ("tool_call", "tool", "name", "arguments", "id", "action", "metadata")
+STEP_KEYS = ("tool_call", "tool", "name", "arguments", "id", "action", "end", "metadata")
+# OpenEnv's MCP actions as step data (mcp_types.py: ListToolsAction,
+# CallToolAction), told apart by their "type".
+MCP_STEP_KEYS = ("type", "tool_name", "arguments", "metadata")
 
 
 class RequestError(ValueError):
@@ -87,18 +91,26 @@ def tool_call_of(action: Mapping[str, Any], where: str = "data") -> Dict[str, An
 
     Accepted: ``{"tool_call": <OpenAI tool call>}``, ``{"tool": name,
     "arguments": {...} | "<JSON text>", "id"?}`` (``name`` for ``tool``), or
-    ``{"action": <typed kforge action>}`` from trainer code. ``metadata`` (the
-    OpenEnv Action base field) is ignored."""
+    ``{"action": <typed kforge action>}`` from trainer code, or ``{"end":
+    reason}``: the trainer ends the episode by the environment's truncation
+    rule (RemoteEnv.end_episode). ``metadata`` (the OpenEnv Action base
+    field) is ignored."""
     if not isinstance(action, Mapping):
         raise RequestError(VALIDATION_ERROR, f"{where}: an action is a JSON object", where)
     _only_keys(action, STEP_KEYS, where)
-    given = [k for k in ("tool_call", "tool", "name", "action") if k in action]
+    given = [k for k in ("tool_call", "tool", "name", "action", "end") if k in action]
     if len(given) != 1:
         raise RequestError(
             VALIDATION_ERROR,
-            f"{where}: give exactly one of tool_call, tool (or name) and action; got {given or 'none'}",
+            f"{where}: give exactly one of tool_call, tool (or name), action and end; got {given or 'none'}",
             where,
         )
+    if "end" in action:
+        if action["end"] not in END_REASONS:
+            raise RequestError(
+                VALIDATION_ERROR, f"{where}/end: one of {', '.join(END_REASONS)}", f"{where}/end"
+            )
+        return {"end": action["end"]}
     if "tool_call" in action:
         if not isinstance(action["tool_call"], Mapping):
             raise RequestError(VALIDATION_ERROR, f"{where}/tool_call: an OpenAI tool call object", f"{where}/tool_call")
@@ -129,24 +141,35 @@ def _stop_reason(terminated: bool, truncated: bool, data: Mapping[str, Any]) -> 
     return None
 
 
+def turns_used(info: Mapping[str, Any], data: Mapping[str, Any]) -> Optional[int]:
+    """Turns the episode has used after a step (0 at reset)."""
+    budget = info.get("budget")
+    if isinstance(budget, Mapping) and isinstance(budget.get("turns_used"), int):
+        return int(budget["turns_used"])
+    turn = data.get("turn")
+    return turn + 1 if isinstance(turn, int) else None
+
+
 def step_observation(obs: Mapping[str, Any], reward: float, terminated: bool, truncated: bool,
                      info: Mapping[str, Any], episode_id: str) -> Dict[str, Any]:
     """OpenEnv's serialized observation of a kforge step: typed fields, since
     ``metadata`` does not survive the wire."""
     data = obs.get("data") if isinstance(obs.get("data"), Mapping) else {}
-    measurement = info.get("measurement") if isinstance(info.get("measurement"), Mapping) else None
+    # The scored evaluation: a truncated or ended episode's final evaluation.
+    measurement = scored_measurement(info)
     error = data.get("error") if isinstance(data.get("error"), Mapping) else None
+    outcome = (measurement or {}).get("outcome", data.get("outcome"))
     observation = {
         "text": obs.get("text", ""),
         "data": dict(data),
         "episode_id": episode_id,
         "task_id": info.get("task_id"),
-        "turn": data.get("turn"),
+        "turn": turns_used(info, data),
         "turns_left": data.get("turns_left"),
         "reward_components": dict(info.get("reward_components") or {}),
-        "measurement": dict(measurement) if measurement is not None else None,
-        "outcome": (measurement or {}).get("outcome", data.get("outcome")),
-        "correct": (measurement or {}).get("correct"),
+        "measurement": measurement,
+        "outcome": outcome,
+        "correct": None if outcome is None else outcome == "correct",
         "speedup_eager": (measurement or {}).get("speedup_eager"),
         "terminated": terminated,
         "truncated": truncated,
@@ -157,7 +180,8 @@ def step_observation(obs: Mapping[str, Any], reward: float, terminated: bool, tr
     return {"observation": observation, "reward": float(reward), "done": bool(terminated or truncated)}
 
 
-def reset_observation(obs: Mapping[str, Any], info: Mapping[str, Any], episode_id: str) -> Dict[str, Any]:
+def reset_observation(obs: Mapping[str, Any], info: Mapping[str, Any], episode_id: str,
+                      ignored_keys: Optional[List[str]] = None) -> Dict[str, Any]:
     data = obs.get("data") if isinstance(obs.get("data"), Mapping) else {}
     observation = {
         "text": obs.get("text", ""),
@@ -179,6 +203,7 @@ def reset_observation(obs: Mapping[str, Any], info: Mapping[str, Any], episode_i
         "stop_reason": None,
         "error_kind": None,
         "error_message": None,
+        "ignored_keys": list(ignored_keys or []),
     }
     return {"observation": observation, "reward": None, "done": False}
 
@@ -193,12 +218,17 @@ def _kforge_error_data(e: KForgeError) -> Dict[str, Any]:
 ACTION_SCHEMA = {
     "title": "KForgeAction",
     "type": "object",
-    "description": "One of: tool_call (an OpenAI tool call), tool + arguments, or action (a typed kforge action).",
+    "description": "One of: tool_call (an OpenAI tool call), tool + arguments, action (a typed kforge action), "
+                   "end (a reason), or an MCP action (type list_tools, or call_tool with tool_name and arguments).",
     "properties": {
         "tool_call": {"type": "object"},
         "tool": {"type": "string", "enum": ["compile", "verify", "profile", "submit", "analyze"]},
         "arguments": {"anyOf": [{"type": "object"}, {"type": "string"}]},
         "action": {"type": "object"},
+        "end": {"type": "string", "enum": list(END_REASONS),
+                "description": "end the episode by the environment's truncation rule"},
+        "type": {"type": "string", "enum": ["list_tools", "call_tool"], "description": "OpenEnv MCP actions"},
+        "tool_name": {"type": "string"},
         "metadata": {"type": "object"},
     },
     "additionalProperties": False,
@@ -214,7 +244,7 @@ OBSERVATION_SCHEMA = {
         "episode_id": {"type": "string"},
         "task_id": {"type": ["string", "null"]},
         "seed": {"type": ["integer", "null"]},
-        "turn": {"type": ["integer", "null"]},
+        "turn": {"type": ["integer", "null"], "description": "turns used so far (0 at reset)"},
         "turns_left": {"type": ["integer", "null"]},
         "reward_components": {"type": "object", "additionalProperties": {"type": "number"}},
         "measurement": {"type": ["object", "null"]},
@@ -223,7 +253,9 @@ OBSERVATION_SCHEMA = {
         "speedup_eager": {"type": ["number", "null"]},
         "terminated": {"type": "boolean"},
         "truncated": {"type": "boolean"},
-        "stop_reason": {"type": ["string", "null"], "enum": [None, "submitted", "max_turns", "time_budget"]},
+        "stop_reason": {"type": ["string", "null"],
+                        "enum": [None, "submitted", "max_turns", "time_budget", *END_REASONS]},
+        "ignored_keys": {"type": "array", "description": "reset only: reset keys this environment does not take"},
         "error_kind": {"type": ["string", "null"]},
         "error_message": {"type": ["string", "null"]},
     },

@@ -17,14 +17,22 @@ version 1.10.0.dev0: ``trl/trainer/grpo_trainer.py``, the
 - ``get_reward()`` (no argument, a float) is called once per finished
   rollout: the environment owns the reward.
 
-This class maps that onto one env of a ``kforge serve`` (``kforge.RemoteEnv``):
-the tools are ``compile``, ``verify``, ``profile`` and ``submit``, each one
+This class maps that onto an env of a ``kforge serve`` (``kforge.RemoteEnv``),
+held only while an episode runs: ``reset`` acquires one (waiting up to
+``acquire_timeout_s`` when the server's ``--envs`` are all held) and
+``get_reward`` gives it back, so the envs in use are the rollouts in flight,
+however large TRL's pool of instances grows. An env the server released
+meanwhile (``--reclaim-after``) is replaced at the next ``reset``.
+The tools are ``compile``, ``verify``, ``profile`` and ``submit``, each one
 environment step. ``get_reward`` is the episode's return (the sum of its
-step rewards); an episode the model left without submitting is ended first
-with a submit of its latest solution (the environment's
-``reward.on_truncation: auto_submit``, docs/rewards.md), so stopping early is
-never better than submitting. Token ids and logprobs stay with TRL: it
-generates and tokenizes itself; KernelForge sees only tool arguments.
+step rewards); an episode the model left unfinished is ended first by the
+environment's own truncation rule, on the server (``RemoteEnv.end_episode``):
+its latest solution is scored as the submission, or, with none, a failed
+submission is paid, and the turns left are paid as idle turns, so stopping
+early never beats trying. ``get_reward`` is a coroutine (TRL awaits it in
+both trainers): in the async trainer, other rollouts keep generating while a
+final evaluation runs. Token ids and logprobs stay with TRL: it generates and
+tokenizes itself; KernelForge sees only tool arguments.
 
     from functools import partial
     from kforge.trl_env import KForgeToolEnv
@@ -38,23 +46,28 @@ docs/trainers/trl.md.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import weakref
 from typing import Any, Dict, List, Optional
 
-from .env import RemoteEnv
+from .env import RemoteEnv, scored_measurement
 
 
 class KForgeToolEnv:
     """One KernelForge episode at a time, in TRL's environment_factory shape.
 
     Args of the constructor (not tools): ``endpoint`` of ``kforge serve``
-    (default ``$KFORGE_ENDPOINT``), ``timeout_s`` for a step, and the dataset
-    columns read by ``reset``: ``task_key`` (a task id of the server's
-    ``--tasks`` set), ``seed_key`` (optional; a fresh random seed otherwise).
-    Attributes after a rollout: ``rewards`` (per step), ``reward_components``,
-    ``measurement`` and ``done`` of the last step, ``observations``.
+    (default ``$KFORGE_ENDPOINT``), ``timeout_s`` for a step,
+    ``acquire_timeout_s`` (how long ``reset`` waits for a free env), and the
+    dataset columns read by ``reset``: ``task_key`` (a task id of the
+    server's ``--tasks`` set), ``seed_key`` (optional; a fresh random seed
+    otherwise). Attributes after a rollout: ``rewards`` (per step),
+    ``reward_components`` of the last step, ``measurement``, ``outcome``,
+    ``correct`` and ``speedup_eager`` of the scored evaluation (the submit,
+    or the final evaluation of an ended episode), ``stop_reason``,
+    ``observations``.
     """
 
     def __init__(
@@ -63,11 +76,12 @@ class KForgeToolEnv:
         timeout_s: float = 900.0,
         task_key: str = "task_id",
         seed_key: str = "seed",
+        acquire_timeout_s: float = 0.0,
     ) -> None:
         endpoint = endpoint or os.environ.get("KFORGE_ENDPOINT")
         if not endpoint:
             raise ValueError("KForgeToolEnv needs the kforge serve endpoint (argument or $KFORGE_ENDPOINT)")
-        self._env = RemoteEnv(endpoint, timeout_s=timeout_s)
+        self._env = RemoteEnv(endpoint, timeout_s=timeout_s, acquire=False, acquire_timeout_s=acquire_timeout_s)
         self._finalizer = weakref.finalize(self, self._env.close)
         self._task_key = task_key
         self._seed_key = seed_key
@@ -76,9 +90,21 @@ class KForgeToolEnv:
         self.reward_components: Dict[str, float] = {}
         self.measurement: Optional[Dict[str, Any]] = None
         self.done = False
+        self.stop_reason: Optional[str] = None
         self.task_id: Optional[str] = None
         self.seed: Optional[int] = None
-        self._tried = False
+
+    @property
+    def outcome(self) -> Optional[str]:
+        return (self.measurement or {}).get("outcome")
+
+    @property
+    def correct(self) -> bool:
+        return self.outcome == "correct"
+
+    @property
+    def speedup_eager(self) -> Optional[float]:
+        return (self.measurement or {}).get("speedup_eager")
 
     def reset(self, **example: Any) -> str:
         """Starts an episode on the row's task; returns the task's prompt
@@ -95,7 +121,7 @@ class KForgeToolEnv:
         self.task_id = info.get("task_id", task_id)
         self.rewards, self.observations = [], []
         self.reward_components, self.measurement = {}, None
-        self.done, self._tried = False, False
+        self.done, self.stop_reason = False, None
         messages = obs["data"].get("messages", [])
         return "\n\n".join(m["content"] for m in messages if m.get("content"))
 
@@ -131,29 +157,35 @@ class KForgeToolEnv:
         """
         return self._step("submit", source)
 
-    def get_reward(self) -> float:
-        """The episode's return; an unfinished episode is first ended by
-        submitting its latest solution (auto-submit)."""
-        if not self.done and self.task_id is not None:
-            # A typed submit without a solution scores the episode's latest
-            # one; with none, the environment answers no_solution and pays
-            # what its reward function gives that.
-            self._record(*self._env.step({"type": "submit"}))
-            self.done = True  # scored: further tool calls are not run
+    async def get_reward(self) -> float:
+        """The episode's return. An unfinished episode is first ended by the
+        environment's truncation rule (``policy_stopped``: TRL's loop stops
+        when the model stops calling tools or hits its own limits). The env
+        goes back to the server afterwards. Runs the blocking call on a
+        thread, so an event loop awaiting it keeps going."""
+        return await asyncio.get_running_loop().run_in_executor(None, self._finish)
+
+    def _finish(self) -> float:
+        try:
+            if not self.done and self.task_id is not None:
+                self._record(*self._env.end_episode("policy_stopped"))
+        finally:
+            self._env.release()
         return float(sum(self.rewards))
 
     def _step(self, tool: str, source: str) -> str:
         if self.done:
             return "The episode is over; no more tool calls are run."
-        self._tried = True
         return self._record(*self._env.step({"name": tool, "arguments": {"source": source}}))
 
     def _record(self, obs: Dict[str, Any], reward: float, terminated: bool, truncated: bool, info: Dict[str, Any]) -> str:
         self.rewards.append(float(reward))
         self.observations.append(obs)
         self.reward_components = dict(info.get("reward_components") or {})
-        self.measurement = info.get("measurement")
+        self.measurement = scored_measurement(info)
         self.done = bool(terminated or truncated)
+        if self.done:
+            self.stop_reason = "submitted" if terminated else str(info.get("truncation_reason") or "truncated")
         return str(obs.get("text", ""))
 
     def _close(self) -> None:

@@ -1,6 +1,6 @@
 """kforge.openenv_server against a client written from OpenEnv's spec.
 
-The client side follows OpenEnv's own (huggingface/OpenEnv at 385de5e:
+The client side follows OpenEnv's own (meta-pytorch/OpenEnv at 685de41:
 src/openenv/core/env_client.py and env_server/http_server.py): a WebSocket
 to /ws per session, JSON text messages {"type": "reset"|"step"|"state"|
 "close", "data"}, replies {"type": "observation"|"state"|"error", "data"}
@@ -67,7 +67,8 @@ def kforge_server() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def adapter(kforge_server: Any) -> Iterator[Adapter]:
-    a = Adapter(kforge_server.endpoint, "--session-timeout", "600")
+    # Its client waits 600 s for an answer: no reply deadline (docs/trainers/openenv.md, "Long steps").
+    a = Adapter(kforge_server.endpoint, "--session-timeout", "600", "--reply-deadline", "0")
     yield a
     a.stop()
 
@@ -130,7 +131,7 @@ def test_a_multi_step_episode_over_the_websocket_with_typed_fields(adapter: Adap
     c = compiled["data"]
     assert compiled["type"] == "observation" and c["done"] is False
     assert c["observation"]["data"]["compile"]["ok"] is True
-    assert c["observation"]["turn"] == 0 and c["observation"]["stop_reason"] is None
+    assert c["observation"]["turn"] == 1 and o["turn"] == 0 and c["observation"]["stop_reason"] is None
     assert "turn_cost" in c["observation"]["reward_components"]
     assert mid_state == {"type": "state", "data": {**mid_state["data"], "step_count": 1, "episode_id": "ep-1"}}
 
@@ -213,7 +214,8 @@ def test_bad_messages_get_errors_naming_what_is_wrong(adapter: Adapter) -> None:
     assert bad_json["type"] == "error" and bad_json["data"]["code"] == "INVALID_JSON"
     assert unknown["data"]["code"] == "UNKNOWN_TYPE" and "dance" in unknown["data"]["message"]
     assert no_episode["type"] == "error" and "reset" in no_episode["data"]["message"]
-    assert typo["data"]["code"] == "VALIDATION_ERROR" and typo["data"]["field"] == "data/sed"
+    # As OpenEnv's server: keys the environment does not take are dropped, and named.
+    assert typo["type"] == "observation" and typo["data"]["observation"]["ignored_keys"] == ["sed"]
     assert negative["data"]["field"] == "data/seed" and "2^64-1" in negative["data"]["message"]
     assert unknown_task["data"]["kforge_code"] == "unknown_task"
     assert two_actions["data"]["code"] == "VALIDATION_ERROR" and "exactly one" in two_actions["data"]["message"]
@@ -243,7 +245,7 @@ def test_oversized_messages_are_refused_and_cost_only_their_sender(kforge_server
         assert code == 1009, code  # "message too big"
         assert state["type"] == "state"
         status, err = http("POST", a.url + "/reset", b" " * 100000)
-        assert status == 422 and "limit" in err["detail"]["message"], err
+        assert status == 422 and "limit" in err["detail"][0]["message"], err
     finally:
         a.stop()
 
@@ -267,11 +269,16 @@ def test_http_endpoints_as_openenv_serves_them(adapter: Adapter) -> None:
     assert scored["observation"]["stop_reason"] == "submitted"
     # Bad bodies: 422 naming the field; an oversized body is refused unread.
     status, err = http("POST", adapter.url + "/step", json.dumps({"task": affine_task()}).encode())
-    assert status == 422 and err["detail"]["field"] == "body/action"
+    assert status == 422 and err["detail"][0]["field"] == "body/action"
+    assert err["detail"][0]["loc"] == ["body", "action"] and err["detail"][0]["msg"]  # FastAPI's shape, as OpenEnv's
     status, err = http("POST", adapter.url + "/reset", json.dumps({"task_id": 7}).encode())
-    assert status == 422 and err["detail"]["field"] == "data/task_id"
+    assert status == 422 and err["detail"][0]["field"] == "data/task_id"
     status, err = http("POST", adapter.url + "/reset", b"\xff\xfe garbage")
-    assert status == 422 and err["detail"]["code"] == "INVALID_JSON"
+    assert status == 422 and err["detail"][0]["code"] == "INVALID_JSON"
+    # HTTP has no session: a step names its task, none is picked for it.
+    body = {"action": {"tool": "submit", "arguments": {"source": "x"}}}
+    status, err = http("POST", adapter.url + "/step", json.dumps(body).encode())
+    assert status == 422 and err["detail"][0]["field"] == "body/task_id", err
 
 
 def test_capacity_and_the_idle_timeout_free_slots(kforge_server: Any) -> None:
@@ -331,6 +338,28 @@ def test_parse_message_bounds_size_and_depth() -> None:
     assert tool_call_of({"tool": "submit", "arguments": {"source": "x"}}) == {
         "tool_call": {"name": "submit", "arguments": {"source": "x"}}}
     assert tool_call_of({"action": {"type": "verify"}, "metadata": {}}) == {"action": {"type": "verify"}}
+    assert tool_call_of({"end": "turn_limit"}) == {"end": "turn_limit"}
+    with pytest.raises(RequestError, match="policy_stopped"):
+        tool_call_of({"end": "bored"})
+
+
+def test_mcp_and_http_error_shapes() -> None:
+    from kforge.openenv_mcp import mcp_tools, read_jsonrpc
+    from kforge.openenv_server import RequestError, http_error_detail
+
+    tools = mcp_tools([{"type": "function", "function": {"name": "submit", "description": "d",
+                                                         "parameters": {"type": "object"}}}])
+    assert tools[0] == {"name": "submit", "description": "d", "input_schema": {"type": "object"}}
+    assert [t["name"] for t in tools[1:]] == ["start_episode", "end_episode"]
+    assert read_jsonrpc({"jsonrpc": "2.0", "method": "tools/list", "id": 3}) == {
+        "method": "tools/list", "params": {}, "id": 3}
+    for bad in ({}, {"jsonrpc": "1.0", "method": "x"}, {"jsonrpc": "2.0", "method": "x", "id": [1]},
+                {"jsonrpc": "2.0", "method": "x", "params": [1]}):
+        with pytest.raises(RequestError):
+            read_jsonrpc(bad)
+    detail = http_error_detail({"message": "m", "code": "VALIDATION_ERROR", "field": "body/action"})
+    assert detail == [{"loc": ["body", "action"], "msg": "m", "type": "validation_error", "message": "m",
+                       "code": "VALIDATION_ERROR", "field": "body/action"}]
 
 
 def test_the_manifests_app_is_built_from_the_environment(kforge_server: Any, monkeypatch: Any) -> None:
@@ -345,7 +374,7 @@ def test_the_manifests_app_is_built_from_the_environment(kforge_server: Any, mon
     module.__dict__.pop("app", None)
     app = module.app
     paths = {getattr(r, "path", None) for r in app.routes}
-    assert {"/ws", "/reset", "/step", "/state", "/health", "/metadata", "/schema"} <= paths
+    assert {"/ws", "/reset", "/step", "/state", "/health", "/metadata", "/schema", "/mcp"} <= paths
     assert app.state.max_sessions == 3 and "example/affine_relu6" in app.state.task_ids
     module.__dict__.pop("app", None)
     monkeypatch.delenv("KFORGE_ENDPOINT")

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
-from conftest import EXAMPLES, SMALL_AFFINE_ID, source
+from conftest import EXAMPLES, SMALL_AFFINE_ID, source, start_server
 
 from kforge.verl_agent_loop import KForgeAgentLoop, parse_tool_call
 
@@ -63,8 +63,9 @@ class TokenOutput:  # verl/workers/rollout/replica.py
 class ScriptedServer:
     """AsyncLLMServerManager.generate: answers turn k with script[k]."""
 
-    def __init__(self, script: List[str]) -> None:
+    def __init__(self, script: List[str], logprobs: bool = True) -> None:
         self.script = script
+        self.logprobs = logprobs
         self.prompts: List[List[int]] = []
 
     async def generate(self, request_id: str, *, prompt_ids: List[int], sampling_params: Dict[str, Any],
@@ -72,7 +73,9 @@ class ScriptedServer:
         self.prompts.append(list(prompt_ids))
         text = self.script[min(len(self.prompts) - 1, len(self.script) - 1)]
         ids = list(text.encode())
-        return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids), stop_reason="completed")
+        # verl's calculate_log_probs False: the server returns none.
+        return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids) if self.logprobs else None,
+                           stop_reason="completed")
 
 
 def hermes(name: str, **arguments: Any) -> str:
@@ -84,10 +87,15 @@ def config(response_length: int = 1 << 20, turns: int = 6) -> Dict[str, Any]:
                                               "multi_turn": {"max_assistant_turns": turns}}}}
 
 
-def run_loop(endpoint: str, script: List[str], row: Dict[str, Any], **cfg: Any) -> Any:
-    server = ScriptedServer(script)
+def make_loop(endpoint: str, script: List[str], logprobs: bool = True, **cfg: Any) -> Any:
+    server = ScriptedServer(script, logprobs)
     tok = ByteChatTokenizer()
     loop = KForgeAgentLoop(config(**cfg), server, tok, None, None, {}, kforge_endpoint=endpoint, kforge_timeout_s=600)
+    return loop, server, tok
+
+
+def run_loop(endpoint: str, script: List[str], row: Dict[str, Any], logprobs: bool = True, **cfg: Any) -> Any:
+    loop, server, tok = make_loop(endpoint, script, logprobs, **cfg)
     out = asyncio.new_event_loop().run_until_complete(loop.run({"temperature": 1.0}, **row))
     return out, server, tok
 
@@ -128,23 +136,57 @@ def test_an_episode_as_verl_sees_it(small_task_server: Any) -> None:
     assert out.reward_score > 0 and out.extra_fields["kforge_outcome"] == "correct"
     assert out.extra_fields["kforge_stop_reason"] == "submitted" and out.extra_fields["kforge_seed"] == 4
     assert abs(sum(out.extra_fields["kforge_rewards"]) - out.reward_score) < 1e-12
-    assert out.num_turns == 5
+    assert out.num_turns == 4  # verl's count: assistant turns + tool turns + 1
+    assert set(out.metrics) == {"generate_sequences", "tool_calls", "num_preempted"}
+    assert out.metrics["tool_calls"] > 0
 
 
 def test_verl_rows_limits_and_mistakes(small_task_server: Any) -> None:
     # A row of kforge.export's verl format; a wrong kernel: negative reward.
     row = {"raw_prompt": [], "reward_model": {"style": "rule", "ground_truth": SMALL_AFFINE_ID}}
-    out, _, _ = run_loop(small_task_server.endpoint, [hermes("submit", source=WRONG)], row)
-    assert out.reward_score < 0 and out.extra_fields["kforge_outcome"] == "wrong"
-    # No tool call at all, then the turn limit: the environment says
-    # invalid_action (a turn), and the episode is auto-submitted at the end.
-    out, _, tok = run_loop(small_task_server.endpoint, [hermes("compile", source=FAST), "I am done."], row, turns=2)
-    assert out.extra_fields["kforge_stop_reason"] == "max_assistant_turns"
-    assert out.extra_fields["kforge_outcome"] == "correct" and out.reward_score > 0  # the compiled solution, submitted
+    wrong, _, _ = run_loop(small_task_server.endpoint, [hermes("submit", source=WRONG)], row)
+    assert wrong.reward_score < 0 and wrong.extra_fields["kforge_outcome"] == "wrong"
+    # The turn limit, checked as verl's loop does before the turn's tool call
+    # runs: the response ends with the model's tokens; the episode is ended
+    # by the environment's rule and its compiled solution scored.
+    out, _, tok = run_loop(small_task_server.endpoint, [hermes("compile", source=FAST), hermes("verify", source=WRONG)],
+                           row, turns=2)
+    assert out.extra_fields["kforge_stop_reason"] == "turn_limit"
+    assert out.extra_fields["kforge_outcome"] == "correct" and out.extra_fields["kforge_correct"] is True
+    assert out.reward_score > 0 and segments(out.response_mask)[-1][0] == 1
+    assert tok.decode(out.response_ids).endswith("</tool_call>")
     # The response length cuts the episode: nothing past it is returned.
     out, _, _ = run_loop(small_task_server.endpoint, [hermes("submit", source=FAST)], row, response_length=100)
     assert len(out.response_ids) == len(out.response_mask) == 100 and all(m == 1 for m in out.response_mask)
-    assert out.extra_fields["kforge_stop_reason"] == "response_length"
+    assert out.extra_fields["kforge_stop_reason"] == "context_length"
+    # Without logprobs from the server (calculate_log_probs: False), None as verl's own loop.
+    out, _, _ = run_loop(small_task_server.endpoint, [hermes("compile", source=FAST), "done"], row, logprobs=False)
+    assert out.response_logprobs is None and out.extra_fields["kforge_stop_reason"] == "policy_stopped"
+
+
+def test_abstaining_never_beats_a_failed_attempt(small_task_server: Any) -> None:
+    row = {"extra_info": {"task_id": SMALL_AFFINE_ID, "seed": 5}}
+    scripts = {"abstain": ["I would rather not."], "wrong_submit": [hermes("submit", source=WRONG)],
+               "compile_error": [hermes("compile", source="not C++"), "done"],
+               "wrong_verify": [hermes("verify", source=WRONG), "done"]}
+    returns = {name: run_loop(small_task_server.endpoint, script, row)[0].reward_score
+               for name, script in scripts.items()}
+    assert all(returns["abstain"] <= r for r in returns.values()), returns
+
+
+def test_more_samples_than_envs_wait_for_one() -> None:
+    server = start_server("--tasks", str(EXAMPLES), envs=2)
+    try:
+        row = {"extra_info": {"task_id": "example/affine_relu6"}}
+
+        async def batch() -> List[Any]:
+            loops = [make_loop(server.endpoint, [hermes("compile", source=FAST), "done"])[0] for _ in range(5)]
+            return await asyncio.gather(*(loop.run({}, **row) for loop in loops))
+
+        outs = asyncio.new_event_loop().run_until_complete(batch())
+        assert [o.extra_fields["kforge_outcome"] for o in outs] == ["correct"] * 5
+    finally:
+        assert server.stop() == 0
 
 
 def test_parse_tool_call() -> None:

@@ -9,7 +9,7 @@
 //   episode: {max_turns, time_budget_s}
 //   eval: EvalOptions keys (eval.h)
 //   reward: {function, paid_on, step_terms, on_truncation}
-//   prompt: {skills, system}
+//   prompt: {skills, system, compact}
 //   compile: {cache_dir, threads, arch, timeout_s, memory_limit_mib, max_source_bytes, per_mode_limit: {mode: n}}
 //   executor: {tools_dir, scratch_dir, gate_dir, gpu_gate, runner_spares, baseline_cache}
 //   placement: {devices: [0, 1] | all, lanes_per_device, cpu_slots,
@@ -71,6 +71,10 @@ struct PromptConfig {
   std::filesystem::path skills;
   // A text file that replaces the built-in system message; empty: built-in.
   std::filesystem::path system;
+  // For short contexts: no optimization guide and no prose about the tools
+  // (their definitions still reach the chat template); the task, the ABI and
+  // the budgets stay. About 3-6 KB shorter than the full prompt.
+  bool compact = false;
 };
 
 // Where evaluations run (docs/execution.md, "Lanes and the device pool").

@@ -29,6 +29,7 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -97,6 +98,11 @@ struct EnvServices {
   std::shared_ptr<Executor> executor;
 };
 
+// Why a caller ends an episode (EnvPool::end_episodes): the policy stopped
+// calling tools, the trainer's context (response length) ran out, or the
+// trainer's own turn limit was reached.
+inline const std::vector<std::string> kEndReasons = {"policy_stopped", "context_length", "turn_limit"};
+
 class EnvPool {
  public:
   EnvPool(EnvConfig config, int num_envs, EnvServices services = {});
@@ -121,6 +127,19 @@ class EnvPool {
   // The same for raw tool calls from the policy (tools.h); malformed calls
   // become error observations.
   void send_tool_calls(const std::vector<json>& calls, const std::vector<int>& env_ids);
+
+  // Ends each env's episode where it stands, by the environment's own
+  // truncation rule (reward.on_truncation): its latest solution is evaluated
+  // as its submission, or, with none, it pays a failed submission; the turns
+  // left are paid as idle turns (their reward.step_terms), so ending early
+  // pays exactly what running out of turns would. For
+  // callers whose own limits cut an episode (a trainer's context length or
+  // turn limit, a policy that stopped calling tools), so that stopping never
+  // pays better than trying. Queued like a step, returned by recv(): not a
+  // turn, `truncated`, info.truncation_reason = `reason` (one of
+  // kEndReasons), info.action "end". Ending an episode that has finished is
+  // the usual InputError.
+  void end_episodes(const std::vector<int>& env_ids, const std::string& reason);
 
   // Waits until `min_count` results are ready (fewer if fewer steps are in
   // flight, or when `timeout` passes) and returns the ready ones, at most

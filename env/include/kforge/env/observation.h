@@ -40,7 +40,7 @@ const std::string& step_error_kind_name(StepErrorKind kind);
 
 // Everything one step established; the input of observation rendering.
 struct StepRecord {
-  std::string action;  // compile | verify | profile | submit | analyze | invalid
+  std::string action;  // compile | verify | profile | submit | analyze | invalid | end
   int turn = 0;        // 0-based index of this step in the episode
   int max_turns = 0;
   StepErrorKind error = StepErrorKind::kNone;
@@ -54,7 +54,7 @@ struct StepRecord {
   json analysis = nullptr;  // the analysis tool's result
   bool terminated = false;
   bool truncated = false;
-  std::string truncation_reason;  // "max_turns" | "time_budget"
+  std::string truncation_reason;  // "max_turns" | "time_budget" | an EnvPool::end_episodes reason
 };
 
 Observation step_observation(const StepRecord& record);

@@ -25,8 +25,9 @@
 // Clients are told apart by their ZeroMQ routing id. An env belongs to the
 // client that made it; other clients get unknown_env for it. A client whose
 // routing id can no longer be reached (a reply bounced) or that sent nothing
-// and had nothing in flight for idle_timeout_s loses its envs; replies to it
-// are dropped.
+// and had nothing in flight for idle_timeout_s (default: never), or that is
+// the quietest one when another client's make finds every env held
+// (reclaim_after_s), loses its envs; replies to it are dropped.
 #pragma once
 
 #include <cstddef>
@@ -53,9 +54,16 @@ struct ServerConfig {
   // and logs a warning: there is no authentication yet (CurveZMQ is planned).
   std::string bind = "tcp://127.0.0.1:5555";
   // A client that sent nothing and had no request in flight for this long
-  // loses its envs. It must exceed the longest pause between a client's
-  // requests (an LLM's generation time); `ping` keeps a client alive. 0: never.
-  double idle_timeout_s = 900.0;
+  // loses its envs. 0 (the default): never by time alone: a trainer may stay
+  // silent for a training step of hours and find its envs where it left
+  // them; envs are bounded by num_envs instead (reclaim_after_s).
+  double idle_timeout_s = 0.0;
+  // When `make` finds every env held, the envs of the client that has been
+  // quiet longest (nothing in flight or queued) are released for it, if it
+  // has been quiet at least this long: clients that vanished without closing
+  // cannot starve the pool, and a live trainer loses an env only when
+  // another needs it. 0: never reclaim.
+  double reclaim_after_s = 300.0;
   // Larger messages make ZeroMQ drop the connection (ZMQ_MAXMSGSIZE).
   size_t max_message_bytes = 64u << 20;
   // Steps and resets one client may have in flight at once (one per env in

@@ -79,7 +79,7 @@ struct StepInfo {
   std::string task_id;
   uint64_t seed = 0;          // the reset seed
   int turn = 0;               // 0-based index of the step in the episode
-  std::string action;         // compile | verify | profile | submit | analyze | invalid
+  std::string action;         // compile | verify | profile | submit | analyze | invalid | end (EnvPool::end_episodes)
   bool counted_turn = false;  // system errors and steps after the end are not turns
   bool final = false;         // the episode ended with this step
   // What the step paid (its `total` is StepResult::reward) and the reward
@@ -101,7 +101,7 @@ struct StepInfo {
   json tool_call_preview = nullptr;
   std::optional<EvalReport> eval_report;            // the judge's report, when it ran
   std::optional<FinalEvaluation> final_evaluation;  // truncated episodes
-  std::string truncation_reason;  // max_turns | time_budget when this step truncated; "" (absent) otherwise
+  std::string truncation_reason;  // max_turns | time_budget | an end_episodes reason when this step truncated; "" otherwise
 
   bool system_error() const { return error && error->kind == StepErrorKind::kSystem; }
   // The measurement the episode's verdict is about: a truncated episode's
