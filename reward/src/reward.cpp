@@ -1,5 +1,6 @@
 #include "kforge/reward/reward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <stdexcept>
@@ -23,6 +24,9 @@ struct GroupNormalization {
   // GRPO implementations (DeepSeekMath, TRL) use the sample standard
   // deviation; population is there for trainers that use numpy's default.
   std::string std_kind = "sample";  // sample | population
+  // exact: members tie only on equal totals; statistical: members with
+  // statistically indistinguishable speedups share their tie class's mean.
+  std::string ties = "exact";
 };
 
 GroupNormalization parse_group_normalization(const Field& field) {
@@ -34,9 +38,39 @@ GroupNormalization parse_group_normalization(const Field& field) {
     if (!(g.eps > 0)) f->fail("a positive number of at most 1");
   }
   if (auto f = r.optional("std")) g.std_kind = f->as_enum({"sample", "population"});
+  if (auto f = r.optional("ties")) g.ties = f->as_enum({"exact", "statistical"});
   r.finish();
   return g;
 }
+
+// A tie class's pooled log speedup: the precision-weighted mean of its
+// members' (weights 1 / h^2, h the interval's half-width in log units, which
+// is a fixed multiple of the standard error) and its half-width
+// 1 / sqrt(sum 1 / h^2). A candidate ties the class when their difference is
+// within the facing half-widths combined in quadrature, as in
+// statistically_tied.
+class TieClass {
+ public:
+  void add(const SpeedEvidence& e) {
+    const double h = std::max((e.log_hi - e.log_lo) / 2.0, kTinyHalfWidth);
+    weight_ += 1.0 / (h * h);
+    weighted_ += e.log_speedup / (h * h);
+  }
+  bool ties(const SpeedEvidence& e) const {
+    if (weight_ <= 0) return false;
+    const double mean = weighted_ / weight_, h_class = 1.0 / std::sqrt(weight_);
+    const double h = e.log_speedup <= mean ? std::max(e.log_hi - e.log_speedup, 0.0)
+                                           : std::max(e.log_speedup - e.log_lo, 0.0);
+    return std::abs(e.log_speedup - mean) <= std::sqrt(h * h + h_class * h_class);
+  }
+
+ private:
+  // An interval of zero width (a perfectly steady timing) still counts, as
+  // a very precise one.
+  static constexpr double kTinyHalfWidth = 1e-9;
+  double weight_ = 0.0;
+  double weighted_ = 0.0;
+};
 
 bool looks_like_path(const std::string& s) {
   if (s.find('/') != std::string::npos) return true;
@@ -139,6 +173,55 @@ RewardBreakdown RewardFunction::compute(const Measurement& m, const RewardContex
   return b;
 }
 
+std::vector<double> RewardFunction::normalize_group(const std::vector<GroupMember>& members) const {
+  return normalize_group(pool_ties(members));
+}
+
+std::vector<double> RewardFunction::pool_ties(const std::vector<GroupMember>& members) const {
+  std::vector<double> totals;
+  for (const GroupMember& m : members) totals.push_back(m.total);
+  if (impl_->group.ties != "statistical") return totals;
+  // Tie classes, formed best point first: a member joins the class being
+  // formed when it is statistically tied with the class's pooled estimate
+  // (see TieClass), else it starts the next class. Comparing with the pooled
+  // estimate rather than the class's best member keeps the largest of n
+  // equal draws from splitting a group of identical kernels, and comparing
+  // with the class rather than the previous member keeps a chain of small
+  // steps from pooling a clear difference.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i].speed) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return members[a].speed->log_speedup > members[b].speed->log_speedup;
+  });
+  std::vector<std::vector<size_t>> classes;
+  TieClass current;
+  for (size_t i : order) {
+    if (classes.empty() || !current.ties(*members[i].speed)) {
+      classes.emplace_back();
+      current = TieClass();
+    }
+    classes.back().push_back(i);
+    current.add(*members[i].speed);
+  }
+  for (const auto& c : classes) {
+    double mean = 0.0;
+    for (size_t i : c) mean += members[i].total;
+    mean /= static_cast<double>(c.size());
+    for (size_t i : c) totals[i] = mean;
+  }
+  return totals;
+}
+
+TimingNeed RewardFunction::timing_need() const {
+  TimingNeed need;
+  for (const Component& c : impl_->components) {
+    if (c.weight > 0) c.term->add_timing_need(need);
+  }
+  return need;
+}
+
 std::vector<double> RewardFunction::normalize_group(const std::vector<double>& totals) const {
   for (size_t i = 0; i < totals.size(); ++i) {
     if (!std::isfinite(totals[i])) {
@@ -186,7 +269,10 @@ json RewardFunction::describe() const {
     t["weight"] = c.weight;
     j["terms"].push_back(std::move(t));
   }
-  j["group_normalization"] = {{"mode", impl_->group.mode}, {"eps", impl_->group.eps}, {"std", impl_->group.std_kind}};
+  j["group_normalization"] = {{"mode", impl_->group.mode},
+                              {"eps", impl_->group.eps},
+                              {"std", impl_->group.std_kind},
+                              {"ties", impl_->group.ties}};
   return j;
 }
 

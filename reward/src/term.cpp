@@ -53,7 +53,49 @@ std::optional<SpeedFacts> speed_facts(const Measurement& m) {
     facts.own_kernel_fraction = m.own_kernel_fraction;
   }
   if (m.energy_j && std::isfinite(*m.energy_j) && *m.energy_j >= 0.0) facts.energy_j = m.energy_j;
+  if (usable_positive(m.speedup_eager_lo) && usable_positive(m.speedup_eager_hi) &&
+      *m.speedup_eager_lo <= *m.speedup_eager_hi) {
+    facts.speedup_eager_lo = m.speedup_eager_lo;
+    facts.speedup_eager_hi = m.speedup_eager_hi;
+  }
   return facts;
+}
+
+double SpeedFacts::demonstrated_eager(double pivot) const {
+  if (!speedup_eager_lo || !speedup_eager_hi) return speedup_eager;
+  const double lo = std::min(*speedup_eager_lo, speedup_eager);
+  const double hi = std::max(*speedup_eager_hi, speedup_eager);
+  return std::clamp(pivot, lo, hi);
+}
+
+std::optional<double> SpeedFacts::demonstrated_compile(double pivot) const {
+  if (!speedup_compile) return std::nullopt;
+  // speedup_compile = speedup_eager * k for this task's fixed k.
+  const double k = *speedup_compile / speedup_eager;
+  if (!speedup_eager_lo || !speedup_eager_hi) return speedup_compile;
+  const double lo = std::min(*speedup_eager_lo, speedup_eager) * k;
+  const double hi = std::max(*speedup_eager_hi, speedup_eager) * k;
+  return std::clamp(pivot, std::min(lo, *speedup_compile), std::max(hi, *speedup_compile));
+}
+
+std::optional<SpeedEvidence> speed_evidence(const Measurement& m) {
+  const std::optional<SpeedFacts> facts = speed_facts(m);
+  if (!facts || !facts->speedup_eager_lo) return std::nullopt;
+  SpeedEvidence e;
+  e.log_speedup = std::log(facts->speedup_eager);
+  e.log_lo = std::log(*facts->speedup_eager_lo);
+  e.log_hi = std::log(*facts->speedup_eager_hi);
+  return e;
+}
+
+bool statistically_tied(const SpeedEvidence& a, const SpeedEvidence& b) {
+  const SpeedEvidence& upper = a.log_speedup >= b.log_speedup ? a : b;
+  const SpeedEvidence& lower = a.log_speedup >= b.log_speedup ? b : a;
+  // The half-widths that face each other; an interval that does not hold
+  // its point (possible: it is about the per-round ratios) counts as 0 there.
+  const double h_upper = std::max(upper.log_speedup - upper.log_lo, 0.0);
+  const double h_lower = std::max(lower.log_hi - lower.log_speedup, 0.0);
+  return upper.log_speedup - lower.log_speedup <= std::sqrt(h_upper * h_upper + h_lower * h_lower);
 }
 
 std::vector<double> usable_speedups(const std::vector<double>& speedups) {

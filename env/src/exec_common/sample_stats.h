@@ -108,7 +108,7 @@ struct StoppingRule {
   // precision target: after min_samples, the first of: the paired interval
   // of reference / candidate decides the reward ("decided"), the sample cap,
   // the time cap. Otherwise check() on the two sides' summaries, unchanged.
-  DecisionTarget decision;
+  DecisionTarget decision = {};
   StopReason check_paired(const std::vector<double>& reference, const std::vector<double>& candidate,
                           double elapsed_ms) const;
 };
