@@ -7,6 +7,7 @@
 
 #include "kforge/core/input_limits.h"
 #include "kforge/reward/term.h"
+#include "ties.h"
 
 namespace kforge::reward {
 namespace {
@@ -42,35 +43,6 @@ GroupNormalization parse_group_normalization(const Field& field) {
   r.finish();
   return g;
 }
-
-// A tie class's pooled log speedup: the precision-weighted mean of its
-// members' (weights 1 / h^2, h the interval's half-width in log units, which
-// is a fixed multiple of the standard error) and its half-width
-// 1 / sqrt(sum 1 / h^2). A candidate ties the class when their difference is
-// within the facing half-widths combined in quadrature, as in
-// statistically_tied.
-class TieClass {
- public:
-  void add(const SpeedEvidence& e) {
-    const double h = std::max((e.log_hi - e.log_lo) / 2.0, kTinyHalfWidth);
-    weight_ += 1.0 / (h * h);
-    weighted_ += e.log_speedup / (h * h);
-  }
-  bool ties(const SpeedEvidence& e) const {
-    if (weight_ <= 0) return false;
-    const double mean = weighted_ / weight_, h_class = 1.0 / std::sqrt(weight_);
-    const double h = e.log_speedup <= mean ? std::max(e.log_hi - e.log_speedup, 0.0)
-                                           : std::max(e.log_speedup - e.log_lo, 0.0);
-    return std::abs(e.log_speedup - mean) <= std::sqrt(h * h + h_class * h_class);
-  }
-
- private:
-  // An interval of zero width (a perfectly steady timing) still counts, as
-  // a very precise one.
-  static constexpr double kTinyHalfWidth = 1e-9;
-  double weight_ = 0.0;
-  double weighted_ = 0.0;
-};
 
 bool looks_like_path(const std::string& s) {
   if (s.find('/') != std::string::npos) return true;
@@ -181,35 +153,11 @@ std::vector<double> RewardFunction::pool_ties(const std::vector<GroupMember>& me
   std::vector<double> totals;
   for (const GroupMember& m : members) totals.push_back(m.total);
   if (impl_->group.ties != "statistical") return totals;
-  // Tie classes, formed best point first: a member joins the class being
-  // formed when it is statistically tied with the class's pooled estimate
-  // (see TieClass), else it starts the next class. Comparing with the pooled
-  // estimate rather than the class's best member keeps the largest of n
-  // equal draws from splitting a group of identical kernels, and comparing
-  // with the class rather than the previous member keeps a chain of small
-  // steps from pooling a clear difference.
-  std::vector<size_t> order;
-  for (size_t i = 0; i < members.size(); ++i) {
-    if (members[i].speed) order.push_back(i);
-  }
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return members[a].speed->log_speedup > members[b].speed->log_speedup;
-  });
-  std::vector<std::vector<size_t>> classes;
-  TieClass current;
-  for (size_t i : order) {
-    if (classes.empty() || !current.ties(*members[i].speed)) {
-      classes.emplace_back();
-      current = TieClass();
-    }
-    classes.back().push_back(i);
-    current.add(*members[i].speed);
-  }
-  for (const auto& c : classes) {
+  for (const auto& tie_class : internal::tie_classes(members)) {
     double mean = 0.0;
-    for (size_t i : c) mean += members[i].total;
-    mean /= static_cast<double>(c.size());
-    for (size_t i : c) totals[i] = mean;
+    for (size_t i : tie_class) mean += members[i].total;
+    mean /= static_cast<double>(tie_class.size());
+    for (size_t i : tie_class) totals[i] = mean;
   }
   return totals;
 }

@@ -78,26 +78,6 @@ std::optional<double> SpeedFacts::demonstrated_compile(double pivot) const {
   return std::clamp(pivot, std::min(lo, *speedup_compile), std::max(hi, *speedup_compile));
 }
 
-std::optional<SpeedEvidence> speed_evidence(const Measurement& m) {
-  const std::optional<SpeedFacts> facts = speed_facts(m);
-  if (!facts || !facts->speedup_eager_lo) return std::nullopt;
-  SpeedEvidence e;
-  e.log_speedup = std::log(facts->speedup_eager);
-  e.log_lo = std::log(*facts->speedup_eager_lo);
-  e.log_hi = std::log(*facts->speedup_eager_hi);
-  return e;
-}
-
-bool statistically_tied(const SpeedEvidence& a, const SpeedEvidence& b) {
-  const SpeedEvidence& upper = a.log_speedup >= b.log_speedup ? a : b;
-  const SpeedEvidence& lower = a.log_speedup >= b.log_speedup ? b : a;
-  // The half-widths that face each other; an interval that does not hold
-  // its point (possible: it is about the per-round ratios) counts as 0 there.
-  const double h_upper = std::max(upper.log_speedup - upper.log_lo, 0.0);
-  const double h_lower = std::max(lower.log_hi - lower.log_speedup, 0.0);
-  return upper.log_speedup - lower.log_speedup <= std::sqrt(h_upper * h_upper + h_lower * h_lower);
-}
-
 std::vector<double> usable_speedups(const std::vector<double>& speedups) {
   std::vector<double> out;
   for (double s : speedups) {

@@ -4,11 +4,14 @@
 // no less, whatever the law, the drift and the number of rounds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "exec_common/sample_stats.h"
 #include "injected_timing.h"
+#include "kforge/reward/reward.h"
 
 namespace kforge::exec {
 namespace {
@@ -166,6 +169,63 @@ TEST(DecisionRule, ReplacesThePrecisionTargetOnlyWhenAsked) {
   const std::vector<double> few_r(r.reference.begin(), r.reference.begin() + 9);
   const std::vector<double> few_c(r.candidate.begin(), r.candidate.begin() + 9);
   EXPECT_EQ(deciding.check_paired(few_r, few_c, 1e9), StopReason::kContinue);
+}
+
+// ---- ties judged as ties, end to end ----------------------------------------
+
+// A submit step measured from injected paired rounds, as the environment
+// builds it from the judge's timing: the ratio of medians with its interval.
+Measurement measured(const testing::PairedRounds& r) {
+  Measurement m;
+  m.action = "submit";
+  m.compiled = true;
+  m.outcome = Outcome::kCorrect;
+  m.timed = true;
+  m.speedup_eager = summarize(r.reference).median / summarize(r.candidate).median;
+  const RatioInterval i = paired_ratio_interval(r.reference, r.candidate);
+  if (i.valid()) {
+    m.speedup_eager_lo = i.lo;
+    m.speedup_eager_hi = i.hi;
+    m.speedup_confidence = i.confidence;
+  }
+  return m;
+}
+
+// GRPO groups of 8 candidates timed for 20 rounds each (10 % log-normal noise
+// per call, as a busy CPU): identical kernels are pooled into one tie class
+// (and so get one advantage) in at least 85 % of groups, where the test's
+// level alone would allow 95 % (simulated: 91 %; the rest is the noise of each
+// interval's width); exact ties never pool them. Kernels 1.5x apart are never
+// pooled together.
+TEST(SpeedupTies, IdenticalCandidatesAreTiedAndDifferentOnesAreNot) {
+  const reward::RewardFunction ties = reward::RewardFunction::from_document(Document::from_yaml_text(
+      "name: t\nterms: [{type: log_speedup}]\ngroup_normalization: {mode: mean_std, ties: statistical}\n", "<t>"));
+  const reward::RewardFunction exact = reward::RewardFunction::from_document(
+      Document::from_yaml_text("name: t\nterms: [{type: log_speedup}]\ngroup_normalization: {mode: mean_std}\n", "<t>"));
+  Draws d(2024);
+  constexpr int kGroups = 300;
+  int pooled = 0, exact_pooled = 0, mixed = 0;
+  for (int g = 0; g < kGroups; ++g) {
+    std::vector<reward::GroupMember> same, apart;
+    for (int k = 0; k < 8; ++k) {
+      const Measurement a = measured(paired_rounds(1.8, Noise::kLogNormal, 20, d));
+      same.push_back({ties.compute(a).total, reward::speed_evidence(a)});
+      const Measurement b = measured(paired_rounds(k < 4 ? 1.2 : 1.8, Noise::kLogNormal, 20, d));
+      apart.push_back({ties.compute(b).total, reward::speed_evidence(b)});
+    }
+    const std::vector<double> adv = ties.normalize_group(same);
+    pooled += std::all_of(adv.begin(), adv.end(), [](double a) { return a == 0.0; });
+    std::vector<double> totals;
+    for (const auto& m : same) totals.push_back(m.total);
+    const std::vector<double> exact_adv = exact.normalize_group(totals);
+    exact_pooled += std::all_of(exact_adv.begin(), exact_adv.end(), [](double a) { return a == 0.0; });
+    // Pooled totals of the two levels: every fast one above every slow one.
+    const std::vector<double> p = ties.pool_ties(apart);
+    mixed += *std::min_element(p.begin() + 4, p.end()) <= *std::max_element(p.begin(), p.begin() + 4);
+  }
+  EXPECT_GE(pooled, kGroups * 85 / 100) << pooled << " of " << kGroups;
+  EXPECT_EQ(exact_pooled, 0);
+  EXPECT_EQ(mixed, 0);
 }
 
 }  // namespace

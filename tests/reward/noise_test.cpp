@@ -120,8 +120,8 @@ TEST(NoiseAwareRewardTest, TiesAreDifferencesWithinTheCombinedHalfWidths) {
   EXPECT_TRUE(statistically_tied(a, b));
   EXPECT_TRUE(statistically_tied(b, a));
   EXPECT_FALSE(statistically_tied(a, far));
-  // Overlapping intervals are not enough: the test combines the facing
-  // half-widths in quadrature (0.062 and 0.065 -> 0.090 < ln(1.66/1.50)).
+  // Overlapping intervals are not enough: standard errors 0.034 and 0.032
+  // (half-widths over 1.96) give 1.96 * 0.047 = 0.092 < ln(1.66 / 1.50).
   const SpeedEvidence near{std::log(1.66), std::log(1.56), std::log(1.77)};
   EXPECT_FALSE(statistically_tied(a, near));
 }
@@ -135,6 +135,28 @@ std::vector<GroupMember> group(const std::vector<std::pair<double, double>>& spe
     out.push_back(m);
   }
   return out;
+}
+
+// Cochran's Q against chi-square: two members reduce to the z test; a set
+// is tied or not as a whole.
+TEST(NoiseAwareRewardTest, TheTieTestIsHomogeneityOfTheWholeSet) {
+  auto at = [](double s, double se) {
+    return SpeedEvidence{std::log(s), std::log(s) - 1.96 * se, std::log(s) + 1.96 * se, 0.95};
+  };
+  EXPECT_NEAR(at(1.0, 0.1).standard_error(), 0.1, 1e-4);
+  // Two: |diff| <= 1.96 * sqrt(2) * 0.1 = 0.277.
+  EXPECT_TRUE(statistically_tied(at(1.0, 0.1), at(std::exp(0.27), 0.1)));
+  EXPECT_FALSE(statistically_tied(at(1.0, 0.1), at(std::exp(0.285), 0.1)));
+  // The coverage sets the standard error: the same width at 99 % is a
+  // smaller one.
+  SpeedEvidence wide99 = at(std::exp(0.27), 0.1);
+  wide99.confidence = 0.99;
+  EXPECT_FALSE(statistically_tied(at(1.0, 0.1), wide99));
+  // Three at -0.2, 0, 0.2 (se 0.1): Q = 8 > 5.99 (chi-square, 2 dof), though
+  // each neighbouring pair alone is tied (Q = 2 <= 3.84).
+  EXPECT_TRUE(statistically_tied(at(std::exp(-0.2), 0.1), at(1.0, 0.1)));
+  EXPECT_FALSE(statistically_tied({at(std::exp(-0.2), 0.1), at(1.0, 0.1), at(std::exp(0.2), 0.1)}));
+  EXPECT_TRUE(statistically_tied({at(std::exp(-0.1), 0.1), at(1.0, 0.1), at(std::exp(0.1), 0.1)}));  // Q = 2
 }
 
 TEST(NoiseAwareRewardTest, StatisticalTiesShareOneRewardAndOneAdvantage) {

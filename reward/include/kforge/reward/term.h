@@ -71,19 +71,27 @@ struct TimingNeed {
 };
 
 // A step's speedup as the tie test of group normalization sees it: the log
-// of the point estimate and of the interval's bounds. Present for a passed,
-// timed step whose measurement carries an interval.
+// of the point estimate and of the interval's bounds, and the interval's
+// coverage. Present for a passed, timed step whose measurement carries an
+// interval.
 struct SpeedEvidence {
   double log_speedup = 0.0;
   double log_lo = 0.0;
   double log_hi = 0.0;
+  double confidence = 0.95;  // Measurement::speedup_confidence
+  // The log speedup's standard error implied by the interval: its half-width
+  // over the normal quantile of its coverage (1.96 at 95 %).
+  double standard_error() const;
 };
 std::optional<SpeedEvidence> speed_evidence(const Measurement& m);
 
-// Two steps' speedups are statistically indistinguishable when their
-// difference in log units is within the two intervals' facing half-widths
-// combined in quadrature: sqrt(h_a^2 + h_b^2), each h ~ 1.96 standard
-// errors, i.e. a two-sided test of "no difference" at about 5 %.
+// Speedups are statistically indistinguishable when Cochran's homogeneity
+// statistic Q = sum w_i (l_i - m)^2 (l_i the log speedups, w_i = 1 / se_i^2,
+// m their w-weighted mean) is within the 95 % quantile of chi-square with
+// n - 1 degrees of freedom: a test of "all equal" at 5 % for the set as a
+// whole, so a group of n identical kernels is called tied at that rate
+// whatever n. For two: |l_a - l_b| <= 1.96 sqrt(se_a^2 + se_b^2).
+bool statistically_tied(const std::vector<SpeedEvidence>& speeds);
 bool statistically_tied(const SpeedEvidence& a, const SpeedEvidence& b);
 
 // SpeedFacts for `m`, or nullopt when the step earns no speed reward: not
