@@ -18,6 +18,10 @@
 //            timing time and samples, and whether the tier was right.
 //
 //   bench_reward_noise [--parts repeat,group,order,stop] [--repeats N] [--tasks N]
+//                      [--backend cpu|cuda]
+//
+// --backend cuda runs the same parts on a GPU: configs/env/cuda.yaml and
+// examples/learning/env-cuda.yaml, the examples' own shapes, CUDA variants.
 //
 // The baseline of every figure is measured in the same run (the point reward,
 // target_rse timing). Run it with nice on a shared machine: about 6 minutes
@@ -50,6 +54,7 @@ const fs::path kBinary = KFORGE_BINARY_DIR;
 
 struct Options {
   std::vector<std::string> parts = {"repeat", "group", "order", "stop"};
+  std::string backend = "cpu";
   int repeats = 16;
   int tasks = 3;
 };
@@ -67,9 +72,12 @@ struct Eval {
 // The environment of examples/learning (short timings) or of the CPU preset
 // (production timings), with fewer verification seeds: the study is about
 // timing, and verification is the same for every variant.
+std::string g_backend = "cpu";  // --backend
+
 env::EnvConfig env_config(const std::string& which, const std::string& reward, bool stop_when_decided) {
-  env::EnvConfig c = which == "long" || which == "production" ? env::load_env_config("cpu")
-                                                               : env::load_env_config((kSource / "examples/learning/env-cpu.yaml").string());
+  env::EnvConfig c = which == "long" || which == "production"
+                         ? env::load_env_config(g_backend)
+                         : env::load_env_config((kSource / ("examples/learning/env-" + g_backend + ".yaml")).string());
   c.eval.seeds = 2;
   c.max_turns = 1;
   c.time_budget_s = 0;
@@ -96,7 +104,7 @@ class Evaluator {
     Action a;
     a.type = ActionType::kSubmit;
     Solution s;
-    s.mode = SolutionMode::kCpp;
+    s.mode = g_backend == "cuda" ? SolutionMode::kCuda : SolutionMode::kCpp;
     s.source = source;
     a.solution = s;
     const StepResult r = env_.step(a);
@@ -118,8 +126,11 @@ class Evaluator {
 
 // --- tasks and candidates ----------------------------------------------------
 
+// On the CPU the examples' inputs' leading dimension divided by 4 (their
+// shapes take seconds per verification there); on a GPU their own shapes.
 TaskSpec shrunk(const fs::path& path) {
   TaskSpec t = load_task(path);
+  if (g_backend == "cuda") return t;
   for (auto& x : t.inputs) {
     if (!x.shape.empty() && x.shape[0] >= 16) x.shape[0] /= 4;
   }
@@ -138,10 +149,40 @@ std::vector<TaskSpec> study_tasks(int count) {
 // Variants whose knobs matter on the CPU (fusion, unrolling, accumulators):
 // some clearly apart, some nearly the same kernel.
 const std::vector<std::string>& variants() {
-  static const std::vector<std::string> kVariants = {
+  static const std::vector<std::string> kCpu = {
       "fuse=0 unroll=1 acc=1", "fuse=0 unroll=4 acc=4", "fuse=1 unroll=1 acc=1", "fuse=1 unroll=1 acc=4",
       "fuse=1 unroll=2 acc=4", "fuse=1 unroll=4 acc=4", "fuse=1 unroll=8 acc=8", "fuse=0 unroll=8 acc=8"};
-  return kVariants;
+  static const std::vector<std::string> kCuda = {
+      "fuse=0 block=256 vec=1", "fuse=0 block=256 vec=4", "fuse=1 block=128 vec=1", "fuse=1 block=256 vec=1",
+      "fuse=1 block=256 vec=4", "fuse=1 block=512 vec=4", "fuse=1 block=256 vec=4 unroll=4",
+      "fuse=1 block=128 vec=4 unroll=2"};
+  return g_backend == "cuda" ? kCuda : kCpu;
+}
+
+// A variant text with every knob (the template's parser wants them all):
+// the knobs given, the defaults for the others.
+std::string full_variant(const std::string& partial) {
+  std::vector<std::pair<std::string, std::string>> knobs = {{"fuse", "1"}, {"block", "256"}, {"vec", "4"},
+                                                             {"unroll", "1"}, {"acc", "4"}, {"tile", "16"},
+                                                             {"naive_matmul", "0"}};
+  size_t pos = 0;
+  while (pos < partial.size()) {
+    const size_t end = std::min(partial.find(' ', pos), partial.size());
+    const std::string token = partial.substr(pos, end - pos);
+    const size_t eq = token.find('=');
+    for (auto& [name, value] : knobs) {
+      if (eq != std::string::npos && token.substr(0, eq) == name) value = token.substr(eq + 1);
+    }
+    pos = end + 1;
+  }
+  std::string out;
+  for (const auto& [name, value] : knobs) out += (out.empty() ? "" : " ") + name + "=" + value;
+  return out;
+}
+
+const std::string& template_mode() {
+  static const std::string kCpp = "cpp", kCuda = "cuda";
+  return g_backend == "cuda" ? kCuda : kCpp;
 }
 
 // --- rewards -----------------------------------------------------------------
@@ -306,7 +347,7 @@ std::vector<Candidate> candidates(const std::vector<TaskSpec>& tasks) {
       Candidate c;
       c.task = &t;
       c.variant = v;
-      c.source = rollout::template_source(t, "cpp", v);
+      c.source = rollout::template_source(t, template_mode(), full_variant(v));
       c.truth = long_run.evaluate(t, c.source);
       std::fprintf(stderr, "truth %s %s: %.3fx\n", t.id.c_str(), v.c_str(), c.truth.m.speedup_eager.value_or(0));
       out.push_back(std::move(c));
@@ -398,8 +439,7 @@ void run_stop(const std::vector<Candidate>& cs) {
   rows.push_back({"decided, tiered edges", run_stop_config(cs, "default", true)});
   rows.push_back({"decided, noise_aware res.", run_stop_config(cs, "noise_aware", true)});
   const double base = mean(rows[0].f.timing_ms);
-  std::printf("\n== stop: %zu candidates, configs/env/cpu.yaml timing (max_time_ms 1000, target_rse 0.01) ==\n",
-              cs.size());
+  std::printf("\n== stop: %zu candidates, configs/env/%s.yaml timing ==\n", cs.size(), g_backend.c_str());
   std::printf("%-28s %10s %8s %9s %9s  %s\n", "stopping rule", "timing ms", "ratio", "samples", "tier ok", "stop reasons");
   for (const Row& r : rows) {
     std::string reasons;
@@ -424,8 +464,11 @@ Options parse(int argc, char** argv) {
       o.repeats = std::stoi(v);
     } else if (k == "--tasks") {
       o.tasks = std::stoi(v);
+    } else if (k == "--backend" && (v == "cpu" || v == "cuda")) {
+      o.backend = v;
     } else {
-      std::fprintf(stderr, "unknown option %s (--parts, --repeats, --tasks)\n", k.c_str());
+      std::fprintf(stderr, "unknown option %s %s (--parts, --repeats, --tasks, --backend cpu|cuda)\n", k.c_str(),
+                   v.c_str());
       std::exit(2);
     }
   }
@@ -440,11 +483,13 @@ bool wants(const Options& o, const char* part) {
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  g_backend = o.backend;
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<TaskSpec> tasks = study_tasks(o.tasks);
   if (wants(o, "repeat") || wants(o, "group")) {
-    const std::string v = "fuse=1 unroll=1 acc=4";
-    const RepeatData d = run_repeat(o, tasks.front(), rollout::template_source(tasks.front(), "cpp", v));
+    const std::string v = variants()[3];
+    const RepeatData d =
+        run_repeat(o, tasks.front(), rollout::template_source(tasks.front(), template_mode(), full_variant(v)));
     if (wants(o, "repeat")) print_repeat(d, tasks.front().id + " " + v);
     if (wants(o, "group")) print_group(d, 8);
   }
