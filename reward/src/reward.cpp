@@ -179,6 +179,11 @@ std::vector<double> RewardFunction::normalize_group(const std::vector<double>& t
   }
   const GroupNormalization& g = impl_->group;
   if (g.mode == "none" || totals.empty()) return totals;
+  // All equal (tied, or one member): no advantage at all, exactly; the mean
+  // of n equal numbers can differ from them in the last bit.
+  if (std::all_of(totals.begin(), totals.end(), [&](double t) { return t == totals[0]; })) {
+    return std::vector<double>(totals.size(), 0.0);
+  }
   const double n = static_cast<double>(totals.size());
   double mean = 0.0;
   for (double t : totals) mean += t;

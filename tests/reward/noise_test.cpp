@@ -165,7 +165,7 @@ TEST(NoiseAwareRewardTest, StatisticalTiesShareOneRewardAndOneAdvantage) {
   // Identical kernels, timed with noise: one class, no advantage at all
   // (exact ties would have turned the noise into advantages of +-1).
   const auto same = group({{1.80, 0.08}, {1.92, 0.08}, {1.71, 0.09}, {1.85, 0.07}});
-  for (double a : f.normalize_group(same)) EXPECT_EQ(a, 0.0);
+  for (double a : f.normalize_group(same)) EXPECT_EQ(a, 0.0);  // exactly, not 1e-11
   const RewardFunction exact = from_yaml("name: g\nterms: [{type: log_speedup}]\ngroup_normalization: {mode: mean_std}\n");
   EXPECT_GT(std::abs(exact.normalize_group(same)[1]), 0.9);
 
