@@ -171,6 +171,7 @@ int run_demo(const DemoArgs& a) {
       const EvalSummary s = summarize(*it.result);
       row["verdict"] = s.verdict;
       row["speedup"] = s.speedup;
+      if (!s.speedup_interval.empty()) row["speedup_interval"] = s.speedup_interval;
       row["reward"] = s.reward;
       incomplete += s.system_error;
     } else {

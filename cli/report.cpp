@@ -52,6 +52,9 @@ EvalSummary summarize(const StepResult& step, const env::StepInfo& info) {
   s.system_error = info.system_error();
   const Measurement& m = info.scored_measurement();
   s.speedup = m.speedup_eager ? fixed(*m.speedup_eager, 2) + "x" : "-";
+  if (m.speedup_eager_lo && m.speedup_eager_hi) {
+    s.speedup_interval = "[" + fixed(*m.speedup_eager_lo, 2) + ", " + fixed(*m.speedup_eager_hi, 2) + "]";
+  }
   return s;
 }
 
@@ -96,6 +99,11 @@ std::string format_report(const TaskSpec& task, const Solution& solution, const 
     row("eager", timing_line(timing.reference));
   }
   std::string sp = m.speedup_eager ? fixed(*m.speedup_eager, 2) + "x vs eager" : "-";
+  if (m.speedup_eager && m.speedup_eager_lo && m.speedup_eager_hi) {
+    // The interval and its exact coverage (sample_stats.h): "[1.71, 1.98] 96%".
+    sp += " [" + fixed(*m.speedup_eager_lo, 2) + ", " + fixed(*m.speedup_eager_hi, 2) + "]" +
+          (m.speedup_confidence ? " " + fixed(100.0 * *m.speedup_confidence, 0) + "%" : "");
+  }
   sp += m.speedup_compile ? ", " + fixed(*m.speedup_compile, 2) + "x vs torch.compile"
                           : ", vs torch.compile: n/a (no baseline for this device)";
   if (m.timed) row("speedup", sp);

@@ -15,6 +15,8 @@ namespace kforge::cli {
 struct EvalSummary {
   std::string verdict;  // env::step_verdict
   std::string speedup;  // "2.03x" or "-"
+  // Its confidence interval, "[1.91, 2.14]", or "" when the timing gave none.
+  std::string speedup_interval;
   double reward = 0.0;
   bool system_error = false;
 };

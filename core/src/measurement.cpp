@@ -53,6 +53,9 @@ json to_json(const Measurement& m) {
   put_optional(j, "compile_ms", m.compile_ms);
   put_optional(j, "speedup_eager", m.speedup_eager);
   put_optional(j, "speedup_compile", m.speedup_compile);
+  put_optional(j, "speedup_eager_lo", m.speedup_eager_lo);
+  put_optional(j, "speedup_eager_hi", m.speedup_eager_hi);
+  put_optional(j, "speedup_confidence", m.speedup_confidence);
   put_optional(j, "own_kernel_fraction", m.own_kernel_fraction);
   put_optional(j, "energy_j", m.energy_j);
   j["violations"] = json::array();
@@ -76,6 +79,9 @@ Measurement measurement_from_json(const json& j) {
   get_optional(j, "compile_ms", &m.compile_ms);
   get_optional(j, "speedup_eager", &m.speedup_eager);
   get_optional(j, "speedup_compile", &m.speedup_compile);
+  get_optional(j, "speedup_eager_lo", &m.speedup_eager_lo);
+  get_optional(j, "speedup_eager_hi", &m.speedup_eager_hi);
+  get_optional(j, "speedup_confidence", &m.speedup_confidence);
   get_optional(j, "own_kernel_fraction", &m.own_kernel_fraction);
   get_optional(j, "energy_j", &m.energy_j);
   if (j.contains("violations")) {

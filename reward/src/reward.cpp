@@ -1,11 +1,13 @@
 #include "kforge/reward/reward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <stdexcept>
 
 #include "kforge/core/input_limits.h"
 #include "kforge/reward/term.h"
+#include "ties.h"
 
 namespace kforge::reward {
 namespace {
@@ -23,6 +25,9 @@ struct GroupNormalization {
   // GRPO implementations (DeepSeekMath, TRL) use the sample standard
   // deviation; population is there for trainers that use numpy's default.
   std::string std_kind = "sample";  // sample | population
+  // exact: members tie only on equal totals; statistical: members with
+  // statistically indistinguishable speedups share their tie class's mean.
+  std::string ties = "exact";
 };
 
 GroupNormalization parse_group_normalization(const Field& field) {
@@ -34,6 +39,7 @@ GroupNormalization parse_group_normalization(const Field& field) {
     if (!(g.eps > 0)) f->fail("a positive number of at most 1");
   }
   if (auto f = r.optional("std")) g.std_kind = f->as_enum({"sample", "population"});
+  if (auto f = r.optional("ties")) g.ties = f->as_enum({"exact", "statistical"});
   r.finish();
   return g;
 }
@@ -139,6 +145,31 @@ RewardBreakdown RewardFunction::compute(const Measurement& m, const RewardContex
   return b;
 }
 
+std::vector<double> RewardFunction::normalize_group(const std::vector<GroupMember>& members) const {
+  return normalize_group(pool_ties(members));
+}
+
+std::vector<double> RewardFunction::pool_ties(const std::vector<GroupMember>& members) const {
+  std::vector<double> totals;
+  for (const GroupMember& m : members) totals.push_back(m.total);
+  if (impl_->group.ties != "statistical") return totals;
+  for (const auto& tie_class : internal::tie_classes(members)) {
+    double mean = 0.0;
+    for (size_t i : tie_class) mean += members[i].total;
+    mean /= static_cast<double>(tie_class.size());
+    for (size_t i : tie_class) totals[i] = mean;
+  }
+  return totals;
+}
+
+TimingNeed RewardFunction::timing_need() const {
+  TimingNeed need;
+  for (const Component& c : impl_->components) {
+    if (c.weight > 0) c.term->add_timing_need(need);
+  }
+  return need;
+}
+
 std::vector<double> RewardFunction::normalize_group(const std::vector<double>& totals) const {
   for (size_t i = 0; i < totals.size(); ++i) {
     if (!std::isfinite(totals[i])) {
@@ -148,6 +179,11 @@ std::vector<double> RewardFunction::normalize_group(const std::vector<double>& t
   }
   const GroupNormalization& g = impl_->group;
   if (g.mode == "none" || totals.empty()) return totals;
+  // All equal (tied, or one member): no advantage at all, exactly; the mean
+  // of n equal numbers can differ from them in the last bit.
+  if (std::all_of(totals.begin(), totals.end(), [&](double t) { return t == totals[0]; })) {
+    return std::vector<double>(totals.size(), 0.0);
+  }
   const double n = static_cast<double>(totals.size());
   double mean = 0.0;
   for (double t : totals) mean += t;
@@ -186,7 +222,10 @@ json RewardFunction::describe() const {
     t["weight"] = c.weight;
     j["terms"].push_back(std::move(t));
   }
-  j["group_normalization"] = {{"mode", impl_->group.mode}, {"eps", impl_->group.eps}, {"std", impl_->group.std_kind}};
+  j["group_normalization"] = {{"mode", impl_->group.mode},
+                              {"eps", impl_->group.eps},
+                              {"std", impl_->group.std_kind},
+                              {"ties", impl_->group.ties}};
   return j;
 }
 

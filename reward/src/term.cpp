@@ -53,7 +53,29 @@ std::optional<SpeedFacts> speed_facts(const Measurement& m) {
     facts.own_kernel_fraction = m.own_kernel_fraction;
   }
   if (m.energy_j && std::isfinite(*m.energy_j) && *m.energy_j >= 0.0) facts.energy_j = m.energy_j;
+  if (usable_positive(m.speedup_eager_lo) && usable_positive(m.speedup_eager_hi) &&
+      *m.speedup_eager_lo <= *m.speedup_eager_hi) {
+    facts.speedup_eager_lo = m.speedup_eager_lo;
+    facts.speedup_eager_hi = m.speedup_eager_hi;
+  }
   return facts;
+}
+
+double SpeedFacts::demonstrated_eager(double pivot) const {
+  if (!speedup_eager_lo || !speedup_eager_hi) return speedup_eager;
+  const double lo = std::min(*speedup_eager_lo, speedup_eager);
+  const double hi = std::max(*speedup_eager_hi, speedup_eager);
+  return std::clamp(pivot, lo, hi);
+}
+
+std::optional<double> SpeedFacts::demonstrated_compile(double pivot) const {
+  if (!speedup_compile) return std::nullopt;
+  // speedup_compile = speedup_eager * k for this task's fixed k.
+  const double k = *speedup_compile / speedup_eager;
+  if (!speedup_eager_lo || !speedup_eager_hi) return speedup_compile;
+  const double lo = std::min(*speedup_eager_lo, speedup_eager) * k;
+  const double hi = std::max(*speedup_eager_hi, speedup_eager) * k;
+  return std::clamp(pivot, std::min(lo, *speedup_compile), std::max(hi, *speedup_compile));
 }
 
 std::vector<double> usable_speedups(const std::vector<double>& speedups) {

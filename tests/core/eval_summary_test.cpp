@@ -35,6 +35,7 @@ TimingSummary full_timing() {
   t.candidate.energy_j = 0.002;
   t.overhead = stats(0.01, 25);
   t.speedup = 4.0;
+  t.speedup_interval = SpeedupInterval{3.8, 4.3, 0.96, 0.95, 40, "paired_log_ratio_sign_test"};
   t.candidate_self_reported = stats(0.24, 40);
   t.resolution_ms = 0.002;
   t.stop_reason = "target_rse";
@@ -63,6 +64,9 @@ TEST(TimingSummaryTest, RoundTripsThroughJson) {
   EXPECT_EQ(back.timing_seed, t.timing_seed);
   EXPECT_DOUBLE_EQ(*back.candidate.energy_j, 0.002);
   EXPECT_TRUE(back.timed());
+  ASSERT_TRUE(back.speedup_interval.has_value());
+  EXPECT_DOUBLE_EQ(back.speedup_interval->lo, 3.8);
+  EXPECT_EQ(back.speedup_interval->rounds, 40);
 }
 
 TEST(TimingSummaryTest, OptionalPartsStayAbsentAndNonFiniteBecomesNull) {
@@ -71,6 +75,7 @@ TEST(TimingSummaryTest, OptionalPartsStayAbsentAndNonFiniteBecomesNull) {
   t.candidate.median_ms = std::numeric_limits<double>::quiet_NaN();
   const json j = to_json(t);
   EXPECT_FALSE(j.contains("speedup"));
+  EXPECT_FALSE(j.contains("speedup_interval"));
   EXPECT_FALSE(j.contains("candidate_wall"));
   EXPECT_FALSE(j.contains("cuda_graph"));
   EXPECT_TRUE(j["candidate"]["median_ms"].is_null());
@@ -104,6 +109,15 @@ TEST(TimingSummaryTest, ErrorsNameTheField) {
   bad = j;
   bad.erase("timer");
   EXPECT_NE(error_of(bad).find("timer"), std::string::npos) << error_of(bad);
+  bad = j;
+  bad["speedup_interval"]["lo"] = 0.0;
+  EXPECT_NE(error_of(bad).find("/speedup_interval/lo"), std::string::npos) << error_of(bad);
+  bad = j;
+  bad["speedup_interval"]["hi"] = 1.0;  // below lo
+  EXPECT_NE(error_of(bad).find("/speedup_interval/hi"), std::string::npos) << error_of(bad);
+  bad = j;
+  bad["speedup_interval"].erase("confidence");
+  EXPECT_NE(error_of(bad).find("confidence"), std::string::npos) << error_of(bad);
   bad = j;
   bad["candidate"]["samples"] = -3;
   EXPECT_NE(error_of(bad).find("/candidate/samples"), std::string::npos) << error_of(bad);
@@ -152,25 +166,27 @@ TEST(TrajectoryTest, TurnInfoRoundTrips) {
   EXPECT_EQ(back.turns[0].info, turn.info);
 }
 
-// Written as version 2 (the typed step info); version 1 files still read;
-// a version this build does not know is refused naming the field.
-TEST(TrajectoryTest, WritesVersion2AndReadsVersions1And2) {
+// Written as version 3 (the speedup's interval); versions 1 and 2 still
+// read; a version this build does not know is refused naming the field.
+TEST(TrajectoryTest, WritesVersion3AndReadsVersions1To3) {
   Trajectory t;
   t.id = "r-g0-e0";
   t.task_id = "task";
   json j = to_json(t);
-  EXPECT_EQ(j["schema_version"], 2);
-  EXPECT_EQ(parse_trajectory(Document::from_value(j, "<t>")).schema_version, 2);
-  j["schema_version"] = 1;
-  EXPECT_EQ(parse_trajectory(Document::from_value(j, "<t>")).schema_version, 1);
-  for (int unknown : {0, 3}) {
+  EXPECT_EQ(j["schema_version"], 3);
+  EXPECT_EQ(parse_trajectory(Document::from_value(j, "<t>")).schema_version, 3);
+  for (int old : {1, 2}) {
+    j["schema_version"] = old;
+    EXPECT_EQ(parse_trajectory(Document::from_value(j, "<t>")).schema_version, old);
+  }
+  for (int unknown : {0, 4}) {
     j["schema_version"] = unknown;
     try {
       parse_trajectory(Document::from_value(j, "<t>"));
       ADD_FAILURE() << "version " << unknown << " was read";
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find("schema_version"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("schema version 1 to 2"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("schema version 1 to 3"), std::string::npos) << e.what();
     }
   }
 }

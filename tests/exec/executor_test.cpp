@@ -81,6 +81,42 @@ TEST_F(ExecutorTest, CorrectCandidateIsVerifiedAndTimed) {
   EXPECT_TRUE(r.violations.empty());
 }
 
+// Every timing carries the speedup's interval from its paired rounds; a
+// decision target (EvalOptions::decision_*) replaces the precision target.
+TEST_F(ExecutorTest, TimingCarriesTheSpeedupIntervalAndStopsWhenDecided) {
+  const TaskSpec task = testing::elementwise_chain_task(1 << 18);
+  EvalOptions o = testing::quick_options();
+  o.min_samples = 8;
+  o.max_samples = 24;
+  o.max_time_ms = 60000;  // the caps below are the sample counts, never the clock
+  o.target_rse = 1e-9;    // never converges
+  EvalReport r = evaluate(cand::kChainCorrect, task, /*time=*/true, o);
+  ASSERT_EQ(r.outcome, Outcome::kCorrect) << r.summary;
+  ASSERT_TRUE(r.timing && r.timing->speedup && r.timing->speedup_interval) << to_json(r).dump();
+  const SpeedupInterval& i = *r.timing->speedup_interval;
+  EXPECT_GT(i.lo, 0);
+  EXPECT_LE(i.lo, i.hi);
+  EXPECT_EQ(i.rounds, r.timing->candidate.samples);
+  EXPECT_EQ(i.rounds, 24);
+  EXPECT_EQ(r.timing->stop_reason, "sample_cap");
+  EXPECT_NEAR(i.confidence, 0.97734, 1e-4);  // 24 rounds: [x_(7), x_(18)]
+  EXPECT_EQ(i.method, "paired_log_ratio_sign_test");
+
+  // An edge no speedup of this kernel comes near: decided at min_samples.
+  o.decision_edges = {1e-4};
+  r = evaluate(cand::kChainCorrect, task, true, o);
+  ASSERT_TRUE(r.timing) << r.summary;
+  EXPECT_EQ(r.timing->stop_reason, "decided");
+  EXPECT_EQ(r.timing->candidate.samples, 8);
+  // A resolution no timing reaches: the sample cap.
+  o.decision_edges = {};
+  o.decision_resolution = 1e-9;
+  r = evaluate(cand::kChainCorrect, task, true, o);
+  ASSERT_TRUE(r.timing) << r.summary;
+  EXPECT_EQ(r.timing->stop_reason, "sample_cap");
+  EXPECT_EQ(r.timing->candidate.samples, 24);
+}
+
 TEST_F(ExecutorTest, WrongCandidateReportsMismatchStatistics) {
   EvalReport r = evaluate(cand::kChainNoRelu, testing::elementwise_chain_task(4096));
   ASSERT_EQ(r.outcome, Outcome::kWrong) << r.summary;

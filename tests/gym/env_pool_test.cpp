@@ -198,5 +198,24 @@ TEST_F(EnvPoolTest, AnEnergyRewardTermTurnsOnTheEnergyMeasurement) {
   std::filesystem::remove(yaml);
 }
 
+// eval.stop_when_decided: what the reward needs of the speedup travels with
+// every request; without it, nothing does.
+TEST_F(EnvPoolTest, StopWhenDecidedAsksTheJudgeForTheRewardsNeed) {
+  EnvConfig tiered = config_;
+  tiered.reward.function = "tiered";
+  tiered.reward.step_terms = {};
+  EXPECT_TRUE(EnvPool(tiered, 1).config().eval.decision_edges.empty()) << "off unless asked";
+  tiered.eval.stop_when_decided = true;
+  EnvPool deciding(tiered, 1);
+  EXPECT_EQ(deciding.config().eval.decision_edges, std::vector<double>{1.05});
+  EXPECT_EQ(deciding.config().eval.decision_compile_edges, std::vector<double>{1.05});
+  EXPECT_EQ(deciding.config().eval.decision_resolution, 0.0);
+  EnvConfig noise = tiered;
+  noise.reward.function = "noise_aware";
+  EnvPool continuous(noise, 1);
+  EXPECT_TRUE(continuous.config().eval.decision_edges.empty());
+  EXPECT_DOUBLE_EQ(continuous.config().eval.decision_resolution, 0.05);
+}
+
 }  // namespace
 }  // namespace kforge::env

@@ -46,6 +46,12 @@ json to_json(const SampleStats& s) {
   return j;
 }
 
+json to_json(const SpeedupInterval& i) {
+  return {{"lo", number_or_null(i.lo)},          {"hi", number_or_null(i.hi)},
+          {"confidence", number_or_null(i.confidence)}, {"level", number_or_null(i.level)},
+          {"rounds", i.rounds},                  {"method", i.method}};
+}
+
 json to_json(const TimingSummary& t) {
   json j = {{"schema_version", t.schema_version},
             {"timer", t.timer},
@@ -61,6 +67,7 @@ json to_json(const TimingSummary& t) {
             {"cache_flush_bytes", t.cache_flush_bytes},
             {"elapsed_ms", number_or_null(t.elapsed_ms)}};
   put(j, "speedup", t.speedup);
+  if (t.speedup_interval) j["speedup_interval"] = to_json(*t.speedup_interval);
   put(j, "candidate_self_reported", t.candidate_self_reported);
   put(j, "resolution_ms", t.resolution_ms);
   put(j, "reference_wall", t.reference_wall);
@@ -94,6 +101,23 @@ SampleStats sample_stats_from_field(const Field& field) {
   return s;
 }
 
+SpeedupInterval speedup_interval_from_field(const Field& field) {
+  ObjectReader r = field.as_object();
+  SpeedupInterval i;
+  Field lo = r.required("lo");
+  i.lo = lo.as_number();
+  Field hi = r.required("hi");
+  i.hi = hi.as_number();
+  if (!(i.lo > 0 && std::isfinite(i.lo))) lo.fail("a positive number (the interval's lower bound)");
+  if (!(i.hi >= i.lo && std::isfinite(i.hi))) hi.fail("a number at least lo (the interval's upper bound)");
+  i.confidence = r.required("confidence").as_number_in(0.0, 1.0);
+  if (auto f = r.optional("level")) i.level = f->as_number_in(0.0, 1.0);
+  i.rounds = r.required("rounds").as_int_in(0, std::numeric_limits<int64_t>::max());
+  if (auto f = r.optional("method")) i.method = f->as_string();
+  r.finish();
+  return i;
+}
+
 TimingSummary timing_summary_from_field(const Field& field) {
   ObjectReader r = field.as_object();
   TimingSummary t;
@@ -109,6 +133,7 @@ TimingSummary timing_summary_from_field(const Field& field) {
   t.candidate = sample_stats_from_field(r.required("candidate"));
   t.overhead = sample_stats_from_field(r.required("overhead"));
   t.speedup = optional_number(r, "speedup");
+  if (auto f = r.optional("speedup_interval")) t.speedup_interval = speedup_interval_from_field(*f);
   if (auto f = r.optional("candidate_self_reported")) t.candidate_self_reported = sample_stats_from_field(*f);
   t.resolution_ms = optional_number(r, "resolution_ms");
   if (auto f = r.optional("stop_reason")) t.stop_reason = f->as_string();

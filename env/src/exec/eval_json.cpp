@@ -38,6 +38,21 @@ Artifact artifact_from_field(const Field& field) {
   return a;
 }
 
+// Speedups at which a reward steps: a short list (a reward has a few tiers)
+// of positive, finite numbers.
+std::vector<double> speedup_edges(const Field& f) {
+  constexpr size_t kMaxEdges = 64;
+  std::vector<double> edges;
+  const std::vector<Field> items = f.as_array();
+  if (items.size() > kMaxEdges) f.fail("at most " + std::to_string(kMaxEdges) + " speedups");
+  for (const Field& item : items) {
+    const double v = item.as_number_in(0.0, limits::kMaxRewardMagnitude);
+    if (!(v > 0)) item.fail("a positive speedup");
+    edges.push_back(v);
+  }
+  return edges;
+}
+
 }  // namespace
 
 json to_json(const EvalOptions& o) {
@@ -51,6 +66,10 @@ json to_json(const EvalOptions& o) {
           {"target_rse", o.target_rse},
           {"timing_input_sets", o.timing_input_sets},
           {"cuda_graph", o.cuda_graph},
+          {"stop_when_decided", o.stop_when_decided},
+          {"decision_edges", o.decision_edges},
+          {"decision_compile_edges", o.decision_compile_edges},
+          {"decision_resolution", o.decision_resolution},
           {"hardware_metrics", o.hardware_metrics},
           {"hardware_metrics_on_submit", o.hardware_metrics_on_submit},
           {"profile_on_submit", o.profile_on_submit},
@@ -89,6 +108,11 @@ EvalOptions parse_eval_options(const Field& field, EvalOptions base) {
   if (auto f = r.optional("target_rse")) o.target_rse = f->as_number_in(0.0, 1.0);
   if (auto f = r.optional("timing_input_sets")) o.timing_input_sets = static_cast<int>(f->as_int_in(1, 64));
   if (auto f = r.optional("cuda_graph")) o.cuda_graph = f->as_bool();
+  if (auto f = r.optional("stop_when_decided")) o.stop_when_decided = f->as_bool();
+  if (auto f = r.optional("decision_edges")) o.decision_edges = speedup_edges(*f);
+  if (auto f = r.optional("decision_compile_edges")) o.decision_compile_edges = speedup_edges(*f);
+  // A half-width of ln(2) already cannot tell 1x from 4x.
+  if (auto f = r.optional("decision_resolution")) o.decision_resolution = f->as_number_in(0.0, 1.0);
   if (auto f = r.optional("hardware_metrics")) o.hardware_metrics = f->as_bool();
   if (auto f = r.optional("hardware_metrics_on_submit")) o.hardware_metrics_on_submit = f->as_bool();
   if (auto f = r.optional("profile_on_submit")) o.profile_on_submit = f->as_bool();

@@ -110,6 +110,14 @@ EnvPool::Impl::Impl(EnvConfig c, int num_envs, EnvServices s) : config(std::move
     }
     if (term.value("own_kernel_weight", 0.0) > 0) config.eval.profile_on_submit = true;
   }
+  // Timing that stops once the reward is decided: what the reward needs of
+  // the speedup travels with every request (sample_stats.h's decision rule).
+  if (config.eval.stop_when_decided) {
+    const reward::TimingNeed need = reward->timing_need();
+    config.eval.decision_edges = need.eager_edges;
+    config.eval.decision_compile_edges = need.compile_edges;
+    config.eval.decision_resolution = std::min(need.log_resolution, 1.0);  // wider decides nothing more
+  }
   skills = load_skills(config);
   if (!config.prompt.system.empty()) system = read_text_file(config.prompt.system);
   abi_header = read_text_file(abi_include_dir() / "kforge" / "kernel_abi.h");

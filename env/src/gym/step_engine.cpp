@@ -208,6 +208,11 @@ Measurement StepEngine::measure(const std::string& action, const EpisodeState& e
     }
     if (ref > 0) m.eager_ms = ref;
     if (m.timed && ref > 0) m.speedup_eager = ref / cand;
+    if (m.speedup_eager && t.speedup_interval) {
+      m.speedup_eager_lo = t.speedup_interval->lo;
+      m.speedup_eager_hi = t.speedup_interval->hi;
+      m.speedup_confidence = t.speedup_interval->confidence;
+    }
     const double energy = positive_or_zero(t.candidate.energy_j.value_or(0.0));
     if (energy > 0) m.energy_j = energy;
     // The torch.compile baseline was measured elsewhere (data synthesis);

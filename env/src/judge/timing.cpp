@@ -44,6 +44,22 @@ SampleStats sample_stats(const exec::SampleSummary& s) {
   return out;
 }
 
+// What the reward needs of the speedup (EvalOptions::decision_*), on the
+// eager speedup: a torch.compile edge c is the eager edge c * eager / compile
+// of the task's baselines (the environment scales the compile baseline by
+// this run's eager time, so the two speedups differ by that constant). A
+// task without both baselines has no compile speedup, and no such edge.
+exec::DecisionTarget decision_target(const env::EvalOptions& options, const TaskSpec& task) {
+  exec::DecisionTarget d;
+  d.edges = options.decision_edges;
+  d.log_resolution = options.decision_resolution;
+  const auto& b = task.baselines;
+  if (b && b->eager_ms && b->compile_ms && *b->eager_ms > 0 && *b->compile_ms > 0) {
+    for (double c : options.decision_compile_edges) d.edges.push_back(c * *b->eager_ms / *b->compile_ms);
+  }
+  return d;
+}
+
 // What every phase works on: the base shape, the options, the candidate's
 // runner and the device, under the request's deadline.
 struct TimingCall {
@@ -92,6 +108,20 @@ struct Rounds {
 
   const Samples& primary(const Clocks& clocks) const { return clocks.use_cpu ? cpu : clocks.device_clock ? dev : wall; }
 };
+
+// The speedup's interval from the rounds the figures came from.
+std::optional<SpeedupInterval> speedup_interval(const Samples& samples) {
+  const exec::RatioInterval i = exec::paired_ratio_interval(samples.reference, samples.candidate);
+  if (!i.valid()) return std::nullopt;
+  SpeedupInterval out;
+  out.lo = i.lo;
+  out.hi = i.hi;
+  out.confidence = i.confidence;
+  out.level = i.level;
+  out.rounds = static_cast<int64_t>(i.rounds);
+  out.method = exec::kSpeedupIntervalMethod;
+  return out;
+}
 
 // Warm-up of the harness: kCalibrationCalls null calls. A runner whose CPU
 // clock cannot be read is timed by another clock (clocks->use_cpu cleared).
@@ -223,7 +253,7 @@ std::optional<Verdict> run_rounds(const TimingCall& call, const Clocks& clocks, 
     if (!schedule->finish_round()) continue;
     record_round(clocks, overhead, t_ref, reply, rounds);
     const Samples& primary = rounds->primary(clocks);
-    exec::StopReason stop = schedule->check(exec::summarize(primary.reference), exec::summarize(primary.candidate));
+    exec::StopReason stop = schedule->check_paired(primary.reference, primary.candidate);
     if (stop != exec::StopReason::kContinue) {
       rounds->stop_reason = exec::stop_reason_name(stop);
       return std::nullopt;
@@ -357,7 +387,7 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
   // Warm-up and trials on fresh inputs.
   const uint64_t seed = timing_seed();
   TimingInputs fresh(call.base.task, options.timing_input_sets, seed, device->device());
-  SamplingSchedule schedule(options);
+  SamplingSchedule schedule(options, decision_target(options, call.base.task));
   Rounds rounds;
   if (std::optional<Verdict> v = run_rounds(call, clocks, overhead, &fresh, &schedule, &rounds)) {
     return failed(std::move(*v));
@@ -373,6 +403,7 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
   // A median at or below zero means the kernel is faster than the overhead
   // can resolve; report no speedup rather than an infinite one.
   if (f.cand.median > 0) t.speedup = f.ref.median / f.cand.median;
+  if (t.speedup) t.speedup_interval = speedup_interval(f.device_clock_rejected.empty() ? rounds.primary(clocks) : rounds.wall);
   t.resolution_ms = f.overhead->p75 - f.overhead->p25;
 
   // The checks of the whole timing.

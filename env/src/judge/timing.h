@@ -26,7 +26,11 @@
 // (allclose and output_quality.h). A failure is the violation
 // timed_output_mismatch (caching across calls, batch-and-skip, warm-up
 // detection). Warm-up runs by time and is checked the same way. Sampling stops
-// by sample_stats.h's rule, applied to the primary clock. Finally the
+// by sample_stats.h's rule, applied to the primary clock: the precision target
+// (target_rse), or, when the environment asked for a decision
+// (EvalOptions::decision_*), once the speedup's interval decides the reward.
+// The speedup's confidence interval comes from the same rounds, paired
+// (sample_stats.h, TimingSummary::speedup_interval). Finally the
 // candidate's median must not beat the roofline floor (roofline.h; violation
 // below_roofline).
 #pragma once

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <utility>
 
 #include "exec_common/deadline.h"
 #include "kforge/core/reference.h"
@@ -53,9 +54,9 @@ std::string timer_name(bool host_cpu_clock, bool device_clock) {
   return host_cpu_clock ? "cpu_time" : device_clock ? "device_events" : "wall_round_trip";
 }
 
-SamplingSchedule::SamplingSchedule(const env::EvalOptions& options)
+SamplingSchedule::SamplingSchedule(const env::EvalOptions& options, exec::DecisionTarget decision)
     : warmup_ms_(options.warmup_ms),
-      rule_{options.min_samples, options.max_samples, options.target_rse, options.max_time_ms} {}
+      rule_{options.min_samples, options.max_samples, options.target_rse, options.max_time_ms, std::move(decision)} {}
 
 bool SamplingSchedule::finish_round() {
   ++rounds_;
@@ -70,6 +71,11 @@ bool SamplingSchedule::finish_round() {
 
 exec::StopReason SamplingSchedule::check(const exec::SampleSummary& a, const exec::SampleSummary& b) const {
   return rule_.check(a, b, exec::ms_since(sampling_start_));
+}
+
+exec::StopReason SamplingSchedule::check_paired(const std::vector<double>& reference,
+                                               const std::vector<double>& candidate) const {
+  return rule_.check_paired(reference, candidate, exec::ms_since(sampling_start_));
 }
 
 double SamplingSchedule::elapsed_ms() const { return exec::ms_since(start_); }

@@ -59,7 +59,9 @@ std::string timer_name(bool host_cpu_clock, bool device_clock);
 // or a reference run and a candidate call).
 class SamplingSchedule {
  public:
-  explicit SamplingSchedule(const env::EvalOptions& options);
+  // `decision`: what the reward needs of the speedup (sample_stats.h); when
+  // asked, check_paired stops on it instead of on target_rse.
+  explicit SamplingSchedule(const env::EvalOptions& options, exec::DecisionTarget decision = {});
 
   // Call after every round that completed; false while the round was part of
   // the warm-up (do not record its samples). The first round at or after
@@ -69,6 +71,9 @@ class SamplingSchedule {
   // After the recorded samples of a round: the rule's verdict on both sides'
   // summaries (pass the same summary twice for one side).
   exec::StopReason check(const exec::SampleSummary& a, const exec::SampleSummary& b) const;
+  // The same for paired rounds of a reference and a candidate, where the
+  // decision rule can apply.
+  exec::StopReason check_paired(const std::vector<double>& reference, const std::vector<double>& candidate) const;
 
   bool warming_up() const { return warming_; }  // the next round is a warm-up round
   int rounds() const { return rounds_; }

@@ -26,10 +26,22 @@ class Contrastive final : public SpeedTerm {
     std::tie(lo_, hi_) = clip_bounds(r, -1.0, 1.0);
     penalty_ = number_or(r, "penalty", -1.5);
     no_exemplars_ = enum_or(r, "no_exemplars", no_exemplar_modes(), "eager");
+    demonstrated_ = demonstrated_estimate(r);
+    resolution_ = decision_resolution_or(r);
   }
 
   json params() const override {
-    return {{"scale", scale_}, {"lo", lo_}, {"hi", hi_}, {"penalty", penalty_}, {"no_exemplars", no_exemplars_}};
+    return {{"scale", scale_},
+            {"lo", lo_},
+            {"hi", hi_},
+            {"penalty", penalty_},
+            {"no_exemplars", no_exemplars_},
+            {"speedup_estimate", estimate_name(demonstrated_)},
+            {"decision_resolution", resolution_}};
+  }
+
+  void add_timing_need(TimingNeed& need) const override {
+    need.log_resolution = tighter(need.log_resolution, resolution_ / scale_);
   }
 
  protected:
@@ -42,7 +54,11 @@ class Contrastive final : public SpeedTerm {
     } else {
       best = *std::max_element(exemplars.begin(), exemplars.end());
     }
-    return clip(scale_ * std::log(facts.speedup_eager / best), lo_, hi_);
+    // Pivot: the best exemplar. Demonstrated, a candidate whose interval
+    // holds the best exemplar's speedup ties it and earns 0, the same basis
+    // on which group normalization pools ties.
+    const double s = demonstrated_ ? facts.demonstrated_eager(best) : facts.speedup_eager;
+    return clip(scale_ * std::log(s / best), lo_, hi_);
   }
 
  private:
@@ -51,6 +67,8 @@ class Contrastive final : public SpeedTerm {
   double hi_ = 1.0;
   double penalty_ = -1.5;
   std::string no_exemplars_;
+  bool demonstrated_ = false;
+  double resolution_ = 0.05;
 };
 
 }  // namespace

@@ -18,6 +18,14 @@ class LinearCapped final : public SpeedTerm {
     cap_ = positive_or(r, "cap", 3.0);
     own_kernel_weight_ = nonnegative_or(r, "own_kernel_weight", 0.0);
     penalty_ = number_or(r, "penalty", 0.0);
+    demonstrated_ = demonstrated_estimate(r);
+    resolution_ = decision_resolution_or(r);
+  }
+
+  // d(reward) = speed_weight * s * d(ln s), at most speed_weight * cap per
+  // unit of log speedup.
+  void add_timing_need(TimingNeed& need) const override {
+    if (speed_weight_ > 0) need.log_resolution = tighter(need.log_resolution, resolution_ / (speed_weight_ * cap_));
   }
 
   json params() const override {
@@ -25,13 +33,17 @@ class LinearCapped final : public SpeedTerm {
             {"speed_weight", speed_weight_},
             {"cap", cap_},
             {"own_kernel_weight", own_kernel_weight_},
-            {"penalty", penalty_}};
+            {"penalty", penalty_},
+            {"speedup_estimate", estimate_name(demonstrated_)},
+            {"decision_resolution", resolution_}};
   }
 
  protected:
   double failure_value() const override { return penalty_; }
   double score(const SpeedFacts& facts, const RewardContext& /*ctx*/) const override {
-    double value = correct_weight_ + speed_weight_ * std::min(facts.speedup_eager, cap_);
+    // Pivot 1: a kernel no faster than eager earns what eager would.
+    const double s = demonstrated_ ? facts.demonstrated_eager(1.0) : facts.speedup_eager;
+    double value = correct_weight_ + speed_weight_ * std::min(s, cap_);
     // An unknown fraction adds nothing rather than guessing.
     if (facts.own_kernel_fraction) value += own_kernel_weight_ * *facts.own_kernel_fraction;
     return value;
@@ -43,6 +55,8 @@ class LinearCapped final : public SpeedTerm {
   double cap_ = 3.0;
   double own_kernel_weight_ = 0.0;
   double penalty_ = 0.0;
+  bool demonstrated_ = false;
+  double resolution_ = 0.05;
 };
 
 }  // namespace

@@ -17,14 +17,30 @@ class LogSpeedup final : public SpeedTerm {
     scale_ = positive_or(r, "scale", 1.0);
     std::tie(lo_, hi_) = clip_bounds(r, -1.0, 2.0);
     penalty_ = number_or(r, "penalty", -1.5);
+    demonstrated_ = demonstrated_estimate(r);
+    resolution_ = decision_resolution_or(r);
   }
 
-  json params() const override { return {{"scale", scale_}, {"lo", lo_}, {"hi", hi_}, {"penalty", penalty_}}; }
+  json params() const override {
+    return {{"scale", scale_},
+            {"lo", lo_},
+            {"hi", hi_},
+            {"penalty", penalty_},
+            {"speedup_estimate", estimate_name(demonstrated_)},
+            {"decision_resolution", resolution_}};
+  }
+
+  // The reward moves by scale per unit of log speedup.
+  void add_timing_need(TimingNeed& need) const override {
+    need.log_resolution = tighter(need.log_resolution, resolution_ / scale_);
+  }
 
  protected:
   double failure_value() const override { return penalty_; }
   double score(const SpeedFacts& facts, const RewardContext& /*ctx*/) const override {
-    return clip(scale_ * std::log(facts.speedup_eager), lo_, hi_);
+    // Pivot 1: no speedup pays 0.
+    const double s = demonstrated_ ? facts.demonstrated_eager(1.0) : facts.speedup_eager;
+    return clip(scale_ * std::log(s), lo_, hi_);
   }
 
  private:
@@ -32,6 +48,8 @@ class LogSpeedup final : public SpeedTerm {
   double lo_ = -1.0;
   double hi_ = 2.0;
   double penalty_ = -1.5;
+  bool demonstrated_ = false;
+  double resolution_ = 0.05;
 };
 
 }  // namespace

@@ -74,6 +74,26 @@ inline std::pair<double, double> clip_bounds(ObjectReader& r, double lo_default,
   return {lo, hi};
 }
 
+// `speedup_estimate`: "point" (the default: the measured speedup, as every
+// config before it) or "demonstrated" (SpeedFacts::demonstrated_eager: the
+// speedup the interval shows relative to the term's pivot).
+inline bool demonstrated_estimate(ObjectReader& r) {
+  static const std::vector<std::string> kEstimates = {"point", "demonstrated"};
+  return enum_or(r, "speedup_estimate", kEstimates, "point") == "demonstrated";
+}
+inline const char* estimate_name(bool demonstrated) { return demonstrated ? "demonstrated" : "point"; }
+
+// `decision_resolution`: the reward difference below which a continuous
+// term does not care, so timing may stop once the reward's uncertainty is
+// within it (EvalOptions::decision_resolution, off unless the environment's
+// eval.stop_when_decided is set). In reward units, > 0.
+inline double decision_resolution_or(ObjectReader& r) { return positive_or(r, "decision_resolution", 0.05); }
+
+// The smaller positive of two log resolutions (0 means none asked).
+inline double tighter(double current, double asked) {
+  return current > 0 ? std::min(current, asked) : asked;
+}
+
 inline double clip(double v, double lo, double hi) { return std::min(hi, std::max(lo, v)); }
 
 }  // namespace kforge::reward::internal

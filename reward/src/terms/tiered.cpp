@@ -29,6 +29,13 @@ class Tiered final : public SpeedTerm {
       vr.finish();
     }
     missing_compile_ = enum_or(r, "missing_compile", missing_compile_modes(), "cap_at_tier_2");
+    demonstrated_ = demonstrated_estimate(r);
+  }
+
+  // The tiers step where a speedup passes 1 + margin.
+  void add_timing_need(TimingNeed& need) const override {
+    need.eager_edges.push_back(1.0 + margin_);
+    need.compile_edges.push_back(1.0 + margin_);
   }
 
   json params() const override {
@@ -38,7 +45,8 @@ class Tiered final : public SpeedTerm {
               {"correct", correct_},
               {"faster_than_eager", faster_than_eager_},
               {"faster_than_both", faster_than_both_}}},
-            {"missing_compile", missing_compile_}};
+            {"missing_compile", missing_compile_},
+            {"speedup_estimate", estimate_name(demonstrated_)}};
   }
 
  protected:
@@ -49,10 +57,13 @@ class Tiered final : public SpeedTerm {
 
   double score(const SpeedFacts& facts, const RewardContext& /*ctx*/) const override {
     // Strictly greater: exactly 1 + margin is "not faster".
+    // Demonstrated: the interval's point nearest the threshold, so "faster"
+    // means the whole interval (and the point) is above it.
     const double threshold = 1.0 + margin_;
-    if (!(facts.speedup_eager > threshold)) return correct_;
-    const bool beats_compile =
-        facts.speedup_compile ? *facts.speedup_compile > threshold : missing_compile_ == "judge_on_eager";
+    const double s = demonstrated_ ? facts.demonstrated_eager(threshold) : facts.speedup_eager;
+    if (!(s > threshold)) return correct_;
+    const std::optional<double> c = demonstrated_ ? facts.demonstrated_compile(threshold) : facts.speedup_compile;
+    const bool beats_compile = c ? *c > threshold : missing_compile_ == "judge_on_eager";
     return beats_compile ? faster_than_both_ : faster_than_eager_;
   }
 
@@ -63,6 +74,7 @@ class Tiered final : public SpeedTerm {
   double faster_than_eager_ = 2.0;
   double faster_than_both_ = 3.0;
   std::string missing_compile_;
+  bool demonstrated_ = false;
 };
 
 }  // namespace

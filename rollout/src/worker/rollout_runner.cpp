@@ -45,6 +45,20 @@ env::Exemplar exemplar_from_json(const json& j) {
   return e;
 }
 
+// The speed evidence of the measurement a trajectory was scored on (its last
+// turn's step info), for tie-aware group normalization; none when that turn
+// has no readable step info or its measurement no interval.
+std::optional<reward::SpeedEvidence> scored_speed_evidence(const Trajectory& t) {
+  if (t.turns.empty()) return std::nullopt;
+  const json& env_info = t.turns.back().info.value("env", json(nullptr));
+  if (!env_info.is_object()) return std::nullopt;
+  try {
+    return reward::speed_evidence(env::step_info_from_json(env_info).scored_measurement());
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+}
+
 // An explicit `group_normalization` of the rollout config: sample standard
 // deviation, eps 1e-6. (`auto` uses the reward function's settings instead.)
 std::vector<double> normalize(GroupNormalization mode, const std::vector<double>& totals) {
@@ -291,15 +305,19 @@ void RolloutRunner::Impl::maybe_complete(size_t index) {
   if (g.finished < g.size) return;
   std::vector<size_t> members;
   std::vector<double> totals;
+  std::vector<reward::GroupMember> evidence;
   for (size_t m = 0; m < g.done.size(); ++m) {
     if (!g.done[m]) continue;
     if (!g.done[m]->info.contains("policy_error")) {
       members.push_back(m);
       totals.push_back(g.done[m]->total_reward);
+      evidence.push_back({g.done[m]->total_reward, scored_speed_evidence(*g.done[m])});
     }
   }
+  // The reward's own normalization sees each member's speed evidence, so
+  // that `ties: statistical` can pool indistinguishable speedups.
   const std::vector<double> advantages =
-      normalize_as_reward ? reward->normalize_group(totals) : normalize(normalization, totals);
+      normalize_as_reward ? reward->normalize_group(evidence) : normalize(normalization, totals);
   json rewards = json::array();
   for (size_t m = 0; m < g.done.size(); ++m)
     rewards.push_back(g.done[m] ? json(g.done[m]->total_reward) : json(nullptr));

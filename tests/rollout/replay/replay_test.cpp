@@ -184,6 +184,51 @@ TEST(ReplayReadTest, SchemaVersion1FilesOfAnEarlierBuildStillRead) {
   EXPECT_EQ(infos, 9) << "ep-a 3, ep-c 4, the worker's 2";
 }
 
+// Trajectory files of schema version 2, the shape written before the
+// speedup's interval: the recorded episodes above as version 2 wrote them
+// (made from this suite's recording by removing the keys version 3 added:
+// the measurements' speedup_eager_lo, speedup_eager_hi, speedup_confidence,
+// the timing summaries' speedup_interval, and the reward description's new
+// defaults). They read as they did, their measurements without an interval,
+// and every step info writes back unchanged.
+TEST(ReplayReadTest, SchemaVersion2FilesStillRead) {
+  const fs::path file = rollout_data() / "schema_v2" / "replay-episodes.jsonl";
+  const RecordedSet old = read_trajectory_files({file});
+  ASSERT_TRUE(old.problems.empty()) << old.problems[0].message;
+  const RecordedSet now = read_trajectory_files({recorded_episodes_file()});
+  ASSERT_EQ(old.episodes.size(), now.episodes.size());
+  bool interval_now = false;
+  for (const auto& e : now.episodes) {
+    const RecordedEpisode& o = episode(old, e.id.c_str());
+    EXPECT_EQ(o.schema_version, 2);
+    EXPECT_EQ(e.schema_version, kTrajectorySchemaVersion);
+    EXPECT_EQ(o.success, e.success) << e.id;
+    EXPECT_EQ(o.failure_cause, e.failure_cause) << e.id;
+    EXPECT_EQ(o.final_speedup.has_value(), e.final_speedup.has_value()) << e.id;
+    ASSERT_EQ(o.turns.size(), e.turns.size()) << e.id;
+    for (size_t i = 0; i < e.turns.size(); ++i) {
+      EXPECT_EQ(o.turns[i].outcome, e.turns[i].outcome) << e.id << " turn " << i;
+      if (!o.turns[i].step) continue;
+      EXPECT_FALSE(o.turns[i].step->measurement.speedup_eager_lo.has_value()) << e.id << " turn " << i;
+      interval_now = interval_now || (e.turns[i].step && e.turns[i].step->measurement.speedup_eager_lo);
+    }
+  }
+  // The recording of this build does carry intervals (its timed submit).
+  EXPECT_TRUE(interval_now);
+  std::ifstream in(file);
+  int infos = 0;
+  for (std::string line; std::getline(in, line);) {
+    const json t = json::parse(line);
+    for (const auto& turn : t["turns"]) {
+      if (!turn.contains("info") || !turn["info"].contains("env")) continue;
+      const json& recorded = turn["info"]["env"];
+      EXPECT_EQ(env::to_json(env::step_info_from_json(recorded)), recorded) << recorded.dump(1);
+      ++infos;
+    }
+  }
+  EXPECT_GT(infos, 0);
+}
+
 // The template policy was called "baseline" and wrote that name into its
 // trajectories (info.policy, the policy versions, each turn's version).
 // data/baseline_policy holds schema_v1's worker episode with exactly those

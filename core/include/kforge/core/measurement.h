@@ -41,6 +41,13 @@ struct Measurement {
   std::optional<double> compile_ms;    // torch.compile baseline, scaled to this run
   std::optional<double> speedup_eager;    // eager_ms / candidate_ms
   std::optional<double> speedup_compile;  // compile_ms / candidate_ms
+  // The eager speedup's confidence interval (TimingSummary::speedup_interval)
+  // and its exact coverage; absent when the timing gave none. The compile
+  // speedup's interval is this one scaled by speedup_compile / speedup_eager
+  // (the compile baseline is a fixed multiple of this run's eager time).
+  std::optional<double> speedup_eager_lo;
+  std::optional<double> speedup_eager_hi;
+  std::optional<double> speedup_confidence;
   // Share of the candidate's GPU time spent in its own kernels (CUPTI).
   std::optional<double> own_kernel_fraction;
   std::optional<double> energy_j;  // per call, NVML

@@ -41,6 +41,20 @@ struct SampleStats {
   std::optional<double> energy_j;
 };
 
+// The speedup's confidence interval, from the paired rounds of the primary
+// clock (env/src/exec_common/sample_stats.h: the sign-test interval of the
+// per-round log ratios reference / candidate).
+struct SpeedupInterval {
+  double lo = 0.0;  // 0 < lo <= hi
+  double hi = 0.0;
+  // The interval's exact coverage (>= level from 6 rounds on; fewer rounds
+  // give [min, max] with its own, lower, coverage).
+  double confidence = 0.0;
+  double level = 0.95;  // the nominal level asked for
+  int64_t rounds = 0;
+  std::string method;  // "paired_log_ratio_sign_test"
+};
+
 struct TimingSummary {
   int schema_version = kTimingSummarySchemaVersion;
   // The clock both sides were timed with: "cpu_time" (CPU backend),
@@ -53,6 +67,9 @@ struct TimingSummary {
   // median is not positive (faster than the harness resolves) or no samples
   // were taken.
   std::optional<double> speedup;
+  // The speedup's confidence interval; absent where `speedup` is, or when a
+  // bound fell on a round the candidate ran faster than the harness resolves.
+  std::optional<SpeedupInterval> speedup_interval;
   // Null calls to the runner on the primary clock: the harness overhead
   // subtracted from every candidate sample.
   SampleStats overhead;
@@ -90,11 +107,13 @@ struct TimingSummary {
 
 json to_json(const SampleStats& s);
 json to_json(const TimingSummary& t);
+json to_json(const SpeedupInterval& i);
 
 // Read with ObjectReader: InputError naming the field (e.g. "field
 // /candidate/median_ms: expected a number") for a wrong type, a missing
 // required field, an unknown key or another schema version.
 SampleStats sample_stats_from_field(const Field& field);
+SpeedupInterval speedup_interval_from_field(const Field& field);
 TimingSummary timing_summary_from_field(const Field& field);
 TimingSummary timing_summary_from_json(const json& j, const std::string& source = "<timing>");
 

@@ -9,12 +9,17 @@
 
 namespace kforge {
 
-// Version 2 (issue 22): each turn's info.env is a StepInfo
+// Version 2: each turn's info.env is a StepInfo
 // (env/include/kforge/env/step_info.h), read by field with its types checked
 // (a value of the wrong type is an error naming the field) where version 1's
 // was free-form JSON. The written shape is version 1's, so version-1 files
 // read through the same code (tests/rollout/replay/data/schema_v1/).
-inline constexpr int kTrajectorySchemaVersion = 2;
+// Version 3: a timed measurement carries its speedup's confidence interval
+// (measurement speedup_eager_lo, speedup_eager_hi, speedup_confidence; the
+// eval report's timing.speedup_interval). Added keys only: version 1 and 2
+// files read as before, their measurements without an interval
+// (tests/rollout/replay/data/schema_v2/).
+inline constexpr int kTrajectorySchemaVersion = 3;
 inline constexpr int kOldestReadableTrajectorySchemaVersion = 1;
 
 struct Turn {

@@ -33,6 +33,18 @@ struct EvalOptions {
   double target_rse = 0.005;  // stop when the median's relative std. error is below this
   int timing_input_sets = 3;  // pool from which every timed call's fresh inputs are mixed
   bool cuda_graph = false;    // CUDA: time graph replays of the candidate's call
+  // Timing that stops when the reward is decided (exec_common/sample_stats.h,
+  // StoppingRule::decision): with edges or a resolution, sampling stops once
+  // the speedup's interval contains no edge and is at most that wide, instead
+  // of at target_rse; close calls sample on to max_time_ms / max_samples.
+  // Off (both empty) by default. stop_when_decided is read by the
+  // environment, which then fills the others from its reward function
+  // (RewardFunction::timing_need, EnvPool).
+  bool stop_when_decided = false;
+  std::vector<double> decision_edges;          // eager speedups at which the reward steps
+  std::vector<double> decision_compile_edges;  // torch.compile speedups at which it steps (the
+                                               // judge converts them with the task's baselines)
+  double decision_resolution = 0.0;  // largest useful half-width of the log-speedup interval; 0: none
   // CUDA profile: CUPTI range-profiler metrics (hardware counters; about a
   // second per evaluation on the H200). The environment asks for them on
   // `profile` actions, and on `submit` only with hardware_metrics_on_submit:

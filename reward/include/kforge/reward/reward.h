@@ -13,6 +13,7 @@
 
 #include "kforge/core/document.h"
 #include "kforge/core/measurement.h"
+#include "kforge/reward/term.h"
 
 namespace kforge::reward {
 
@@ -41,6 +42,15 @@ std::filesystem::path preset_path(const std::string& name);
 // Names of the preset files in configs/rewards, sorted.
 std::vector<std::string> preset_names();
 
+// One rollout of a GRPO group, for normalize_group: its total reward and the
+// speed evidence of the measurement its episode was scored on (the submit,
+// or a truncated episode's final evaluation), when that passed and was timed
+// with an interval.
+struct GroupMember {
+  double total = 0.0;
+  std::optional<SpeedEvidence> speed;
+};
+
 class RewardFunction {
  public:
   // From a config document; errors name the file, field and line.
@@ -55,6 +65,19 @@ class RewardFunction {
   // Group-relative normalization over the n rollouts of one task (GRPO):
   // returns the totals normalized as the config says (identity when off).
   std::vector<double> normalize_group(const std::vector<double>& totals) const;
+  // The same with each member's speed evidence. With group_normalization's
+  // `ties: statistical`, members whose speedups are statistically
+  // indistinguishable first get their tie class's mean total (classes are
+  // formed best first; a member joins when it is tied with the class's
+  // pooled estimate, docs/rewards.md); with `ties: exact` (the default) the
+  // evidence is ignored and this is normalize_group(totals).
+  std::vector<double> normalize_group(const std::vector<GroupMember>& members) const;
+  // The totals after tie pooling alone (`ties: statistical`), before any
+  // normalization; the totals unchanged with `ties: exact`.
+  std::vector<double> pool_ties(const std::vector<GroupMember>& members) const;
+  // What the terms need of the timing (TimingNeed): their edges and the
+  // tightest log resolution.
+  TimingNeed timing_need() const;
 
   const std::string& name() const;
   json describe() const;  // the resolved config, for logs and trajectories

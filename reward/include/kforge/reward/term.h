@@ -41,7 +41,58 @@ struct SpeedFacts {
   std::optional<double> speedup_compile;
   std::optional<double> own_kernel_fraction;
   std::optional<double> energy_j;
+  // The eager speedup's confidence interval (Measurement::speedup_eager_lo,
+  // _hi), when the timing gave a usable one (finite, 0 < lo <= hi).
+  std::optional<double> speedup_eager_lo;
+  std::optional<double> speedup_eager_hi;
+
+  // The noise-aware estimate (docs/rewards.md, "Noise"): the eager speedup
+  // the step demonstrated relative to `pivot` (the speedup at which a term
+  // pays nothing extra: 1 for a log speedup, the best exemplar for
+  // contrastive, a tier's threshold): the point of the interval nearest to
+  // pivot, i.e. pivot itself when the interval holds it. The interval is
+  // first widened to hold the point estimate, so the result always lies
+  // between the point estimate and pivot. Without an interval: the point.
+  double demonstrated_eager(double pivot) const;
+  // The same for the compile speedup (its interval is the eager one scaled
+  // by speedup_compile / speedup_eager); absent when speedup_compile is.
+  std::optional<double> demonstrated_compile(double pivot) const;
 };
+
+// What a reward needs of the timing to be decided (EvalOptions::decision_*,
+// filled by the environment when eval.stop_when_decided is set): the eager
+// and torch.compile speedups at which it steps, and the largest half-width
+// of the log-speedup interval that its continuous terms can still pay for
+// (0: no continuous term asks).
+struct TimingNeed {
+  std::vector<double> eager_edges;
+  std::vector<double> compile_edges;
+  double log_resolution = 0.0;
+};
+
+// A step's speedup as the tie test of group normalization sees it: the log
+// of the point estimate and of the interval's bounds, and the interval's
+// coverage. Present for a passed, timed step whose measurement carries an
+// interval.
+struct SpeedEvidence {
+  double log_speedup = 0.0;
+  double log_lo = 0.0;
+  double log_hi = 0.0;
+  double confidence = 0.95;  // Measurement::speedup_confidence
+  // The log speedup's standard error implied by the interval: its half-width
+  // over the normal quantile of its coverage (1.96 at 95 %).
+  double standard_error() const;
+};
+std::optional<SpeedEvidence> speed_evidence(const Measurement& m);
+
+// Speedups are statistically indistinguishable when Cochran's homogeneity
+// statistic Q = sum w_i (l_i - m)^2 (l_i the log speedups, w_i = 1 / se_i^2,
+// m their w-weighted mean) is within the 95 % quantile of chi-square with
+// n - 1 degrees of freedom: a test of "all equal" at 5 % for the set as a
+// whole, so a group of n identical kernels is called tied at that rate
+// whatever n. For two: |l_a - l_b| <= 1.96 sqrt(se_a^2 + se_b^2).
+bool statistically_tied(const std::vector<SpeedEvidence>& speeds);
+bool statistically_tied(const SpeedEvidence& a, const SpeedEvidence& b);
 
 // SpeedFacts for `m`, or nullopt when the step earns no speed reward: not
 // passed, not timed, or no finite positive eager speedup.
@@ -57,6 +108,9 @@ class RewardTerm {
   virtual double compute(const Measurement& m, const RewardContext& ctx) const = 0;
   // The term's resolved parameters (defaults filled in), as config keys.
   virtual json params() const = 0;
+  // Adds what the term needs of the timing (edges, resolution) to `need`;
+  // nothing by default (terms that do not read the speedup).
+  virtual void add_timing_need(TimingNeed& /*need*/) const {}
 };
 
 // Steps whose action asks for timing (profile, submit): a passed one of these
