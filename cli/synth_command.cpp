@@ -11,14 +11,18 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "commands.h"
 #include "kforge/core/jsonl.h"
 #include "kforge/core/op_registry.h"
 #include "kforge/data_synth/exporters.h"
+#include "kforge/data_synth/reach.h"
+#include "kforge/data_synth/splits.h"
 #include "kforge/data_synth/synthesizer.h"
 #include "synth_baseline.h"
+#include "synth_solutions.h"
 
 namespace kforge::cli {
 namespace {
@@ -37,6 +41,11 @@ struct SynthArgs {
   std::string compile_baselines = "auto";
   int64_t compile_sample = 0;
   double compile_time_s = 0;
+  std::vector<double> headroom;
+  std::string split;
+  std::string solutions = "off";
+  int64_t solutions_limit = 0;
+  int64_t reach_sample = 0;
   bool quiet = false;
 };
 
@@ -131,6 +140,54 @@ class ProgressPrinter {
   double last_line_s_ = -1e9;
 };
 
+// After the run: template solutions judged (--solutions on), the reach
+// estimate (--reach-sample), the split (--split); each writes its file, which
+// the card then reads. Returns what was done, for the summary line.
+std::string add_dataset_extras(const SynthArgs& a, const synth::SynthConfig& config,
+                               const std::optional<synth::SplitFractions>& split) {
+  if (g_cancel.load()) return "";
+  std::string done;
+  if (a.solutions == "on") {
+    SolutionOptions so;
+    so.backend = a.backend;
+    so.limit = a.solutions_limit;
+    const std::string note = add_template_solutions(a.out, so);
+    if (!a.quiet) std::cerr << "kforge synth: solutions: " << note << "\n";
+    done += "solutions; ";
+  }
+  std::vector<TaskSpec> tasks;
+  if (a.reach_sample > 0 || split) {
+    for_each_jsonl_line(fs::path(a.out) / "tasks.jsonl", [&](const Document& d, size_t) { tasks.push_back(parse_task(d)); });
+  }
+  if (a.reach_sample > 0) {
+    const synth::KernelBenchSignatures signatures =
+        synth::KernelBenchSignatures::load(config.signatures.empty() ? synth::default_signature_path() : config.signatures);
+    const synth::DeviceProfile& profile = a.backend == "cuda" ? synth::cuda_profile() : synth::cpu_profile();
+    synth::ReachEstimate r = synth::estimate_reach(config.seed, a.reach_sample, config.compose, config.shapes, profile,
+                                                   signatures, config.workers);
+    const Document rej = Document::from_file(fs::path(a.out) / "rejections.json");
+    r.filter_pass_share = synth::filter_pass_share(static_cast<int64_t>(tasks.size()), rej.root["by_reason"]);
+    r.estimate = r.chao1 * r.filter_pass_share;
+    std::ofstream(fs::path(a.out) / "reach.json") << r.to_json().dump(2) << "\n";
+    if (!a.quiet) {
+      std::cerr << "kforge synth: reach: " << r.distinct << " distinct graphs in " << r.passed << " of " << r.samples
+                << " samples, Chao1 " << fmt(r.chao1, "%.0f") << ", x filter pass share "
+                << fmt(r.filter_pass_share, "%.2f") << " = " << fmt(r.estimate, "%.0f") << " valid tasks (target "
+                << fmt(synth::kReachTarget, "%.0f") << ")\n";
+    }
+    done += "reach; ";
+  }
+  if (split) {
+    const json report = synth::write_split(a.out, tasks, *split);
+    if (!a.quiet) {
+      std::cerr << "kforge synth: split: " << report["tasks"].dump() << " tasks, " << report["families"].dump()
+                << " families; test cores in train: " << report["test_cores_in_train"] << "\n";
+    }
+    done += "split; ";
+  }
+  return done;
+}
+
 int run_synth(const SynthArgs& a) {
   if (a.out.empty()) throw InputError("--out: a directory for the synthesized tasks is required");
   synth::SynthConfig config;
@@ -147,6 +204,16 @@ int run_synth(const SynthArgs& a) {
   }
   if (a.memory_cap_gb > 0) config.shapes.memory_cap_bytes = a.memory_cap_gb * (1ull << 30);
   if (!a.signatures.empty()) config.signatures = a.signatures;
+  if (!a.headroom.empty()) {
+    if (a.headroom.size() != 2 || !(a.headroom[0] >= 0) || !(a.headroom[1] > a.headroom[0])) {
+      throw InputError("--headroom: expected two numbers LO,HI with 0 <= LO < HI (e.g. 2,20: predicted eager time over "
+                       "the roofline bound)");
+    }
+    config.headroom_range = a.headroom;
+  }
+  // Checked before the run, not after it.
+  const std::optional<synth::SplitFractions> split =
+      a.split.empty() ? std::nullopt : std::optional<synth::SplitFractions>(synth::parse_split(a.split));
 
   std::unique_ptr<SynthBaselines> judge;
   synth::BaselineFn baseline;
@@ -195,6 +262,8 @@ int run_synth(const SynthArgs& a) {
     if (!a.quiet) std::cerr << "kforge synth: torch.compile baselines: " << compile_note << "\n";
     summary = synth::export_dataset(a.out, eo);
   }
+  const std::string extras = add_dataset_extras(a, config, split);
+  if (!extras.empty()) summary = synth::export_dataset(a.out, eo);
   const double made = static_cast<double>(result.accepted - result.resumed);
   const json line = {{"out", a.out},
                      {"tasks", summary.tasks},
@@ -210,6 +279,7 @@ int run_synth(const SynthArgs& a) {
                      {"tasks_per_hour", result.elapsed_s > 0 ? made * 3600.0 / result.elapsed_s : 0.0},
                      {"eager_baselines", judge ? judge->describe() : "none"},
                      {"compile_baselines", compile_note},
+                     {"extras", extras},
                      {"plots", summary.plots}};
   std::cout << line.dump() << std::endl;
   if (result.cancelled) {
@@ -321,6 +391,27 @@ void add_synth_commands(CLI::App& app, CommandFn* selected) {
                   "Abandon torch.compile work still running after this many seconds (default 0: no limit); "
                   "finished results are merged")
       ->check(CLI::Range(0.0, 1e7));
+  cmd->add_option("--headroom", args->headroom,
+                  "Keep tasks whose predicted headroom (cost-model eager time over the roofline bound) is in LO,HI: "
+                  "a curriculum, e.g. 1.5,10 for easy fusions, 30,1000 for GEMM chains")
+      ->delimiter(',');
+  cmd->add_option("--split", args->split,
+                  "Write split/{train,validation,test}.jsonl with whole op-graph families in one split, e.g. "
+                  "0.8,0.1,0.1")
+      ->type_name("TRAIN,VAL,TEST");
+  cmd->add_option("--solutions", args->solutions,
+                  "on: the template generator's naive kernel for every task it covers, judged (cpp on cpu, cuda "
+                  "on cuda); verified ones go to solutions/")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  cmd->add_option("--solutions-limit", args->solutions_limit,
+                  "With --solutions on: judge at most this many covered tasks not judged yet (0: all); a rerun "
+                  "judges the next ones")
+      ->check(CLI::Range(int64_t{0}, int64_t{10000000}));
+  cmd->add_option("--reach-sample", args->reach_sample,
+                  "Estimate how many distinct valid tasks the rules can produce from this many drawn graphs "
+                  "(reach.json; 0: off)")
+      ->check(CLI::Range(int64_t{0}, int64_t{10000000}));
   cmd->add_flag("--quiet", args->quiet, "No progress output");
   cmd->callback([args, selected] { *selected = [args] { return run_synth(*args); }; });
 

@@ -9,11 +9,15 @@ PyTorch and probed as a skeptical reviewer would (issue 23):
 - small: an output's RMS is below atol.
 
 Usage: audit_shortcuts.py OUT_DIR [--device cpu|cuda] [--limit N] [--shard K/N]
-                           [--deadline-s S]
+                           [--jobs N] [--deadline-s S] [--write]
 Prints one JSON line of counts and the task ids behind each. --shard K/N
 audits every N-th task from the K-th (0-based), so that N processes share a
-set; --deadline-s stops after S seconds and reports the tasks audited so far
-("audited" < "tasks": a partial audit, never read as a whole one).
+set; --jobs N starts the N shards as processes of their own and merges their
+lines into one (on a GPU they share the device: a 1,000-task set in one
+device call); --deadline-s stops after S seconds and reports the tasks
+audited so far ("audited" < "tasks": a partial audit, never read as a whole
+one); --write also writes the line to OUT_DIR/audit_shortcuts.json, which
+the dataset card reads.
 """
 
 import argparse
@@ -21,6 +25,7 @@ import copy
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -67,6 +72,34 @@ def constant_share(ref, rtol, atol):
     return max(float(((x - c).abs() <= bound).double().mean()) for c in (x.mean(), x.median(), torch.tensor(0.0)))
 
 
+KINDS = ("passable_by_constant", "mostly_constant", "ignores_activations", "ignores_an_input", "rms_below_atol",
+         "errors")
+
+
+def run_shards(a):
+    """Starts --jobs processes, one shard each, and merges their lines."""
+    base = [sys.executable, os.path.abspath(__file__), a.out, "--device", a.device, "--limit", str(a.limit)]
+    if a.deadline_s:
+        base += ["--deadline-s", str(a.deadline_s)]
+    procs = [subprocess.Popen(base + ["--shard", "%d/%d" % (k, a.jobs)], stdout=subprocess.PIPE, text=True)
+             for k in range(a.jobs)]
+    merged = {"tasks": 0, "audited": 0, "shards": a.jobs, "device": a.device, "ids": {}, "failed_shards": []}
+    merged.update({k: 0 for k in KINDS})
+    for k, p in enumerate(procs):
+        out, _ = p.communicate()
+        lines = [l for l in out.splitlines() if l.startswith("{")]
+        if p.returncode != 0 or not lines:
+            merged["failed_shards"].append("%d/%d: exit %s" % (k, a.jobs, p.returncode))
+            continue
+        part = json.loads(lines[-1])
+        for key in ("tasks", "audited") + KINDS:
+            merged[key] += part.get(key, 0)
+        for key, ids in part.get("ids", {}).items():
+            merged["ids"].setdefault(key, []).extend(ids)
+    merged["ids"] = {k: v[:20] for k, v in merged["ids"].items()}
+    return merged
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
@@ -74,7 +107,19 @@ def main(argv=None):
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--shard", default="0/1", help="K/N: audit tasks K, K+N, K+2N, ...")
     ap.add_argument("--deadline-s", type=float, default=0, help="stop after this many seconds (0: never)")
+    ap.add_argument("--jobs", type=int, default=1, help="processes, one shard each, merged into one line")
+    ap.add_argument("--write", action="store_true", help="also write OUT/audit_shortcuts.json (the card reads it)")
     a = ap.parse_args(argv)
+    if a.jobs < 1 or a.jobs > 256:
+        ap.error("--jobs: expected 1 to 256 processes; got %d" % a.jobs)
+    if a.jobs > 1:
+        if a.shard != "0/1":
+            ap.error("--jobs starts every shard itself: give --jobs or --shard, not both")
+        started = time.monotonic()
+        summary = run_shards(a)
+        summary["seconds"] = round(time.monotonic() - started, 1)
+        emit(summary, a)
+        return 0 if not summary["failed_shards"] else 1
     try:
         shard, shards = (int(v) for v in a.shard.split("/"))
         if not 0 <= shard < shards:
@@ -127,11 +172,21 @@ def main(argv=None):
                     found["rms_below_atol"].append(t["id"])
         except Exception as e:  # reported, not fatal: the audit goes on
             found["errors"].append("%s: %s" % (t["id"], str(e).splitlines()[0][:160]))
-    summary = {"tasks": len(mine), "audited": audited, "shard": a.shard, "device": a.device}
+    summary = {"tasks": len(mine), "audited": audited, "shard": a.shard, "shards": shards, "device": a.device}
     summary.update({k: len(v) for k, v in found.items()})
     summary["ids"] = {k: v[:20] for k, v in found.items() if v}
-    print(json.dumps(summary))
+    summary["seconds"] = round(time.monotonic() - start, 1)
+    emit(summary, a)
     return 0
+
+
+def emit(summary, a):
+    print(json.dumps(summary))
+    if a.write:
+        path = os.path.join(a.out, "audit_shortcuts.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump(summary, f, indent=1)
+        os.replace(path + ".tmp", path)
 
 
 if __name__ == "__main__":

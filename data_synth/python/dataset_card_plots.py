@@ -3,7 +3,8 @@
 Usage: dataset_card_plots.py CARD_STATS.json OUT_DIR
 
 Writes op_histogram.png, op_count.png, shapes.png, runtime.png,
-rejections.png and kernelbench_distance.png. Needs matplotlib (Debian:
+rejections.png, kernelbench_distance.png and headroom.png (measured eager
+time over the roofline bound). Needs matplotlib (Debian:
 python3-matplotlib); exits 1 with a message when it is missing.
 """
 
@@ -83,6 +84,8 @@ def main():
     fig.tight_layout()
     fig.savefig(out + "/kernelbench_distance.png", dpi=110)
     plt.close(fig)
+    log_bins_hist(out + "/headroom.png", [("eager / roofline bound", s.get("headroom", []))],
+                  "Headroom (difficulty)", "eager time over the roofline bound (log scale)")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@
 namespace kforge::synth::compose_detail {
 namespace {
 
+// The share of graphs whose last op is drawn as an index reduction first.
+constexpr double kIndexReductionShare = 0.12;
+
 struct Choice {
   std::string op;
   json attrs;
@@ -287,7 +290,9 @@ std::optional<Value> index_reduction(Draw& d, const Value& cur) {
   const std::vector<int64_t>& s = cur.type.shape;
   const int64_t rank = static_cast<int64_t>(s.size());
   if (rank < 2 || s.back() < 2) return std::nullopt;
-  if (s.back() <= 64 && d.rng.chance(0.5)) {
+  // prod only over a short dim (a long product under- or overflows); the
+  // index reductions take two thirds of the draws where prod fits.
+  if (s.back() <= 64 && d.rng.chance(1.0 / 3)) {
     d.pattern.push_back("prod");
     return d.g.node("prod", {cur}, {{"dim", rank - 1}}, Domain::kAny);
   }
@@ -318,6 +323,13 @@ std::optional<Value> epilogue_op(Draw& d, const Value& cur, bool* conv_like, boo
   // ne and log are reached at a useful rate rather than at the product of a
   // rare category and a rare choice inside it (a 1,000-task set had none).
   if (cur.atom && cur.type.shape.size() >= 2 && d.rng.chance(0.4)) return gate(d, cur, *conv_like);
+  // The last op is an index reduction (argmax/argmin, or prod) this often:
+  // drawn as one of twelve categories it came out in 1 task of 1,000 on the
+  // H200 (argmax in none), and contamination by work rejects those whose
+  // dominant part is a lone reduction.
+  if (last && d.rng.chance(kIndexReductionShare)) {
+    if (std::optional<Value> v = index_reduction(d, cur)) return v;
+  }
   if (log_fits(cur) && d.rng.chance(0.3)) {
     // rsqrt and reciprocal share the draw: they too are defined only on
     // positive values, and a draw that took every positive value to log

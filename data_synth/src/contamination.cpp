@@ -140,23 +140,21 @@ json NearestProblem::to_json() const {
           {"task_core", task_core}, {"problem_core", problem_core}, {"why", why}};
 }
 
-std::vector<std::string> contamination_ops(const TaskSpec& task) {
+std::string contamination_op(const TaskSpec& task, const GraphNode& n) {
   static const std::set<std::string> kEpilogueOps = {"add", "sub", "mul", "div", "minimum", "maximum", "pow"};
-  std::set<std::string> params;
-  for (const auto& p : task.params) params.insert(p.name);
-  std::vector<std::string> ops;
-  for (size_t i : canonical_node_order(task)) {
-    const GraphNode& n = task.nodes[i];
-    std::string op = n.op;
-    if (kEpilogueOps.count(op)) {
-      if (n.in.size() == 1) {
-        op += "@scalar";  // the other operand is an attr
-      } else if (std::any_of(n.in.begin(), n.in.end(), [&](const std::string& v) { return params.count(v) > 0; })) {
-        op += "@bias";
-      }
+  if (!kEpilogueOps.count(n.op)) return n.op;
+  if (n.in.size() == 1) return n.op + "@scalar";  // the other operand is an attr
+  for (const auto& v : n.in) {
+    for (const auto& p : task.params) {
+      if (p.name == v) return n.op + "@bias";
     }
-    ops.push_back(op);
   }
+  return n.op;
+}
+
+std::vector<std::string> contamination_ops(const TaskSpec& task) {
+  std::vector<std::string> ops;
+  for (size_t i : canonical_node_order(task)) ops.push_back(contamination_op(task, task.nodes[i]));
   return ops;
 }
 

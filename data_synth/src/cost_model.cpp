@@ -31,9 +31,9 @@ double type_bytes(const TensorType& t) {
 
 }  // namespace
 
-double predict_eager_ms(const TaskSpec& task, const DeviceProfile& p) {
+std::vector<double> node_costs_ms(const TaskSpec& task, const DeviceProfile& p) {
   const std::map<std::string, TensorType> types = infer_graph(task);
-  double ms = 0;
+  std::vector<double> costs;
   for (const GraphNode& n : task.nodes) {
     const OpSchema* schema = op_registry().find(n.op);
     std::vector<TensorType> in;
@@ -57,8 +57,14 @@ double predict_eager_ms(const TaskSpec& task, const DeviceProfile& p) {
     }
     const double compute_ms = flops / (gflops * 1e6);
     const double memory_ms = bytes / (p.bandwidth_gbps * 1e6);
-    ms += std::max(compute_ms, memory_ms) + p.per_node_ms;
+    costs.push_back(std::max(compute_ms, memory_ms));
   }
+  return costs;
+}
+
+double predict_eager_ms(const TaskSpec& task, const DeviceProfile& p) {
+  double ms = 0;
+  for (const double c : node_costs_ms(task, p)) ms += c + p.per_node_ms;
   return ms;
 }
 

@@ -14,6 +14,7 @@
 #include "kforge/core/op_registry.h"
 #include "kforge/data_synth/contamination.h"
 #include "kforge/data_synth/filters.h"
+#include "card_sections.h"
 
 namespace kforge::synth {
 namespace fs = std::filesystem;
@@ -105,6 +106,15 @@ std::vector<std::pair<int64_t, json>> by_number(const json& histogram) {
 
 }  // namespace
 
+std::string headroom_bin(double h) {
+  static const std::vector<std::pair<double, const char*>> kBins = {
+      {2, "< 2"}, {5, "2-5"}, {10, "5-10"}, {30, "10-30"}, {100, "30-100"}, {1000, "100-1000"}};
+  for (const auto& [hi, name] : kBins) {
+    if (h < hi) return name;
+  }
+  return ">= 1000";
+}
+
 std::string kernelbench_file_name(const std::string& task_id) {
   std::string s = task_id;
   for (char& c : s) {
@@ -120,7 +130,20 @@ json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& 
   std::map<int64_t, int64_t> main_loops_hist, atol_scale_hist;
   std::map<std::string, int64_t> relation_hist;
   int64_t attempts = 0, baselines = 0, measured_in_window = 0, judge_retries = 0;
+  std::vector<double> headroom, predicted_headroom, bound_ms;
+  std::map<std::string, int64_t> headroom_bins, roofline_devices, families;
   for (const auto& t : tasks) {
+    if (t.meta.contains("difficulty")) {
+      const json& d = t.meta["difficulty"];
+      if (d.value("headroom", json()).is_number()) {
+        headroom.push_back(d["headroom"].get<double>());
+        ++headroom_bins[headroom_bin(headroom.back())];
+      }
+      if (d.value("predicted_headroom", json()).is_number()) predicted_headroom.push_back(d["predicted_headroom"].get<double>());
+      if (d.value("bound_ms", json()).is_number()) bound_ms.push_back(d["bound_ms"].get<double>());
+      if (d.contains("roofline")) ++roofline_devices[d["roofline"].value("name", std::string("?"))];
+    }
+    if (t.meta.contains("family")) ++families[t.meta["family"].get<std::string>()];
     int64_t main_loops = 0;
     const std::map<std::string, TensorType> types = infer_graph(t);
     for (const auto& n : t.nodes) {
@@ -227,7 +250,14 @@ json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& 
           {"eager_baseline_devices", baseline_devices},
           {"kernelbench_distance", distance},
           {"kernelbench_distance_summary", summary_of(distance)},
-          {"nearest_problems_top", nearest_top}};
+          {"nearest_problems_top", nearest_top},
+          {"headroom", headroom},
+          {"headroom_summary", summary_of(headroom)},
+          {"headroom_histogram", headroom_bins},
+          {"predicted_headroom_summary", summary_of(predicted_headroom)},
+          {"bound_ms_summary", summary_of(bound_ms)},
+          {"roofline_devices", roofline_devices},
+          {"families", families}};
 }
 
 ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) {
@@ -363,9 +393,11 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
         "rejects every task whose core contains a KernelBench problem's core of two or more tokens. The policy "
         "is unchanged here (issue 23): whether a block that contains a level-2 core may pass, because the block "
         "as a whole is more than that problem, is for the owner to decide.\n";
+  md << card_extra_sections(out, stats);
   md << "\n## Plots\n\n";
   if (summary.plots) {
-    for (const char* p : {"op_histogram", "op_count", "shapes", "runtime", "rejections", "kernelbench_distance"}) {
+    for (const char* p :
+         {"op_histogram", "op_count", "shapes", "runtime", "rejections", "kernelbench_distance", "headroom"}) {
       md << "![" << p << "](plots/" << p << ".png)\n";
     }
   } else {

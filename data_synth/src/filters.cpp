@@ -229,6 +229,11 @@ std::optional<Rejected> filter(TaskSpec& task, const FilterOptions& o, FilterVer
   if (o.scale_tolerance) {
     verdict->atol_scale = atol_scale_for(out0);
     task.tolerance = magnitude_tolerance(task.tolerance.value_or(Tolerance{}), out0);
+    if (verdict->atol_scale > o.max_atol_scale) {
+      return Rejected{"output_magnitude", "the outputs' typical magnitude needs atol x " + fmt(verdict->atol_scale) +
+                                              " (limit " + fmt(o.max_atol_scale) +
+                                              "): values that large are a blow-up, not a kernel to write"};
+    }
   }
   verdict->tolerance = task.tolerance.value_or(Tolerance{});
   const Tolerance tol = verdict->tolerance;
@@ -321,7 +326,8 @@ const std::vector<std::string>& rejection_reasons() {
       "fails_to_run",        "nan_inf",       "nondeterministic", "near_constant",
       "constant_passes",     "constant_node", "seed_insensitive", "activation_insensitive",
       "reference_precision", "op_is_noop",    "runtime_window",   "judge_check",
-      "judge_error",         "duplicate",     "contaminated",
+      "judge_error",         "duplicate",     "contaminated",     "output_magnitude",
+      "headroom_range",
   };
   return kReasons;
 }

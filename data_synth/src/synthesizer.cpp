@@ -19,6 +19,8 @@
 #include "kforge/data_synth/device_memory.h"
 #include "kforge/data_synth/graph_hash.h"
 #include "kforge/data_synth/rng.h"
+#include "kforge/data_synth/roofline.h"
+#include "kforge/data_synth/splits.h"
 
 namespace kforge::synth {
 namespace fs = std::filesystem;
@@ -56,7 +58,7 @@ json SynthConfig::identity() const {
           {"margin", shapes.margin},
           {"measured_far_outside", filter.far_outside},
           {"min_headroom", shapes.min_headroom},
-          {"min_headroom", shapes.min_headroom},
+          {"max_atol_scale", filter.max_atol_scale},
           {"memory_cap_bytes", shapes.memory_cap_bytes},
           {"variants", shapes.variants},
           {"op_count_weights", compose.op_count_weights},
@@ -64,6 +66,7 @@ json SynthConfig::identity() const {
           {"float16_share", compose.float16_share},
           {"bfloat16_share", compose.bfloat16_share},
           {"contamination_threshold", contamination_threshold},
+          {"headroom_range", headroom_range.empty() ? json(nullptr) : json(headroom_range)},
           {"format", kSynthFormat}};
 }
 
@@ -242,10 +245,18 @@ class Run {
         reason = "compose_invalid";
         detail = e.what();
       }
+      double headroom = 0;
+      if (reason.empty()) {
+        headroom = predicted_headroom(shapes->task, *profile_, c_.backend);
+        if (!c_.headroom_range.empty() && (headroom < c_.headroom_range[0] || headroom > c_.headroom_range[1])) {
+          reason = "headroom_range";
+          detail = "predicted headroom " + std::to_string(headroom) + " outside the range asked for";
+        }
+      }
       NearestProblem nearest;
       std::string hash;
       if (reason.empty()) {
-        nearest = signatures_.nearest(contamination_ops(shapes->task));
+        nearest = signatures_.judge(shapes->task, *profile_);
         hash = canonical_graph_hash(shapes->task);
         if (!nearest.problem.empty() && nearest.distance <= c_.contamination_threshold) {
           reason = "contaminated";
@@ -325,6 +336,11 @@ class Run {
       if (base.eager_ms) {
         task.baselines = Baselines{base.device, base.eager_ms, std::nullopt};
       }
+      // Labels a trainer selects by: the difficulty (measured eager time
+      // against the roofline of the device it was measured on) and the
+      // op-graph family the split keeps whole.
+      task.meta["difficulty"] = difficulty_label(task, c_.backend, headroom);
+      task.meta["family"] = family_name(family_core(task));
       r.attempt = k;
       r.graph_hash = hash;
       r.record = {{"slot", job.slot},

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Data synthesis on the GPU machine (issue 13's measurement,
-# docs/data-synthesis.md): builds kforge and the judge, synthesizes N tasks
-# (default 1000) on the GPU with eager baselines from the CUDA judge, adds
-# torch.compile baselines for a sample (merged into tasks.jsonl), packs the
+# Data synthesis on the GPU machine (docs/data-synthesis.md): builds kforge
+# and the judge, synthesizes N tasks (default 1000) on the GPU with eager
+# baselines from the CUDA judge, adds torch.compile baselines for a sample
+# (merged into tasks.jsonl), judges the template generator's naive CUDA
+# solutions (solutions/), audits the set for shortcuts (sharded PyTorch
+# processes on the GPU), writes the split, reach estimate and card, packs the
 # dataset and prints tasks per GPU-hour.
 #
 #   OUT=/some/dir bash scripts/gpu/synth_h200.sh
@@ -10,7 +12,8 @@
 # The dataset is built in $SYNTH_WORK (default build/gpu-synth; a thousand
 # .py files cannot come back from the device tool, which returns at most 8
 # files, 2 folders deep) and $OUT gets 8 files:
-#   summary.json                counts, target, rejection histogram, tasks per GPU-hour, each
+#   summary.json                counts, target, rejection histogram, tasks per GPU-hour, the
+#                               shortcut audit's line, each
 #                               stage's exit code (rewritten after every stage: partial results)
 #   summary.log                 stage lines, kforge synth's JSON summaries, tasks per GPU-hour
 #   build.log                   ./run gpu-build
@@ -20,7 +23,9 @@
 #   rejections.json             the rejection histogram
 #   synth_dataset.tar.gz        the whole dataset folder: tasks.jsonl (eager and torch.compile
 #                               baselines merged in), slots.jsonl, kernelbench/*.py,
-#                               plots/*.png, the card and reports
+#                               solutions/ (verified naive CUDA kernels, index.json),
+#                               split/, reach.json, audit_shortcuts.json, plots/*.png, the
+#                               card and reports
 #
 # Time: every stage runs under `timeout`, and the stages share
 # KFORGE_DEADLINE_S (default 290 s from the start: one command within ~5
@@ -33,10 +38,22 @@
 # machine is warm and it continues the same set (same seed): tasks per
 # GPU-hour is computed over the wall time of every round.
 #
+# Later stages, each under its own timeout and resumable:
+#   solutions  kforge synth --solutions on: the template generator's naive CUDA kernel for up
+#              to SYNTH_SOLUTIONS (150) covered tasks not judged yet, judged by the CUDA judge
+#              (the only place they can be: the CPU machine only compiles them)
+#   audit      python3 bench/synth/audit_shortcuts.py $WORK --device cuda --jobs
+#              $SYNTH_AUDIT_JOBS (4) --deadline-s <left> --write: the shortcut audit, sharded
+#              over processes sharing the GPU, so a 1,000-task set completes in this one call
+#   card       kforge synth --split 0.8,0.1,0.1 --reach-sample $SYNTH_REACH (20000): the
+#              split, the reach estimate, and the card with every section
+#
 # Knobs: SYNTH_N (1000), SYNTH_SEED (1), SYNTH_WORK, SYNTH_FRESH=1 (start the
-# set over), SYNTH_RESERVE_S (60), SYNTH_COMPILE_SAMPLE (32 tasks; 0 skips),
-# KFORGE_DEADLINE_S (290; 585 for the whole 10-minute command), STAGES
-# (build,synth,compile,pack), KFORGE_BIN and SYNTH_BACKEND (dry runs).
+# set over), SYNTH_RESERVE_S (60, kept for compile to card), SYNTH_COMPILE_SAMPLE
+# (32 tasks; 0 skips), SYNTH_SOLUTIONS (150; 0 skips), SYNTH_AUDIT_JOBS (4),
+# SYNTH_REACH (20000), KFORGE_DEADLINE_S (290; 585 for the whole 10-minute
+# command), STAGES (build,synth,compile,solutions,audit,card,pack), KFORGE_BIN
+# and SYNTH_BACKEND (dry runs).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/build/gpu-out}
@@ -49,22 +66,25 @@ SEED=${SYNTH_SEED:-1}
 SAMPLE=${SYNTH_COMPILE_SAMPLE:-32}
 RESERVE=${SYNTH_RESERVE_S:-60}
 DEADLINE=${KFORGE_DEADLINE_S:-290}
-STAGES=${STAGES:-build,synth,compile,pack}
+STAGES=${STAGES:-build,synth,compile,solutions,audit,card,pack}
+SOLUTIONS=${SYNTH_SOLUTIONS:-150}
+AUDIT_JOBS=${SYNTH_AUDIT_JOBS:-4}
+REACH=${SYNTH_REACH:-20000}
 stage() { [[ ",$STAGES," == *",$1,"* ]]; }
 left() { local l=$((DEADLINE - SECONDS)); ((l < 10)) && l=10; echo "$l"; }
 say() { printf '[synth_h200 %4ds] %s\n' "$SECONDS" "$*" | tee -a "$OUT/summary.log"; }
 status=0
-build_rc=- synth_rc=- compile_rc=- pack_rc=-
+build_rc=- synth_rc=- compile_rc=- solutions_rc=- audit_rc=- card_rc=- pack_rc=-
 # summary.json from what exists now: the counts in tasks.jsonl, the rejection
 # histogram, the rounds' rate, kforge synth's last JSON line, each stage's
 # exit code. Rewritten after every stage, so a later failure keeps it.
 write_summary() {
-  "${SUMMARY_PYTHON:-python3}" - "$WORK" "$OUT/summary.json" "$N" "$SEED" "$build_rc" "$synth_rc" "$compile_rc" \
-    "$pack_rc" "$SECONDS" <<'EOF' 2>>"$OUT/summary.log" || say "summary.json could not be written"
+  "${SUMMARY_PYTHON:-python3}" - "$WORK" "$OUT/summary.json" "$N" "$SEED" "$SECONDS" "$build_rc" "$synth_rc" \
+    "$compile_rc" "$solutions_rc" "$audit_rc" "$card_rc" "$pack_rc" <<'EOF' 2>>"$OUT/summary.log" || say "summary.json could not be written"
 import json, os, sys
 work, out, n, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-s = {"target": n, "seed": seed, "script_s": int(sys.argv[9]),
-     "exit": dict(zip(["build", "synth", "compile", "pack"], sys.argv[5:9]))}
+s = {"target": n, "seed": seed, "script_s": int(sys.argv[5]),
+     "exit": dict(zip(["build", "synth", "compile", "solutions", "audit", "card", "pack"], sys.argv[6:13]))}
 def lines(p):
     try:
         return [l for l in open(p) if l.strip()]
@@ -86,6 +106,20 @@ try:
     s["attempts"], s["rejected"], s["rejections"] = rej.get("attempts"), rej.get("rejected"), rej.get("by_reason")
 except (OSError, ValueError) as e:
     s["rejections"] = "unavailable: %s" % e
+for key, path in (("shortcut_audit", "audit_shortcuts.json"), ("reach", "reach.json"),
+                  ("split", os.path.join("split", "split.json"))):
+    try:
+        s[key] = json.load(open(os.path.join(work, path)))
+        if key == "split":
+            s[key].pop("family_splits", None)
+    except (OSError, ValueError):
+        pass
+try:
+    sol = json.load(open(os.path.join(work, "solutions", "index.json")))
+    s["solutions"] = {k: sol.get(k) for k in ("mode", "device", "tasks", "covered", "judged", "verified", "speedup",
+                                              "cannot_generate")}
+except (OSError, ValueError):
+    pass
 last = lines(os.path.join(work, "last_run.json"))
 if last:
     try:
@@ -177,6 +211,45 @@ if stage compile && [ "$SAMPLE" -gt 0 ] && [ -s "$WORK/tasks.jsonl" ]; then
   cat "$WORK/compile_baselines.log" >>"$OUT/synth.log" 2>/dev/null
   tail -1 "$WORK/compile_baselines.log" 2>/dev/null | tee -a "$OUT/summary.log"
   say "tasks with a torch.compile baseline: $(grep -c '"compile_ms"' "$WORK/tasks.jsonl")"
+  write_summary
+fi
+
+# N = the committed count and --baselines none in the rounds below: nothing
+# more is synthesized; each round adds its files and rewrites the card.
+if stage solutions && [ "$SOLUTIONS" -gt 0 ] && [ -s "$WORK/tasks.jsonl" ]; then
+  tasks=$(count)
+  budget=$(($(left) - 45))
+  ((budget < 20)) && budget=20
+  say "template solutions: up to $SOLUTIONS covered tasks judged on $BACKEND, ${budget} s (solutions/)"
+  timeout --foreground -k 10 "$budget" "$K" synth --backend "$BACKEND" --seed "$SEED" --out "$WORK" --n "$tasks" \
+    --baselines none --compile-baselines off --solutions on --solutions-limit "$SOLUTIONS" \
+    >>"$OUT/summary.log" 2>>"$OUT/synth.log"
+  solutions_rc=$?
+  [ "$solutions_rc" -ne 0 ] && say "solutions exit $solutions_rc (124: out of time; judged rows are kept, a rerun continues)"
+  grep -E '^kforge synth: solutions' "$OUT/synth.log" | tail -1 | tee -a "$OUT/summary.log"
+  write_summary
+fi
+
+if stage audit && [ -s "$WORK/tasks.jsonl" ]; then
+  budget=$(($(left) - 30))
+  ((budget < 20)) && budget=20
+  say "shortcut audit: $AUDIT_JOBS processes on $BACKEND, deadline ${budget} s"
+  timeout -k 10 "$((budget + 15))" "$KFORGE_PYTHON" bench/synth/audit_shortcuts.py "$WORK" --device "$BACKEND" \
+    --jobs "$AUDIT_JOBS" --deadline-s "$budget" --write >>"$OUT/summary.log" 2>>"$OUT/synth.log"
+  audit_rc=$?
+  [ "$audit_rc" -ne 0 ] && status=1
+  write_summary
+fi
+
+if stage card && [ -s "$WORK/tasks.jsonl" ]; then
+  tasks=$(count)
+  say "split, reach estimate ($REACH graphs) and the card"
+  timeout --foreground -k 10 "$(left)" "$K" synth --backend "$BACKEND" --seed "$SEED" --out "$WORK" --n "$tasks" \
+    --baselines none --compile-baselines off --split 0.8,0.1,0.1 --reach-sample "$REACH" \
+    >>"$OUT/summary.log" 2>>"$OUT/synth.log"
+  card_rc=$?
+  [ "$card_rc" -ne 0 ] && status=1
+  grep -E '^kforge synth: (reach|split)' "$OUT/synth.log" | tail -2 | tee -a "$OUT/summary.log"
   write_summary
 fi
 

@@ -328,8 +328,8 @@ TEST(SynthesizerTest, TheCardOrdersCountsByNumberAndStatesTheOwnersDecision) {
   kforge::remove_tree(dir);
 }
 
-// Tasks of another output format come from other rules (kforge-synth/3:
-// tolerances scaled to the outputs' magnitude, eq/ne/log reached): a folder
+// Tasks of another output format come from other rules (kforge-synth/4:
+// contamination by what the kernel must do, difficulty labels): a folder
 // written by /2 is refused, naming both formats, rather than continued.
 TEST(SynthesizerTest, AFolderOfAnotherFormatIsRefusedNamingIt) {
   const fs::path dir = scratch("format");

@@ -16,6 +16,16 @@
 // plus only an epilogue is that problem) or the task's core contains a
 // problem's core of two or more tokens as a contiguous run. A task at
 // distance <= kContaminationThreshold from any problem is rejected.
+//
+// By what the kernel must do (contamination_by_work.cpp): a task is also
+// contaminated when its cost-dominant part (the GEMM/conv, reduction, norm,
+// softmax and pooling nodes that take at least kDominantShare of the cost
+// model's time) is a KernelBench problem's computation and everything else is
+// cheap pointwise or layout work, whatever the scalars, signs, clamps and
+// shapes (shares of the main-loop and heavy nodes' time; matmul then neg is level1/1; div, hardtanh, layer_norm is
+// level1/40); when it is only pointwise work and one of its ops is a level-1
+// elementwise problem (hardtanh then relu); and when it contains a problem's
+// whole core as a sub-graph with only cheap ops between its tokens.
 // docs/data-synthesis.md gives the reasons.
 #pragma once
 
@@ -25,6 +35,7 @@
 
 #include "kforge/core/document.h"
 #include "kforge/core/task_spec.h"
+#include "kforge/data_synth/cost_model.h"
 
 namespace kforge::synth {
 
@@ -51,6 +62,8 @@ struct NearestProblem {
 // KernelBench's: add/sub/mul/div/minimum/maximum/pow with a scalar operand
 // get "@scalar", with a parameter operand "@bias".
 std::vector<std::string> contamination_ops(const TaskSpec& task);
+// One node's op marked that way.
+std::string contamination_op(const TaskSpec& task, const GraphNode& node);
 
 // The core of a marked op sequence (see above). Tokens: gemm (matmul, linear,
 // bmm), add (add, sub), mul (mul, div), clamp (the clamp family), max/min
@@ -69,10 +82,47 @@ class KernelBenchSignatures {
   // most core tokens in common, then the lowest level, then the name (so a
   // tie is never decided by file order).
   NearestProblem nearest(const std::vector<std::string>& task_marked_ops) const;
+  // The whole verdict on a task: nearest() by its marked ops, then by what
+  // the kernel must do (dominant part, pointwise-only, sub-graph; relation
+  // "dominant", "pointwise" or "subgraph" at distance 0), with node costs
+  // from `profile` (the run's device kind, so the verdict is the seed's).
+  NearestProblem judge(const TaskSpec& task, const DeviceProfile& profile) const;
 
  private:
   std::vector<KernelBenchSignature> problems_;
 };
+
+// ---------------------------------------- contamination_by_work.cpp
+
+// A core token's kind of work: the main loop (gemm, conv*), heavy work
+// (reductions, norms, softmax, pooling, calls outside the vocabulary) or
+// cheap work (pointwise and layout ops), which a fused kernel does in the
+// same pass for free.
+enum class WorkKind { kMainLoop, kHeavy, kCheap };
+WorkKind work_kind(const std::string& core_token);
+// The main-loop and heavy tokens of a core, in order.
+std::vector<std::string> core_skeleton(const std::vector<std::string>& core);
+
+// A heavy node under this share of the cost model's time of the task's
+// main-loop and heavy nodes (per-op overhead left out; pointwise work is free
+// in a fused kernel) is cheap work too: a softmax after a convolution (~8 %
+// of that time on the H200 profile) does not change what the kernel must do.
+inline constexpr double kDominantShare = 0.25;
+
+struct DominantPart {
+  std::vector<std::string> core;      // the task's whole core
+  std::vector<std::string> skeleton;  // every main-loop and heavy node's token, canonical order
+  std::vector<std::string> dominant;  // those with share >= min_share (the costliest always)
+  double dominant_share = 0;          // the share of the skeleton's cost-model time `dominant` takes
+  std::vector<std::string> rest;      // tokens of every other node, e.g. "neg", "softmax (9%)"
+};
+// InputError if the task does not type-check.
+DominantPart dominant_part(const TaskSpec& task, const DeviceProfile& profile, double min_share = kDominantShare);
+
+// Whether `problem` occurs in `task` in order with only cheap tokens between
+// its tokens (a sub-graph of the task's chain, the epilogue ops it adds
+// around the problem's own ignored).
+bool contains_with_cheap_gaps(const std::vector<std::string>& task, const std::vector<std::string>& problem);
 
 double sequence_distance(const std::vector<std::string>& task_core, const std::vector<std::string>& problem_core,
                          std::string* relation = nullptr);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "kforge/core/task_spec.h"
 
@@ -31,6 +32,11 @@ const DeviceProfile& cuda_profile();
 // Estimated eager milliseconds of one call. InputError if the task does not
 // type-check.
 double predict_eager_ms(const TaskSpec& task, const DeviceProfile& profile);
+
+// Each node's share of that estimate without the per-op overhead, in
+// task.nodes order: max(FLOPs / rate, bytes / bandwidth). What contamination
+// reads to find the part of a task that dominates its cost.
+std::vector<double> node_costs_ms(const TaskSpec& task, const DeviceProfile& profile);
 
 // The bandwidth bound of the whole task fused: its kernel inputs read and its
 // outputs written once at the profile's bandwidth. A task whose eager time is

@@ -38,6 +38,10 @@ std::string kernelbench_file_name(const std::string& task_id);
 // card_stats.json, plots/*.png (when matplotlib runs) and DATASET_CARD.md.
 ExportSummary export_dataset(const std::filesystem::path& out, const ExportOptions& options);
 
+// The card's bin of a headroom (eager / roofline bound): "< 2", "2-5", "5-10",
+// "10-30", "30-100", "100-1000", ">= 1000".
+std::string headroom_bin(double headroom);
+
 // Statistics the card and its plots are made from (exposed for tests).
 json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& slots);
 

@@ -59,6 +59,11 @@ struct FilterOptions {
   // (magnitude_tolerance); the verdict carries the tolerance the task must
   // record. Off: the task's tolerance is used as given.
   bool scale_tolerance = true;
+  // output_magnitude: a task whose outputs' magnitude would scale atol by more
+  // than this is rejected. An H200 set had one task at 2^25 (softplus, add,
+  // cumsum, mul, pow: outputs ~3e7), where atol 3.4e5 says little about a
+  // kernel; 2^10 keeps the big-K GEMMs and long sums (factors 32-1024).
+  double max_atol_scale = 1024;
   // On a GPU, timing takes this lock exclusively and every other reference
   // run shares it, so that the timed runs have the device to themselves.
   std::shared_mutex* device_lock = nullptr;

@@ -62,6 +62,11 @@ struct SynthConfig {
   FilterOptions filter;              // device and lock are set from `backend`
   std::filesystem::path signatures;  // empty: default_signature_path()
   double contamination_threshold = kContaminationThreshold;
+  // A curriculum (roofline.h): keep only tasks whose predicted headroom (the
+  // cost model's eager time over the backend's roofline bound) is in
+  // [lo, hi]; others are rejected as headroom_range. Predicted, not measured,
+  // so the seed alone decides. Empty: every headroom.
+  std::vector<double> headroom_range;
   // A slot that rejects this many attempts in a row stops the run: the
   // options cannot produce tasks (e.g. an unreachable runtime window).
   int max_attempts_per_slot = 2000;
@@ -81,9 +86,12 @@ struct SynthConfig {
 
 // The output format, recorded in run.json. /2: the cost model decides the
 // runtime window. /3: tolerances scaled to the outputs' magnitude and a
-// composer that reaches eq, ne and log, so the same seed gives other tasks; a
-// folder of another format is refused, not resumed.
-inline constexpr char kSynthFormat[] = "kforge-synth/3";
+// composer that reaches eq, ne and log. /4: contamination by what the kernel
+// must do, index reductions drawn as the last op, output_magnitude, and
+// difficulty labels and families in each task's meta. The same seed gives
+// other tasks under another format; a folder of another format is refused,
+// not resumed.
+inline constexpr char kSynthFormat[] = "kforge-synth/4";
 
 struct SynthProgress {
   int64_t target = 0;
