@@ -2,7 +2,7 @@
 // fd 3):
 //
 //   executor -> judge                 judge -> executor
-//   (on start, unprompted)            hello  {ok, backend, device, pid, error?}
+//   (on start, unprompted)            hello  {ok, protocol, build, backend, device, pid, device_memory?, error?}
 //   eval      {id, request}           report {id, report, runner_faults, evaluations}
 //   reference {id, request}           reference_report {id, report, reference_requests}
 //   health    {}                      health {pid, open_fds, memfds, spare_runners, scratch_entries, memory, ...}
@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <string>
 
+#include "judge/lane_memory_budget.h"
 #include "judge/memory_bound.h"
 
 namespace kforge::judge {
@@ -33,6 +34,8 @@ struct JudgeLoopConfig {
   // this judge is alone on its GPU.
   std::filesystem::path gate_dir;
   MemoryLimits memory;            // memory_bound.h
+  // This lane's share of its GPU's memory (cuda only; lane_memory_budget.h).
+  LaneMemoryConfig lane_memory;
 };
 
 // Serves until the executor closes the channel or says shutdown; returns the
