@@ -2,6 +2,9 @@
 //   BM_SocketPingPong    baseline: a 16-byte round trip over a socketpair to an echo thread
 //   BM_RunnerNullCall    the judge's round trip of a null call to a sandboxed runner
 //                        (counter: ratio to the ping-pong baseline measured in the same run)
+//   BM_HostMallocFree    baseline: a host malloc/free pair of 256 bytes
+//   BM_DeviceAllowanceAllocateFree  the runner's count of one device allocation under a
+//                        lane budget (counter: ratio to the malloc/free baseline)
 //   BM_Evaluate/verify   one evaluation through the Executor, verification only
 //   BM_Evaluate/time     one evaluation with timing
 // Evaluation counters: spawn/verify/time phase wall times, the reference's own
@@ -23,6 +26,7 @@
 #include "exec_common/wire.h"
 #include "kforge/core/document.h"
 #include "kforge/env/executor.h"
+#include "runner/device_allowance.h"
 
 namespace {
 
@@ -121,6 +125,49 @@ void BM_RunnerNullCall(benchmark::State& state) {
   if (g_ping_pong_us > 0) state.counters["x_ping_pong"] = us / g_ping_pong_us;
 }
 BENCHMARK(BM_RunnerNullCall)->Unit(benchmark::kMicrosecond);
+
+// What the runner's device-memory count (runner/device_allowance.h) adds to
+// each device allocation of a candidate under a lane budget: one admission
+// check, one insert and one erase. Baseline in the same run: a host
+// malloc/free pair of 256 bytes (glibc's fast path).
+double g_malloc_free_ns = 0;
+
+void BM_HostMallocFree(benchmark::State& state) {
+  auto start = std::chrono::steady_clock::now();
+  int64_t n = 0;
+  for (auto _ : state) {
+    void* p = std::malloc(256);
+    benchmark::DoNotOptimize(p);
+    std::free(p);
+    ++n;
+  }
+  g_malloc_free_ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
+                     static_cast<double>(std::max<int64_t>(n, 1));
+}
+BENCHMARK(BM_HostMallocFree);
+
+void BM_DeviceAllowanceAllocateFree(benchmark::State& state) {
+  using kforge::runner::DeviceAllowance;
+  DeviceAllowance allowance(uint64_t{8} << 30);
+  allowance.set_reserves(uint64_t{1} << 30, uint64_t{1} << 30);
+  // A candidate's live blocks (torch_ext keeps a few tensors per call).
+  for (uintptr_t i = 1; i <= 16; ++i)
+    allowance.allocated(reinterpret_cast<void*>(i << 20), DeviceAllowance::Pool::kStream, 1 << 20);
+  const void* block = reinterpret_cast<void*>(uintptr_t{1} << 40);
+  auto start = std::chrono::steady_clock::now();
+  int64_t n = 0;
+  for (auto _ : state) {
+    if (!allowance.admits(DeviceAllowance::Pool::kStream, 1 << 20)) std::abort();
+    allowance.allocated(block, DeviceAllowance::Pool::kStream, 1 << 20);
+    benchmark::DoNotOptimize(allowance.freed(block));
+    ++n;
+  }
+  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
+                    static_cast<double>(std::max<int64_t>(n, 1));
+  state.counters["ns_per_allocation"] = ns;
+  if (g_malloc_free_ns > 0) state.counters["x_malloc_free"] = ns / g_malloc_free_ns;
+}
+BENCHMARK(BM_DeviceAllowanceAllocateFree);
 
 kforge::TaskSpec chain_task(int64_t n) {
   kforge::json j = {{"id", "bench/chain"},

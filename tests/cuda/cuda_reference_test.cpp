@@ -75,11 +75,14 @@ TEST_F(CudaReferenceTest, ATaskTooLargeForTheJudgeIsRefusedWithFiguresBeforeItRu
   // (41 tensors of 8 GiB).
   const ReferenceReport r = probe(testing::task_larger_than_the_gpu(), /*time=*/false);
   ASSERT_EQ(r.status, ReferenceStatus::kInvalid) << r.problem;
+  // Against the lane's share of the card (judge/lane_memory_budget.h), with the key that changes it.
   EXPECT_EQ(r.problem.rfind("the task is too large for a judge on the cuda backend: checking its reference needs about "
-                            "328.0 GiB of memory (the base shape), and the judge may use ",
+                            "328.0 GiB of device memory (the base shape), and a lane on this ",
                             0),
             0u)
       << r.problem;
+  EXPECT_TRUE(has(r.problem, "for tasks (its budget of ")) << r.problem;
+  EXPECT_TRUE(has(r.problem, "placement.lane_device_memory_mib")) << r.problem;
   EXPECT_TRUE(r.nodes.empty()) << "refused before anything ran: " << r.nodes.dump();
   EXPECT_TRUE(probe(testing::affine_task(256, 256), /*time=*/false).ok());
 }

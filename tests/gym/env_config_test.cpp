@@ -200,7 +200,8 @@ TEST(EnvConfigTest, PlacementIsReadBoundedAndBecomesTheExecutorConfig) {
   msg = error("device: 1\nplacement: {devices: [0, 2]}\n");
   EXPECT_NE(msg.find("not among placement.devices"), std::string::npos) << msg;
   msg = error("placement: {lanes: 2}\n");
-  EXPECT_NE(msg.find("unknown key \"lanes\"; allowed keys: cpu_slots, devices, episodes_per_device, lanes_per_device"),
+  EXPECT_NE(msg.find("unknown key \"lanes\"; allowed keys: cpu_slots, device_memory_reserve_mib, devices, "
+                     "episodes_per_device, lane_device_memory_mib, lanes_per_device"),
             std::string::npos)
       << msg;
   msg = error("placement: {lane_per_device: 2}\n");
@@ -209,6 +210,35 @@ TEST(EnvConfigTest, PlacementIsReadBoundedAndBecomesTheExecutorConfig) {
   for (int i = 0; i < 65; ++i) big += (i ? ", " : "") + std::to_string(i);
   msg = error(big + "]}\n");
   EXPECT_NE(msg.find("at most 64"), std::string::npos) << msg;
+}
+
+// Each lane's share of its GPU's memory (docs/execution.md, "Device memory
+// per lane"): read in MiB, bounded, and carried to the executor in bytes.
+// Whether the lanes fit the card is the judge's to say, once it has seen it.
+TEST(EnvConfigTest, LaneDeviceMemoryIsReadBoundedAndBecomesTheExecutorConfig) {
+  const ExecutorConfig defaults = executor_config(default_env_config(BackendKind::kCuda));
+  EXPECT_EQ(defaults.lane_device_memory_bytes, 0u) << "an even share of the card by default";
+  EXPECT_EQ(defaults.device_memory_reserve_bytes, uint64_t{2048} << 20);
+
+  const EnvConfig c = parse_env_config(
+      Document::from_yaml_text("backend: cuda\nplacement:\n  lanes_per_device: 4\n  lane_device_memory_mib: 18000\n"
+                               "  device_memory_reserve_mib: 1024\n",
+                               "/cfg/p.yaml"));
+  EXPECT_EQ(c.placement.lane_device_memory_mib, 18000);
+  const ExecutorConfig ec = executor_config(c);
+  EXPECT_EQ(ec.lane_device_memory_bytes, uint64_t{18000} << 20);
+  EXPECT_EQ(ec.device_memory_reserve_bytes, uint64_t{1024} << 20);
+  EXPECT_EQ(to_json(c)["placement"]["lane_device_memory_mib"], 18000);
+
+  auto error = [](const std::string& yaml) {
+    return error_of([&] { parse_env_config(Document::from_yaml_text(yaml, "/cfg/p.yaml")); });
+  };
+  std::string msg = error("placement: {lane_device_memory_mib: -1}\n");
+  EXPECT_NE(msg.find("lane_device_memory_mib"), std::string::npos) << msg;
+  msg = error("placement: {device_memory_reserve_mib: 99999999999}\n");
+  EXPECT_NE(msg.find("device_memory_reserve_mib"), std::string::npos) << msg;
+  msg = error("placement: {lane_device_memory_mib: lots}\n");
+  EXPECT_NE(msg.find("lane_device_memory_mib"), std::string::npos) << msg;
 }
 
 TEST(EnvConfigTest, HardwareCountersAreForProfileActionsUnlessAsked) {

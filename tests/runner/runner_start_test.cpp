@@ -5,6 +5,7 @@
 // anything is timed. Real runner processes; a slow start is a real `sleep` in
 // front of the real runner.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "candidates.h"
+#include "exec_common/build_identity.h"
 #include "exec_common/gpu_gate.h"
 #include "exec_common/runner_process.h"
 #include "judge/cpu_judge_device.h"
@@ -65,6 +67,25 @@ TEST(RunnerStartTest, ARunnerSaysStartedOnceItsDeviceIsSetUp) {
   // Read once: the second wait returns at once, and the protocol carries on.
   EXPECT_TRUE(runner->await_started(Deadline::after_ms(1)).ok());
   EXPECT_TRUE(runner->alive());
+}
+
+// Its `started` names its protocol and build (exec_common/build_identity.h);
+// a judge does not use a runner of another protocol. The runner claims one
+// through the test-only variable, which changes nothing but the number.
+TEST(RunnerStartTest, ARunnerOfAnotherProtocolIsRefusedWhenItSaysStarted) {
+  ::setenv(exec::kTestOnlyRunnerProtocolVariable, "9", 1);
+  auto runner = RunnerProcess::spawn(config_for(kRunner, "protocol"));
+  ::unsetenv(exec::kTestOnlyRunnerProtocolVariable);
+  exec::RunnerReply r = runner->await_started(Deadline::after_ms(10000));
+  EXPECT_EQ(r.status, Status::kError);
+  EXPECT_FALSE(r.candidate_ran);
+  EXPECT_EQ(r.detail, "the runner " + kRunner.string() + " is another build: " + exec::build_id() +
+                          ", speaking runner protocol 9, while this one is " + exec::build_id() +
+                          ", speaking runner protocol " + std::to_string(exec::kRunnerProtocolVersion) +
+                          ": build kforge-runner together with kforge-judge, or point executor.tools_dir "
+                          "(KFORGE_TOOLS_DIR) at a directory with both from one build");
+  EXPECT_FALSE(runner->started());
+  EXPECT_FALSE(runner->alive()) << "killed and reaped";
 }
 
 TEST(RunnerStartTest, ARunnerThatCannotStartIsReportedAsCrashed) {

@@ -70,6 +70,8 @@ Pool::Pool(const ExecutorConfig& config) : config_(config) {
   base.retire_above_bytes = config.judge_retire_above_bytes;
   base.device_trim_above_bytes = config.judge_device_trim_above_bytes;
   base.runner_spares = config.runner_spares;
+  base.lane_device_memory_bytes = config.lane_device_memory_bytes;
+  base.device_memory_reserve_bytes = config.device_memory_reserve_bytes;
   try {
     if (indices.empty()) {
       throw SystemError(
@@ -107,6 +109,7 @@ Pool::Pool(const ExecutorConfig& config) : config_(config) {
       exec::JudgeLaunch launch = base;
       launch.device = cuda ? indices[d] : 0;
       launch.cpu = pin ? cores[d] : -1;
+      launch.lanes_on_device = lanes_per_device;
       launch.scratch = scratch_ / ("dev" + std::to_string(indices[d]) + "-lane" + std::to_string(l));
       lane->judge = std::make_unique<JudgeLane>(launch, launch.gate_dir.empty() ? 1 : lanes_per_device);
       dev.lanes.push_back(lanes_.size());

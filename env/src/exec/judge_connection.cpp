@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "exec_common/build_identity.h"
 #include "exec_common/wire.h"
 #include "kforge/core/error.h"
 
@@ -16,9 +17,28 @@ constexpr double kShutdownGraceMs = 2000;
 
 }  // namespace
 
+// A judge of another build may read our frames differently (build_identity.h):
+// it is not used, and restarting it helps nothing.
+void JudgeConnection::refuse_another_build(const JudgeLaunch& launch, const nlohmann::json& hello) {
+  const auto protocol = hello.find("protocol");
+  const int theirs = protocol != hello.end() && protocol->is_number_integer() ? protocol->get<int>() : 1;
+  const auto build = hello.find("build");
+  const std::string their_build = build != hello.end() && build->is_string() ? build->get<std::string>() : "";
+  const std::string why = protocol_mismatch(
+      "the judge " + launch.judge.string(), "judge protocol", theirs, their_build, kJudgeProtocolVersion,
+      "build kforge-judge and kforge-runner together with this program, or point executor.tools_dir "
+      "(KFORGE_TOOLS_DIR) at the ones built with it");
+  if (why.empty()) return;
+  fatal_ = true;
+  fatal_reason_ = why;
+  stop();
+  throw JudgeFailure(why);
+}
+
 void JudgeConnection::start(const JudgeLaunch& launch) {
   stop();
   fatal_ = false;
+  fatal_reason_.clear();
   UniqueFd ours, theirs;
   make_socket_pair(&ours, &theirs);
   UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
@@ -40,6 +60,12 @@ void JudgeConnection::start(const JudgeLaunch& launch) {
                std::to_string(launch.retire_above_bytes >> 20),
                "--device-trim-above-mib",
                std::to_string(launch.device_trim_above_bytes >> 20)};
+  if (launch.backend == "cuda") {
+    spec.args.insert(spec.args.end(),
+                     {"--lane-device-memory-mib", std::to_string(launch.lane_device_memory_bytes >> 20),
+                      "--device-memory-reserve-mib", std::to_string(launch.device_memory_reserve_bytes >> 20),
+                      "--lanes-on-device", std::to_string(launch.lanes_on_device)});
+  }
   if (!launch.gate_dir.empty()) spec.args.insert(spec.args.end(), {"--gate-dir", launch.gate_dir.string()});
   if (launch.cpu >= 0) spec.args.insert(spec.args.end(), {"--cpu", std::to_string(launch.cpu)});
   if (launch.runner_spares > 0) {
@@ -74,14 +100,15 @@ void JudgeConnection::start(const JudgeLaunch& launch) {
   }
   if (hello.body.value("type", "") != "hello")
     fail("judge sent '" + hello.body.value("type", "") + "' instead of hello");
+  refuse_another_build(launch, hello.body);
   if (const auto count = hello.body.find("device_count"); count != hello.body.end() && count->is_number_integer()) {
     device_count_ = count->get<int>();
   }
   if (!hello.body.value("ok", false)) {
     fatal_ = true;
-    std::string error = hello.body.value("error", "unknown error");
+    fatal_reason_ = "judge cannot use its device: " + hello.body.value("error", "unknown error");
     stop();
-    throw JudgeFailure("judge cannot use its device: " + error);
+    throw JudgeFailure(fatal_reason_);
   }
   device_name_ = hello.body.value("device", "");
   versions_ = hello.body.value("versions", nlohmann::json::object());

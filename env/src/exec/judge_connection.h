@@ -40,6 +40,11 @@ struct JudgeLaunch {
   std::filesystem::path gate_dir;  // the GPU gate's lock files; empty: none
   int cpu = -1;                    // the core to pin the judge (and its runners) to; -1: none
   int runner_spares = 0;           // ExecutorConfig::runner_spares; 0: the judge's default
+  // The lane's share of its GPU's memory (cuda; judge/lane_memory_budget.h):
+  // the budget (0: an even share), the reserve, the pool's lanes on the GPU.
+  uint64_t lane_device_memory_bytes = 0;
+  uint64_t device_memory_reserve_bytes = uint64_t{2} << 30;
+  int lanes_on_device = 1;
 };
 
 class JudgeConnection {
@@ -69,11 +74,14 @@ class JudgeConnection {
   // Devices of the backend the judge reported in its last hello, also when it
   // could not use the one asked for; -1 before any hello.
   int device_count() const { return device_count_; }
-  // The device itself is unusable (e.g. CUDA backend not built): restarting helps nothing.
+  // The device itself is unusable (e.g. CUDA backend not built), or the judge
+  // is of another build: restarting helps nothing. `fatal_reason()` says why.
   bool fatal() const { return fatal_; }
+  const std::string& fatal_reason() const { return fatal_reason_; }
 
  private:
   [[noreturn]] void fail(const std::string& what, bool timed_out = false);
+  void refuse_another_build(const JudgeLaunch& launch, const nlohmann::json& hello);
 
   ChildProcess child_;
   UniqueFd control_;
@@ -82,6 +90,7 @@ class JudgeConnection {
   nlohmann::json versions_ = nlohmann::json::object();
   int device_count_ = -1;
   bool fatal_ = false;
+  std::string fatal_reason_;
 };
 
 }  // namespace kforge::exec

@@ -82,7 +82,7 @@ std::string JudgeLane::start_error() const {
 bool JudgeLane::ensure_judge(std::string* error, LaneFault* fault) {
   if (judge_.running()) return true;
   if (judge_.fatal()) {
-    *error = "judge cannot run on this device";
+    *error = judge_.fatal_reason().empty() ? "judge cannot run on this device" : judge_.fatal_reason();
     *fault = LaneFault::kUnusable;
     return false;
   }

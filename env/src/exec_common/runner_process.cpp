@@ -17,6 +17,7 @@
 #include <system_error>
 #include <utility>
 
+#include "exec_common/build_identity.h"
 #include "exec_common/json_fields.h"
 #include "exec_common/runner_protocol.h"
 #include "exec_common/wire.h"
@@ -65,6 +66,7 @@ const char* runner_status_name(RunnerReply::Status status) {
 std::unique_ptr<RunnerProcess> RunnerProcess::spawn(const Config& config) {
   std::unique_ptr<RunnerProcess> r(new RunnerProcess());
   r->reply_spin_us_ = std::max(config.reply_spin_us, 0);
+  r->executable_ = config.executable;
   r->scratch_ = config.scratch_root /
                 ("runner-" + std::to_string(::getpid()) + "-" + std::to_string(g_runner_counter.fetch_add(1)));
   std::error_code ec;
@@ -169,6 +171,20 @@ RunnerReply RunnerProcess::await_started(Deadline deadline) {
   if (started_) return {};
   if (!alive()) return not_running(candidate_ran_);
   RunnerReply reply = converse(nullptr, {}, "started", 0, deadline);
+  if (reply.ok()) {
+    // A runner of another build may read `setup` differently (build_identity.h);
+    // nothing of a candidate has run in it, so this is the harness's failure.
+    const std::string why = protocol_mismatch(
+        "the runner " + executable_.string(), "runner protocol", integer_or(reply.body, "protocol", 1),
+        string_or(reply.body, "build", ""), kRunnerProtocolVersion,
+        "build kforge-runner together with kforge-judge, or point executor.tools_dir (KFORGE_TOOLS_DIR) at a "
+        "directory with both from one build");
+    if (!why.empty()) {
+      reply.status = RunnerReply::Status::kError;
+      reply.detail = why;
+      return fail(std::move(reply));
+    }
+  }
   started_ = reply.ok();
   return reply;
 }
@@ -335,7 +351,8 @@ json setup_request(const RunnerCandidate& candidate, const RunnerLimits& limits,
                    {{"memory_bytes", limits.memory_bytes},
                     {"cpu_seconds", limits.cpu_seconds},
                     {"output_bytes", limits.output_bytes},
-                    {"open_files", limits.open_files}}},
+                    {"open_files", limits.open_files},
+                    {"device_memory_bytes", limits.device_memory_bytes}}},
                   {"arena", arena}};
   if (candidate.cubin.empty()) {
     request["library"] = candidate.library.string();

@@ -31,6 +31,10 @@ struct RunnerLimits {
   double cpu_seconds = 130;          // RLIMIT_CPU backstop; deadlines act long before
   uint64_t output_bytes = 1u << 20;  // RLIMIT_FSIZE: bounds the candidate's stdout/stderr file
   int open_files = 16;               // RLIMIT_NOFILE
+  // The device memory the candidate's own allocations may reach in this
+  // runner (CUDA: judge/lane_memory_budget.h, runner/device_allowance.h);
+  // 0: no budget.
+  uint64_t device_memory_bytes = 0;
 };
 
 // What a runner loads: a shared object exporting kf_forward (modes cpp and
@@ -157,6 +161,7 @@ class RunnerProcess {
 
   ChildProcess child_;
   UniqueFd control_;
+  std::filesystem::path executable_;  // for messages naming the runner
   clockid_t cpu_clock_ = 0;
   bool has_cpu_clock_ = false;
   std::filesystem::path scratch_;

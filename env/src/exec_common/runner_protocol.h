@@ -1,7 +1,7 @@
 // The judge <-> runner conversation (frames from wire.h on the runner's fd 3).
 //
 //   judge -> runner                           runner -> judge
-//   (once, unasked, when start-up is over)     started {}
+//   (once, unasked, when start-up is over)     started {protocol, build} (build_identity.h)
 //   setup {seq, library, limits, arena} +fds   loading {seq} (the candidate's code may run from now on), then
 //                                              ready {seq, sandbox}  | error {seq, stage, message}
 //   setup {seq, cubin, launch, tensors, ...}   (nvrtc: a CUBIN and its launch plan instead of a library)

@@ -133,6 +133,8 @@ void read_executor(const Document& doc, ObjectReader r, EnvConfig& c) {
 constexpr int64_t kMaxDevices = 64;
 constexpr int64_t kMaxLanesPerDevice = 16;
 constexpr int64_t kMaxCpuSlots = 256;
+// 16 TiB: larger than any GPU's memory by far, small enough not to overflow.
+constexpr int64_t kMaxDeviceMemoryMib = int64_t{1} << 24;
 
 void read_placement(const Field& field, EnvConfig& c) {
   ObjectReader r = field.as_object();
@@ -164,6 +166,12 @@ void read_placement(const Field& field, EnvConfig& c) {
   if (auto f = r.optional("cpu_slots")) p.cpu_slots = static_cast<int>(f->as_int_in(1, kMaxCpuSlots));
   if (auto f = r.optional("episodes_per_device")) p.episodes_per_device = static_cast<int>(f->as_int_in(1, 4096));
   if (auto f = r.optional("max_system_errors")) p.max_system_errors = static_cast<int>(f->as_int_in(1, 1000));
+  // Whether the lanes fit the card is known once a judge has seen it: a
+  // placement that does not is its start-up error, with the figures.
+  if (auto f = r.optional("lane_device_memory_mib")) p.lane_device_memory_mib = f->as_int_in(0, kMaxDeviceMemoryMib);
+  if (auto f = r.optional("device_memory_reserve_mib")) {
+    p.device_memory_reserve_mib = f->as_int_in(0, kMaxDeviceMemoryMib);
+  }
   r.finish();
 }
 
@@ -273,7 +281,9 @@ json to_json(const EnvConfig& c) {
             {"lanes_per_device", c.placement.lanes_per_device},
             {"cpu_slots", c.placement.cpu_slots},
             {"episodes_per_device", c.placement.episodes_per_device},
-            {"max_system_errors", c.placement.max_system_errors}}},
+            {"max_system_errors", c.placement.max_system_errors},
+            {"lane_device_memory_mib", c.placement.lane_device_memory_mib},
+            {"device_memory_reserve_mib", c.placement.device_memory_reserve_mib}}},
           {"step_threads", c.step_threads}};
 }
 
@@ -301,6 +311,8 @@ ExecutorConfig executor_config(const EnvConfig& c) {
   ec.lanes_per_device = c.placement.lanes_per_device;
   ec.cpu_slots = c.placement.cpu_slots;
   ec.max_system_errors = c.placement.max_system_errors;
+  ec.lane_device_memory_bytes = static_cast<uint64_t>(c.placement.lane_device_memory_mib) << 20;
+  ec.device_memory_reserve_bytes = static_cast<uint64_t>(c.placement.device_memory_reserve_mib) << 20;
   ec.tools_dir = c.tools_dir;
   ec.scratch_dir = c.scratch_dir;
   ec.gate_dir = c.gate_dir;

@@ -6,6 +6,7 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <stdexcept>
@@ -199,8 +200,9 @@ class CudaJudgeDevice final : public JudgeDevice {
     return 2.0 * mhz * 1e6 * bus_width_bits_ / 8.0;
   }
 
-  // All of the card but what the contexts of its judges and runners take
-  // (about 0.5 GiB each, several per GPU).
+  // Without a lane budget (a device made alone, as tests do): all of the
+  // card but what the contexts of its judges and runners take (about 0.5 GiB
+  // each, several per GPU).
   uint64_t task_memory_bytes() const override {
     constexpr uint64_t kContexts = uint64_t{4} << 30;
     return total_memory_bytes_ > kContexts ? total_memory_bytes_ - kContexts : total_memory_bytes_;
@@ -221,7 +223,8 @@ class CudaJudgeDevice final : public JudgeDevice {
 
   json health() override {
     size_t free_bytes = 0, total_bytes = 0;
-    json j = {{"arenas_live", live_arenas_}};
+    json j = {{"arenas_live", live_arenas_}, {"allocator_capped", allocator_capped_}, {"cache_cuts", cache_cuts_}};
+    if (!allocator_cap_error_.empty()) j["allocator_cap_error"] = allocator_cap_error_;
     if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
       j["gpu_free_bytes"] = free_bytes;
       j["gpu_total_bytes"] = total_bytes;
@@ -235,6 +238,48 @@ class CudaJudgeDevice final : public JudgeDevice {
     return true;
 #else
     return false;
+#endif
+  }
+
+  uint64_t memory_bytes() const override { return total_memory_bytes_; }
+
+  // PyTorch's caching allocator may reserve at most what the lane has for
+  // tasks: past that it frees its cache and retries, then fails (the
+  // reference's out-of-memory verdict) rather than take a neighbour lane's
+  // memory. The fraction is of the total the allocator sees, the card's.
+  void set_lane_memory(const LaneMemoryBudget& budget) override {
+    JudgeDevice::set_lane_memory(budget);
+#if KFORGE_TORCH_CUDA_ALLOCATOR
+    if (budget.device_bytes == 0) return;
+    const double fraction = static_cast<double>(budget.task_bytes()) / static_cast<double>(budget.device_bytes);
+    try {
+      // The allocator exists for a device once ATen has used it: one tiny
+      // tensor makes sure (setMemoryFraction refuses a device it has not set up).
+      (void)at::empty({1}, at::TensorOptions().device(device()));
+      c10::cuda::CUDACachingAllocator::setMemoryFraction(std::min(fraction, 1.0),
+                                                         static_cast<c10::DeviceIndex>(index_));
+      allocator_capped_ = true;
+    } catch (const std::exception& e) {
+      // The runners' budgets and the task checks still hold; only the
+      // judge's own backstop is missing, which health() says.
+      allocator_cap_error_ = e.what();
+    }
+#endif
+  }
+
+  // Blocks a bigger task left cached would be this lane's memory the
+  // candidate was promised (LaneMemoryBudget::candidate_bytes).
+  void keep_cached_memory_within(uint64_t bytes) override {
+#if KFORGE_TORCH_CUDA_ALLOCATOR
+    if (!allocator_capped_) return;
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(index_));
+    // reserved_bytes[0]: the aggregate over the allocator's pools.
+    if (stats.reserved_bytes[0].current > static_cast<int64_t>(bytes)) {
+      c10::cuda::CUDACachingAllocator::emptyCache();
+      ++cache_cuts_;
+    }
+#else
+    (void)bytes;
 #endif
   }
 
@@ -276,6 +321,11 @@ class CudaJudgeDevice final : public JudgeDevice {
   int bus_width_bits_ = 0;
   int memory_clock_khz_ = 0;
   int live_arenas_ = 0;
+  // The lane's cap on PyTorch's allocator (set_lane_memory), and how often a
+  // candidate's start emptied its cache (keep_cached_memory_within).
+  bool allocator_capped_ = false;
+  std::string allocator_cap_error_;
+  int cache_cuts_ = 0;
 };
 
 }  // namespace

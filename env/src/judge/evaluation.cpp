@@ -158,6 +158,7 @@ class Evaluation {
   env::EvalReport report_;
   std::optional<CasePlan> plan_;
   exec::RunnerLimits limits_;
+  uint64_t judge_memory_bytes_ = 0;  // task_fit.h's judge_bytes, with a lane budget
   std::optional<CandidateSession> session_;
 };
 
@@ -202,14 +203,19 @@ bool Evaluation::passes_static_checks() {
   // A task too large or too slow for this judge (task_fit.h). Reset refuses
   // such tasks before any candidate is charged; a request that reaches the
   // judge anyway is not run, and says why with figures.
-  if (const TaskFit fit = check_task_fit(request_.task, JudgeWork::kEvaluation, options_, *device_); !fit.fits()) {
-    return reject(Outcome::kNotRun, "task cannot be judged: " + fit.problem);
-  }
+  const TaskFit fit = check_task_fit(request_.task, JudgeWork::kEvaluation, options_, *device_);
+  if (!fit.fits()) return reject(Outcome::kNotRun, "task cannot be judged: " + fit.problem);
+  // A lane budget on the GPU (lane_memory_budget.h): the candidate's share,
+  // which its runners enforce, and what the judge's own tensors need.
+  limits_.device_memory_bytes = fit.candidate_bytes;
+  judge_memory_bytes_ = fit.judge_bytes;
   return true;
 }
 
 Verdict Evaluation::start_candidate() {
   add_gate_wait(gate_->shared(), "load");
+  // Under the share: giving cached blocks back is device work.
+  if (limits_.device_memory_bytes > 0) device_->keep_cached_memory_within(judge_memory_bytes_);
   plan_.emplace(plan_cases(request_.task, device_->page_size(), device_->arena_alignment()));
   auto t = Clock::now();
   RunnerPool::Taken taken = pool_->take(deadline_);

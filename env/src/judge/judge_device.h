@@ -17,6 +17,7 @@
 
 #include "exec_common/arena_layout.h"
 #include "exec_common/symbol_policy.h"
+#include "judge/lane_memory_budget.h"
 
 namespace kforge::judge {
 
@@ -102,6 +103,17 @@ class JudgeDevice {
   // processes), for the judge's memory bound (memory_bound.h); 0 on the CPU,
   // whose memory the resident set already counts.
   virtual uint64_t device_memory_in_use() { return 0; }
+  // The device's own memory (CUDA: the card's total); 0 for the host's.
+  virtual uint64_t memory_bytes() const { return 0; }
+  // This lane's share of the device's memory (lane_memory_budget.h), set at
+  // judge start on GPUs; task_fit.h then counts tasks against it. The CUDA
+  // device also caps its allocator's cache at what the lane has for tasks.
+  const std::optional<LaneMemoryBudget>& lane_memory() const { return lane_memory_; }
+  virtual void set_lane_memory(const LaneMemoryBudget& budget) { lane_memory_ = budget; }
+  // Before a candidate of this lane starts: memory the judge's allocator keeps
+  // cached beyond `bytes` (what the task's own tensors need) goes back to the
+  // device, so that the lane's candidate finds what its budget promised.
+  virtual void keep_cached_memory_within(uint64_t bytes) { (void)bytes; }
   // Gives device memory that the judge's allocator keeps cached back to the
   // device (CUDA: PyTorch's caching allocator); false where there is none.
   virtual bool release_cached_memory() { return false; }
@@ -115,6 +127,9 @@ class JudgeDevice {
   exec::SymbolPolicy symbol_policy(const std::vector<std::string>& task_libraries) const {
     return exec::SymbolPolicy::for_backend(backend(), task_libraries);
   }
+
+ private:
+  std::optional<LaneMemoryBudget> lane_memory_;
 };
 
 // Throws std::runtime_error with a clear message for a backend that is not

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "exec_common/build_identity.h"
 #include "exec_common/gpu_gate.h"
 #include "exec_common/json_fields.h"
 #include "exec_common/wire.h"
@@ -74,6 +75,7 @@ json health(const JudgeLoopConfig& config, const RunnerPool& pool, const Evaluat
                 {"reference_requests", reference_requests}};
   reply["device"] = device->health();
   reply["memory"] = memory.to_json();
+  if (const auto& lane = device->lane_memory()) reply["device_memory"] = lane->to_json();
   return reply;
 }
 
@@ -108,6 +110,12 @@ env::EvalReport system_failure(const std::string& message) {
   return r;
 }
 
+// Spare timing runners the judge keeps ready (RunnerPool; kDefaultCudaSpares).
+int spare_runners(const JudgeLoopConfig& config) {
+  if (config.runner_spares > 0) return config.runner_spares;
+  return config.backend == "cuda" ? kDefaultCudaSpares : 1;
+}
+
 // The judge's device and the GPU gate it shares with other judges on it;
 // `error` says why there is no device.
 struct OpenedDevice {
@@ -127,23 +135,35 @@ OpenedDevice open_device(const JudgeLoopConfig& config, int control_fd, exec::Gp
     if (gate->enabled()) send(control_fd, {{"type", "waiting"}, {"for", "gpu_gate"}});
     gate->shared();
     opened.device = make_judge_device(config.backend, config.device);
+    if (config.backend == "cuda") {
+      // The lane's share of the card (lane_memory_budget.h): a placement
+      // whose lanes cannot fit is this device's start-up error.
+      opened.device->set_lane_memory(plan_lane_memory(config.lane_memory, opened.device->name(),
+                                                      opened.device->memory_bytes(), opened.device->flush_bytes(),
+                                                      lane_contexts(spare_runners(config), /*profiler=*/true)));
+    }
   } catch (const std::exception& e) {
+    opened.device.reset();
     opened.error = e.what();
   }
   return opened;
 }
 
 json hello_message(const JudgeLoopConfig& config, const OpenedDevice& opened, const exec::GpuGate& gate) {
-  json hello = {{"type", "hello"},
-                {"ok", opened.device != nullptr},
-                {"backend", config.backend},
-                {"pid", ::getpid()},
-                {"device_count", judge_device_count(config.backend)}};
+  json hello = {
+      {"type", "hello"},
+      {"ok", opened.device != nullptr},
+      {"protocol", exec::announced_protocol_version(exec::kJudgeProtocolVersion, exec::kTestOnlyJudgeProtocolVariable)},
+      {"build", exec::build_id()},
+      {"backend", config.backend},
+      {"pid", ::getpid()},
+      {"device_count", judge_device_count(config.backend)}};
   if (opened.device) {
     hello["device"] = opened.device->name();
     hello["versions"] = opened.device->versions();
     // Which lock files: judges that print the same name share the GPU.
     hello["gate"] = gate.enabled() ? (config.gate_dir / exec::GpuGate::file_key(opened.gate_key)).string() : "";
+    if (const auto& lane = opened.device->lane_memory()) hello["device_memory"] = lane->to_json();
   } else {
     hello["error"] = opened.error;
   }
@@ -192,8 +212,7 @@ class RequestServer {
         // candidate, and the CPU clock, not the round trip, is what is timed.
         reply_spin_us_(config.backend == "cuda" ? kCudaReplySpinUs : 0),
         pool_({config.runner, config.scratch, config.backend, config.device, false, reply_spin_us_},
-              config.runner_spares > 0 ? config.runner_spares : (config.backend == "cuda" ? kDefaultCudaSpares : 1),
-              timing_runner_start_up(config.backend)),
+              spare_runners(config), timing_runner_start_up(config.backend)),
         memory_(config.memory) {}
 
   // Serves until the executor goes or says shutdown; the exit code.

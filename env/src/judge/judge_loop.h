@@ -2,7 +2,7 @@
 // fd 3):
 //
 //   executor -> judge                 judge -> executor
-//   (on start, unprompted)            hello  {ok, backend, device, pid, error?}
+//   (on start, unprompted)            hello  {ok, protocol, build, backend, device, pid, device_memory?, error?}
 //   eval      {id, request}           report {id, report, runner_faults, evaluations}
 //   reference {id, request}           reference_report {id, report, reference_requests}
 //   health    {}                      health {pid, open_fds, memfds, spare_runners, scratch_entries, memory, ...}
@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <string>
 
+#include "judge/lane_memory_budget.h"
 #include "judge/memory_bound.h"
 
 namespace kforge::judge {
@@ -37,6 +38,8 @@ struct JudgeLoopConfig {
   // Spare timing runners kept started (runner_pool.h); 0: the backend's
   // default (cuda 3, cpu 1).
   int runner_spares = 0;
+  // This lane's share of its GPU's memory (cuda only; lane_memory_budget.h).
+  LaneMemoryConfig lane_memory;
 };
 
 // Serves until the executor closes the channel or says shutdown; returns the

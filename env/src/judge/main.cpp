@@ -98,6 +98,12 @@ int main(int argc, char** argv) {
       config.runner_spares = std::atoi(value.c_str());
     } else if (key == "--device-trim-above-mib") {
       config.memory.device_trim_above_bytes = std::strtoull(value.c_str(), nullptr, 10) << 20;
+    } else if (key == "--lane-device-memory-mib") {
+      config.lane_memory.lane_bytes = std::strtoull(value.c_str(), nullptr, 10) << 20;
+    } else if (key == "--device-memory-reserve-mib") {
+      config.lane_memory.reserve_bytes = std::strtoull(value.c_str(), nullptr, 10) << 20;
+    } else if (key == "--lanes-on-device") {
+      config.lane_memory.lanes = std::max(1, std::atoi(value.c_str()));
     } else {
       std::fprintf(stderr, "kforge-judge: unknown argument %s\n", key.c_str());
       return 2;
@@ -107,7 +113,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: kforge-judge --backend cpu|cuda --runner PATH --scratch DIR [--device N] [--gate-dir DIR]\n"
                  "                    [--cpu CORE] [--parent-pid PID] [--trim-above-mib N] [--retire-above-mib N]\n"
-                 "                    [--device-trim-above-mib N] [--spares N]\n"
+                 "                    [--device-trim-above-mib N] [--spares N] [--lane-device-memory-mib N]\n"
+                 "                    [--device-memory-reserve-mib N] [--lanes-on-device N]\n"
                  "Started by the Executor with its control socket on fd 3.\n");
     return 2;
   }

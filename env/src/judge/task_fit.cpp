@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 
 #include "kforge/core/op_registry.h"
 
@@ -19,6 +20,7 @@ struct CaseBytes {
   double outputs = 0;          // the task's outputs
   double node_outputs = 0;     // every node's output (outputs included)
   double largest_output = 0;   // the largest single node output
+  double intermediates = 0;    // node outputs that are not task outputs
 };
 
 CaseBytes case_bytes(const TaskSpec& task) {
@@ -30,9 +32,16 @@ CaseBytes case_bytes(const TaskSpec& task) {
     const double b = type_bytes(types.at(n.out));
     c.node_outputs += b;
     c.largest_output = std::max(c.largest_output, b);
+    if (std::find(task.outputs.begin(), task.outputs.end(), n.out) == task.outputs.end()) c.intermediates += b;
   }
   return c;
 }
+
+// What a candidate may need of its own beside its arena: an op-by-op one
+// keeps every intermediate (torch_ext's torch::empty, cuda's cudaMallocAsync),
+// plus a library's workspace (cuBLAS takes up to 32 MiB on Hopper).
+constexpr double kCandidateWorkspaceBytes = double(uint64_t{64} << 20);
+double candidate_floor(const CaseBytes& c) { return c.intermediates + kCandidateWorkspaceBytes; }
 
 // What the judge holds at once for one case. Counted from what each piece of
 // work keeps alive (measured: bench/exec's judge memory figures in
@@ -109,43 +118,81 @@ std::string format_bytes(double bytes) {
   return buf;
 }
 
+namespace {
+
+// The memory verdict against a lane's budget (lane_memory_budget.h): what
+// the work needs, what the lane has, which keys change it.
+std::string lane_problem(const TaskFit& fit, JudgeWork work, const std::string& largest_case,
+                         const LaneMemoryBudget& lane) {
+  std::string need = format_bytes(static_cast<double>(fit.need_bytes)) + " of device memory (" + largest_case;
+  if (work == JudgeWork::kEvaluation) {
+    need += ": " + format_bytes(static_cast<double>(fit.judge_bytes)) + " for the judge's tensors and " +
+            std::to_string(kCandidateCopies) + " x " + format_bytes(static_cast<double>(fit.candidate_floor_bytes)) +
+            " for the candidate's own intermediates and workspace, in its runner and its profiler runner";
+  }
+  return "the task is too large for a judge on the cuda backend: " + std::string(work_name(work)) + " needs about " +
+         need + "), and a lane on this " + lane.device_name + " has " +
+         format_bytes(static_cast<double>(lane.task_bytes())) + " for tasks (" + lane.describe() +
+         "): shrink its shapes, or give each lane more with placement.lane_device_memory_mib (or fewer "
+         "placement.lanes_per_device)";
+}
+
+}  // namespace
+
 TaskFit check_task_fit(const TaskSpec& task, JudgeWork work, const env::EvalOptions& options,
                        const JudgeDevice& device) {
   TaskFit fit;
+  // The request's own limit (tests, tools) wins over the lane's budget.
+  const std::optional<LaneMemoryBudget> lane =
+      options.judge_memory_limit_bytes > 0 ? std::nullopt : device.lane_memory();
   fit.limit_bytes = options.judge_memory_limit_bytes > 0 ? options.judge_memory_limit_bytes
+                    : lane                               ? lane->task_bytes()
                                                          : device.task_memory_bytes();
   fit.limit_ms = options.eval_timeout_ms;
   const size_t cases = 1 + task.shape_variants.size();
-  double need = 0, largest_case_ms = 0;
+  double need = 0, judge = 0, floor = 0, largest_case_ms = 0;
   std::string largest_case;
   const JudgeDevice::PeakRates peak = device.peak_rates();
   for (size_t i = 0; i < cases; ++i) {
     const TaskSpec one = i == 0 ? task : task.with_variant(i - 1);
-    const double case_need = need_bytes(case_bytes(one), work, options);
-    if (case_need > need) {
-      need = case_need;
+    const CaseBytes bytes = case_bytes(one);
+    const double case_judge = need_bytes(bytes, work, options);
+    // With a lane budget, the candidate's own memory is the lane's too.
+    const double case_floor = lane && work == JudgeWork::kEvaluation ? candidate_floor(bytes) : 0;
+    judge = std::max(judge, case_judge);
+    floor = std::max(floor, case_floor);
+    if (case_judge + kCandidateCopies * case_floor > need) {
+      need = case_judge + kCandidateCopies * case_floor;
       largest_case = i == 0 ? "the base shape" : "shape variant " + std::to_string(i - 1);
     }
     const WorkEstimate w = estimate_work(one);
     largest_case_ms = std::max(largest_case_ms, 1000 * std::max(w.flops / peak.flops_per_s, w.bytes / peak.bytes_per_s));
   }
+  // The judge's largest case and the candidate's largest case may differ;
+  // both stay in memory for the whole request.
+  need = std::max(need, judge + kCandidateCopies * floor);
   fit.need_bytes = static_cast<uint64_t>(need);
+  fit.judge_bytes = static_cast<uint64_t>(judge);
+  fit.candidate_floor_bytes = static_cast<uint64_t>(floor);
   // Every run at the largest case's time: a lower bound only up to the
   // mix of cases, which is close enough for a refusal this coarse.
   fit.min_reference_ms = largest_case_ms * reference_runs(work, options, cases);
   const std::string backend = device.backend();
   if (fit.limit_bytes > 0 && need > static_cast<double>(fit.limit_bytes)) {
-    fit.problem = "the task is too large for a judge on the " + backend + " backend: " + work_name(work) +
-                  " needs about " + format_bytes(need) + " of memory (" + largest_case + "), and the judge may use " +
-                  format_bytes(static_cast<double>(fit.limit_bytes)) +
-                  (options.judge_memory_limit_bytes > 0 ? " (judge_memory_limit_bytes)" : "") +
-                  ": shrink its shapes" + (backend == "cpu" ? " or check it with --backend cuda" : "");
+    fit.problem = lane ? lane_problem(fit, work, largest_case, *lane)
+                       : "the task is too large for a judge on the " + backend + " backend: " + work_name(work) +
+                             " needs about " + format_bytes(need) + " of memory (" + largest_case +
+                             "), and the judge may use " + format_bytes(static_cast<double>(fit.limit_bytes)) +
+                             (options.judge_memory_limit_bytes > 0 ? " (judge_memory_limit_bytes)" : "") +
+                             ": shrink its shapes" + (backend == "cpu" ? " or check it with --backend cuda" : "");
   } else if (fit.min_reference_ms > fit.limit_ms) {
     fit.problem = "the task's reference is too slow for a judge on the " + backend + " backend: " +
                   work_name(work) + " takes at least " + format_duration(fit.min_reference_ms) +
                   " even at the device's peak rates, and a request may take " + format_duration(fit.limit_ms) +
                   " (eval_timeout_ms): shrink its shapes" + (backend == "cpu" ? " or check it with --backend cuda" : "");
   }
+  if (lane && work == JudgeWork::kEvaluation && fit.fits())
+    fit.candidate_bytes = lane->candidate_bytes(fit.judge_bytes);
   return fit;
 }
 

@@ -1,7 +1,8 @@
 // Whether a task fits what this judge may use, decided before anything is
-// allocated or run: a task whose tensors outgrow the judge's memory, or
-// whose reference cannot finish within the request's time, gets a verdict
-// that names the need and the limit. Before this, KernelBench problems at
+// allocated or run: a task whose tensors outgrow the judge's memory (on a GPU,
+// its lane's share of the card, lane_memory_budget.h), or whose reference
+// cannot finish within the request's time, gets a verdict that names the need,
+// the limit and the config key that changes it. Before this, KernelBench problems at
 // their own sizes ended as "system error: lost the judge (SIGKILL)" (the
 // kernel's OOM killer) or "judge did not answer in time" (issue 20): a
 // system error that said nothing about the task, charged to nobody, retried
@@ -32,10 +33,20 @@ enum class JudgeWork {
 };
 
 struct TaskFit {
-  // Bytes the judge holds at once for the largest shape case, and what it
-  // may use (JudgeDevice::task_memory_bytes or the request's override).
+  // Bytes the work holds at once for the largest shape case, and what it
+  // may use (the request's override, else the lane's task_bytes() on a GPU
+  // with a lane budget, else JudgeDevice::task_memory_bytes). With a lane
+  // budget an evaluation's need is the judge's tensors (`judge_bytes`) plus
+  // the candidate's own intermediates and workspace in each runner that
+  // loads it (`candidate_floor_bytes` each, kCandidateCopies).
   uint64_t need_bytes = 0;
   uint64_t limit_bytes = 0;
+  uint64_t judge_bytes = 0;
+  uint64_t candidate_floor_bytes = 0;
+  // Lane budget only, evaluations that fit: the device memory the runner
+  // lets the candidate's allocations reach (LaneMemoryBudget::candidate_bytes;
+  // RunnerLimits::device_memory_bytes). 0: no budget.
+  uint64_t candidate_bytes = 0;
   // The least time the reference's runs need at the device's peak rates,
   // and the request's time limit.
   double min_reference_ms = 0;

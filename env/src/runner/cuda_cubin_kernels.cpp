@@ -12,8 +12,9 @@ namespace {
 
 class CudaCubinKernels final : public CubinKernels {
  public:
-  CudaCubinKernels(const std::string& image, const std::vector<std::string>& names, cudaStream_t stream, int device)
-      : stream_(stream) {
+  CudaCubinKernels(const std::string& image, const std::vector<std::string>& names, cudaStream_t stream, int device,
+                   DeviceAllowance::LocalMemory* local_memory)
+      : stream_(stream), local_memory_(local_memory) {
     int optin = 0;
     check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
           "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)");
@@ -113,6 +114,10 @@ class CudaCubinKernels final : public CubinKernels {
         cudaGetLastError();
       }
       kernels_.push_back({kernel, attributes});
+      if (local_memory_ != nullptr && attributes.localSizeBytes > local_memory_->per_thread) {
+        local_memory_->kernel = names[i];
+        local_memory_->per_thread = attributes.localSizeBytes;
+      }
     }
   }
 
@@ -121,6 +126,7 @@ class CudaCubinKernels final : public CubinKernels {
     cudaFuncAttributes attributes;
   };
   cudaStream_t stream_;
+  DeviceAllowance::LocalMemory* local_memory_;
   size_t max_shared_bytes_ = 0;
   cudaLibrary_t library_ = nullptr;
   std::vector<Kernel> kernels_;
@@ -130,8 +136,9 @@ class CudaCubinKernels final : public CubinKernels {
 }  // namespace
 
 std::unique_ptr<CubinKernels> load_cuda_cubin(const std::string& image, const std::vector<std::string>& names,
-                                              cudaStream_t stream, int device) {
-  return std::make_unique<CudaCubinKernels>(image, names, stream, device);
+                                              cudaStream_t stream, int device,
+                                              DeviceAllowance::LocalMemory* local_memory) {
+  return std::make_unique<CudaCubinKernels>(image, names, stream, device, local_memory);
 }
 
 }  // namespace kforge::runner

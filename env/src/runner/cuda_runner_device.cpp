@@ -41,6 +41,7 @@
 #include "cuda_timing/read_flush.h"
 #include "cupti/activity_trace.h"
 #include "cupti/range_metrics.h"
+#include "runner/cuda_allocation_guard.h"
 #include "runner/cuda_cubin_kernels.h"
 #include "runner/cuda_errors.h"
 #include "runner/cuda_graph.h"
@@ -94,6 +95,8 @@ class CudaRunnerDevice final : public RunnerDevice {
     if (base_ != nullptr) cudaIpcCloseMemHandle(base_);
   }
 
+  void set_device_memory_limit(uint64_t bytes) override { memory_limit_ = bytes; }
+
   void map_arena(const nlohmann::json& arena, std::vector<exec::UniqueFd>* fds) override {
     if (!init_error_.empty()) throw std::runtime_error("CUDA set-up in the runner failed: " + init_error_);
     if (arena.value("kind", "") != "cuda_ipc") throw std::runtime_error("cuda runner expects a cuda_ipc arena");
@@ -106,11 +109,16 @@ class CudaRunnerDevice final : public RunnerDevice {
     // Before any filter: reserving device memory opens /dev/nvidiactl, which
     // even the loading filter refuses (seen on the H200).
     warm_up_stream_ordered_memory();
+    // From here on, before any candidate code exists, its device memory is
+    // counted against its lane's share (device_allowance.h).
+    DeviceAllowance allowance(memory_limit_);
+    allowance.set_reserves(pool_reserve_, pool_reserve_);
+    allocation_guard::arm(std::move(allowance));
   }
 
   std::unique_ptr<CubinKernels> load_cubin(const std::string& image, const std::vector<std::string>& names) override {
     if (!init_error_.empty()) throw std::runtime_error("CUDA set-up in the runner failed: " + init_error_);
-    return load_cuda_cubin(image, names, stream_, options_.device);
+    return load_cuda_cubin(image, names, stream_, options_.device, &local_memory_);
   }
 
   void after_load() override {
@@ -120,6 +128,7 @@ class CudaRunnerDevice final : public RunnerDevice {
     if (e == cudaSuccess) e = cudaGetLastError();
     if (e != cudaSuccess) throw std::runtime_error("the candidate's CUDA code cannot be loaded: " + error_text(e));
     warm_up_libraries(&library_handles_);
+    count_local_memory();
   }
 
   void* arena_address(uint64_t offset) const override { return static_cast<char*>(base_) + offset; }
@@ -199,7 +208,26 @@ class CudaRunnerDevice final : public RunnerDevice {
     graph_reason_.clear();
   }
 
+  // A call the candidate's memory makes fail as the runtime would: a kernel
+  // whose local memory does not fit its share, an allocation refused during
+  // the call (the refusal is the cause of whatever failed after it).
   CallResult run_call(const std::function<int()>* forward, const nlohmann::json& options) override {
+    if (forward != nullptr && !local_memory_problem_.empty()) throw DeviceError(local_memory_problem_);
+    try {
+      CallResult result = run_counted_call(forward, options);
+      if (std::string refused = allocation_guard::take_refusal(); !refused.empty()) {
+        throw DeviceError(result.rc != 0 ? "kf_forward returned " + std::to_string(result.rc) + " after " + refused
+                                         : refused);
+      }
+      return result;
+    } catch (const DeviceError& e) {
+      std::string refused = allocation_guard::take_refusal();
+      if (refused.empty()) throw;
+      throw DeviceError(refused + "; then " + e.what());
+    }
+  }
+
+  CallResult run_counted_call(const std::function<int()>* forward, const nlohmann::json& options) {
     CallResult result;
     const bool want_graph = forward != nullptr && options.value("graph", false);
     const int repeat = std::max(1, options.value("repeat", 1));
@@ -302,6 +330,8 @@ class CudaRunnerDevice final : public RunnerDevice {
       }
       out["phase_ms"]["metrics"] = ms_since(t);
     }
+    // An allocation refused while profiling fails it as it fails a call.
+    if (std::string refused = allocation_guard::take_refusal(); !refused.empty()) throw DeviceError(refused);
     // Libraries CUPTI loaded while collecting, under the running filter
     // (extra_syscalls() says why that is allowed): reported, so that a new
     // one shows up in the profile rather than only as a blocked system call.
@@ -318,6 +348,7 @@ class CudaRunnerDevice final : public RunnerDevice {
 
  private:
   void initialize() {
+    if (std::string missing = allocation_guard::install(); !missing.empty()) throw std::runtime_error(missing);
     // EAGER: see the file comment. setenv is harmless before the first
     // runtime call, which is what reads it.
     ::setenv("CUDA_MODULE_LOADING", "EAGER", /*overwrite=*/0);
@@ -398,10 +429,13 @@ class CudaRunnerDevice final : public RunnerDevice {
   // release threshold is raised, and graph memory is only trimmed on request.
   // Sized from the arena (inputs and outputs of the largest case): scratch
   // tensors of a few times that are served without new reservations.
+  // With a budget, each reservation is at most a quarter of it (the
+  // candidate's footprint counts them, device_allowance.h).
   void warm_up_stream_ordered_memory() {
     size_t free_bytes = 0, total = 0;
     check(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
-    const size_t reserve = std::min<size_t>(free_bytes / 4, 4 * static_cast<size_t>(bytes_) + (size_t{64} << 20));
+    const size_t reserve = DeviceAllowance::pool_reserve(memory_limit_, free_bytes, bytes_);
+    pool_reserve_ = reserve;
     cudaMemPool_t pool = nullptr;
     check(cudaDeviceGetDefaultMemPool(&pool, options_.device), "cudaDeviceGetDefaultMemPool");
     uint64_t keep = UINT64_MAX;
@@ -413,6 +447,29 @@ class CudaRunnerDevice final : public RunnerDevice {
       check(cudaMallocAsync(&p, reserve, stream_), "cudaMallocAsync (graph memory warm-up)");
       check(cudaFreeAsync(p, stream_), "cudaFreeAsync (graph memory warm-up)");
     });
+  }
+
+  // The candidate's kernels' local memory (its nvcc kernels as they
+  // registered, or its CUBIN's): the driver backs the largest per-thread
+  // need for every thread the GPU holds at once.
+  void count_local_memory() {
+    for (const auto& kernel : allocation_guard::registered_kernels()) {
+      cudaFuncAttributes attributes{};
+      if (cudaFuncGetAttributes(&attributes, kernel.host_stub) != cudaSuccess) {
+        cudaGetLastError();  // a kernel without code for this GPU; its launch will say so
+        continue;
+      }
+      if (attributes.localSizeBytes > local_memory_.per_thread) {
+        local_memory_.kernel = kernel.name;
+        local_memory_.per_thread = attributes.localSizeBytes;
+      }
+    }
+    int per_sm = 0, sms = 0;
+    cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, options_.device);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, options_.device);
+    local_memory_.threads = static_cast<uint64_t>(std::max(per_sm, 0)) * static_cast<uint64_t>(std::max(sms, 0));
+    allocation_guard::set_local_memory(local_memory_);
+    local_memory_problem_ = allocation_guard::local_memory_problem();
   }
 
   void initialize_profiler() {
@@ -490,6 +547,13 @@ class CudaRunnerDevice final : public RunnerDevice {
 
   RunnerDeviceOptions options_;
   std::string init_error_;
+  // The candidate's device memory (device_allowance.h): its limit, the pool
+  // reservations counted in it, its kernels' local memory and, when that
+  // does not fit, why every call fails.
+  uint64_t memory_limit_ = 0;
+  uint64_t pool_reserve_ = 0;
+  DeviceAllowance::LocalMemory local_memory_;
+  std::string local_memory_problem_;
   std::vector<void*> library_handles_;  // kept alive: see warm_up_libraries()
   cudaLibrary_t null_library_ = nullptr;
   cudaKernel_t null_kernel_ = nullptr;

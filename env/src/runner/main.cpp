@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "exec_common/build_identity.h"
 #include "exec_common/child_process.h"
 #include "exec_common/runner_protocol.h"
 #include "exec_common/wire.h"
@@ -73,8 +74,15 @@ int main(int argc, char** argv) {
   // a request (context creation, warm-ups, CUPTI set-up), is over: the judge
   // times nothing while a runner is still starting (RunnerPool::settle).
   try {
-    kforge::exec::send_frame(kforge::exec::runner_protocol::kControlFd, {{"type", "started"}},
-                             kforge::exec::Deadline::never());
+    // With the protocol it speaks and the build it is (build_identity.h): a
+    // judge of another build does not use it.
+    namespace exec = kforge::exec;
+    exec::send_frame(exec::runner_protocol::kControlFd,
+                     {{"type", "started"},
+                      {"protocol", exec::announced_protocol_version(exec::kRunnerProtocolVersion,
+                                                                    exec::kTestOnlyRunnerProtocolVariable)},
+                      {"build", exec::build_id()}},
+                     exec::Deadline::never());
   } catch (const kforge::exec::WireError&) {
     return 0;  // the judge went away
   }

@@ -156,6 +156,7 @@ int serve_requests(RunnerDevice* device, SandboxState sandbox) {
         }
         SandboxLimits limits = parse_limits(msg.at("limits"));
         limits.open_files += device->extra_open_files();
+        device->set_device_memory_limit(msg.at("limits").value("device_memory_bytes", uint64_t{0}));
         // The arena first: mapping it is harness work (CUDA: opening an IPC
         // handle), done before any candidate code exists in the process.
         device->map_arena(msg.at("arena"), &frame.fds);

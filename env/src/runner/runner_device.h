@@ -37,6 +37,10 @@ struct CallResult {
 class RunnerDevice {
  public:
   virtual ~RunnerDevice() = default;
+  // The device memory the candidate's own allocations may reach (the
+  // judge's `setup.limits.device_memory_bytes`; 0: no budget). Given before
+  // map_arena(). CUDA: device_allowance.h; the CPU has no device memory.
+  virtual void set_device_memory_limit(uint64_t bytes) { (void)bytes; }
   // Maps the arena described by the judge's `setup` message; `fds` are the
   // descriptors that came with it. Runs before any candidate code is loaded
   // and before the sandbox's filters. Throws std::runtime_error.

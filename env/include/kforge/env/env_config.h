@@ -95,6 +95,11 @@ struct Placement {
   int episodes_per_device = 8;
   // System errors in a row after which a device leaves the pool.
   int max_system_errors = 3;
+  // Each lane's share of its GPU's memory in MiB (cuda): 0 for an even share
+  // of the card less `device_memory_reserve_mib` among lanes_per_device
+  // (docs/execution.md, "Device memory per lane").
+  int64_t lane_device_memory_mib = 0;
+  int64_t device_memory_reserve_mib = 2048;
 };
 
 struct EnvConfig {

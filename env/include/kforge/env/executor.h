@@ -82,6 +82,14 @@ struct ExecutorConfig {
   uint64_t judge_trim_above_bytes = uint64_t{1} << 30;
   uint64_t judge_retire_above_bytes = uint64_t{4} << 30;
   uint64_t judge_device_trim_above_bytes = uint64_t{8} << 30;
+  // Each lane's share of its GPU's memory (docs/execution.md, "Device memory
+  // per lane"): `lane_device_memory_bytes`, or 0 for an even share of the
+  // card less `device_memory_reserve_bytes` among its lanes_per_device. It
+  // covers the lane's judge, runners and candidate; a task that cannot fit is
+  // refused at reset, a candidate allocating past its share gets its own
+  // out-of-memory verdict. Whole MiB; cuda only.
+  uint64_t lane_device_memory_bytes = 0;
+  uint64_t device_memory_reserve_bytes = uint64_t{2} << 30;
 };
 
 class Executor {

@@ -1,0 +1,111 @@
+// Executor, judge and runner say which build they are (exec_common/build_identity.h):
+// a judge or a runner of another protocol is refused at start-up with a
+// message naming both builds. Real processes on the CPU backend; the judge and
+// the runner are made to claim another protocol by the test-only variables
+// KFORGE_TEST_ONLY_JUDGE_PROTOCOL and KFORGE_TEST_ONLY_RUNNER_PROTOCOL, which
+// change nothing but the number they announce.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <memory>
+#include <string>
+
+#include "candidates.h"
+#include "exec_common/build_identity.h"
+#include "kforge/env/executor.h"
+#include "test_support.h"
+
+namespace kforge::env {
+namespace {
+
+// Sets an environment variable for the scope of one test; the processes the
+// executor starts inherit it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
+EvalRequest correct_request() {
+  EvalRequest req;
+  req.task = testing::elementwise_chain_task(256);
+  req.artifact = testing::artifact_for(testing::compile_candidate(testing::candidates::kChainCorrect));
+  req.verify = true;
+  req.options = testing::quick_options();
+  return req;
+}
+
+TEST(BuildIdentity, TheBuildIsNamedAndTheTestVariableOnlyChangesTheNumber) {
+  EXPECT_EQ(exec::build_id().rfind("kforge ", 0), 0u) << exec::build_id();
+  EXPECT_EQ(exec::announced_protocol_version(2, "KFORGE_TEST_ONLY_NOT_SET"), 2);
+  {
+    ScopedEnv v("KFORGE_TEST_ONLY_SOME_PROTOCOL", "7");
+    EXPECT_EQ(exec::announced_protocol_version(2, "KFORGE_TEST_ONLY_SOME_PROTOCOL"), 7);
+  }
+  for (const char* junk : {"", "seven", "7x", "99999999999999999999"}) {
+    ScopedEnv v("KFORGE_TEST_ONLY_SOME_PROTOCOL", junk);
+    EXPECT_EQ(exec::announced_protocol_version(2, "KFORGE_TEST_ONLY_SOME_PROTOCOL"), 2) << junk;
+  }
+  EXPECT_EQ(exec::protocol_mismatch("the judge j", "judge protocol", 2, "b", 2, "fix"), "");
+  EXPECT_EQ(exec::protocol_mismatch("the judge j", "judge protocol", 1, "", 2, "fix it"),
+            "the judge j is another build: a build from before protocol versions, speaking judge protocol 1, while "
+            "this one is " +
+                exec::build_id() + ", speaking judge protocol 2: fix it");
+}
+
+TEST(BuildIdentity, AJudgeOfAnotherProtocolIsRefusedAtStartNamingBothBuilds) {
+  ScopedEnv claim(exec::kTestOnlyJudgeProtocolVariable, "1");
+  ExecutorConfig config;
+  config.backend = BackendKind::kCpu;
+  std::unique_ptr<Executor> executor = make_executor(config);
+  const Executor::StartReport start = executor->start_report();
+  EXPECT_TRUE(start.device_name.empty());
+  const std::string expected_tail = " is another build: " + exec::build_id() + ", speaking judge protocol 1, while " +
+                                    "this one is " + exec::build_id() +
+                                    ", speaking judge protocol 2: build kforge-judge and kforge-runner together with "
+                                    "this program, or point executor.tools_dir (KFORGE_TOOLS_DIR) at the ones built "
+                                    "with it";
+  EXPECT_EQ(start.error.rfind("the judge /", 0), 0u) << start.error;
+  EXPECT_NE(start.error.find("kforge-judge" + expected_tail), std::string::npos) << start.error;
+
+  // Every request says so too, and the judge is not started again and again.
+  const EvalReport r = executor->submit(correct_request()).get();
+  EXPECT_EQ(r.outcome, Outcome::kNotRun);
+  EXPECT_EQ(r.summary.rfind("system error: the judge /", 0), 0u) << r.summary;
+  EXPECT_NE(r.summary.find(expected_tail), std::string::npos) << r.summary;
+  EXPECT_EQ(executor->restarts(), 0);
+}
+
+TEST(BuildIdentity, ARunnerOfAnotherProtocolIsASystemErrorBeforeTheCandidateLoads) {
+  ScopedEnv claim(exec::kTestOnlyRunnerProtocolVariable, "7");
+  ExecutorConfig config;
+  config.backend = BackendKind::kCpu;
+  std::unique_ptr<Executor> executor = make_executor(config);
+  EXPECT_FALSE(executor->device_name().empty()) << "the judge itself is of this build";
+  const EvalReport r = executor->submit(correct_request()).get();
+  EXPECT_EQ(r.outcome, Outcome::kNotRun) << r.summary;
+  EXPECT_EQ(r.summary.rfind("system error: the runner failed before the candidate was loaded (error: the runner /", 0),
+            0u)
+      << r.summary;
+  EXPECT_NE(r.summary.find("kforge-runner is another build: " + exec::build_id() +
+                           ", speaking runner protocol 7, while this one is " + exec::build_id() +
+                           ", speaking runner protocol 2: build kforge-runner together with kforge-judge"),
+            std::string::npos)
+      << r.summary;
+}
+
+TEST(BuildIdentity, JudgeAndRunnerOfThisBuildWorkTogether) {
+  ExecutorConfig config;
+  config.backend = BackendKind::kCpu;
+  std::unique_ptr<Executor> executor = make_executor(config);
+  const EvalReport r = executor->submit(correct_request()).get();
+  EXPECT_EQ(r.outcome, Outcome::kCorrect) << r.summary;
+}
+
+}  // namespace
+}  // namespace kforge::env
