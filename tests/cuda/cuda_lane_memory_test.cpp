@@ -68,9 +68,9 @@ const std::string kHungry = affine_candidate(R"(
 // The same through torch_ext's tensors (the shim's stream-ordered pool).
 constexpr const char* kHungryTorchExt = R"(#include <torch/extension.h>
 #include <vector>
-static std::vector<torch::Tensor> hoard;
 torch::Tensor affine_relu(torch::Tensor x, torch::Tensor w, torch::Tensor b) {
-  for (int i = 0; i < 4096; ++i) hoard.push_back(torch::empty({int64_t{1} << 26}, x.options()));
+  static std::vector<torch::Tensor>* hoard = new std::vector<torch::Tensor>();
+  for (int i = 0; i < 4096; ++i) hoard->push_back(torch::empty({int64_t{1} << 26}, x.options()));
   return torch::zeros({x.size(0), x.size(1)}, x.options());
 }
 )";

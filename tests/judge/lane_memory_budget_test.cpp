@@ -3,7 +3,7 @@
 // the placements refused with their key and fix, and tasks refused at reset
 // with what they need, what a lane has and which key changes it. The figures
 // are the device's totals, never a measurement, so they are checked here
-// exactly; the GPU tests (tests/cuda/cuda_pool_test.cpp) check that lanes
+// exactly; the GPU tests (tests/cuda/cuda_lane_memory_test.cpp) check that lanes
 // holding to them do not disturb each other.
 #include "judge/lane_memory_budget.h"
 

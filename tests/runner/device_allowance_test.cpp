@@ -3,7 +3,7 @@
 // reservations and the kernels' local memory in the footprint, and the
 // messages the candidate's out-of-memory verdict carries. Pure bookkeeping:
 // the GPU tests drive it through the real allocation calls
-// (tests/cuda/cuda_pool_test.cpp, CudaLaneMemory.*).
+// (tests/cuda/cuda_lane_memory_test.cpp, CudaLaneMemory.*).
 #include "runner/device_allowance.h"
 
 #include <gtest/gtest.h>
