@@ -131,7 +131,7 @@ json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& 
   std::map<std::string, int64_t> relation_hist;
   int64_t attempts = 0, baselines = 0, measured_in_window = 0, judge_retries = 0;
   std::vector<double> headroom, predicted_headroom, bound_ms;
-  std::map<std::string, int64_t> headroom_bins, roofline_devices, families;
+  std::map<std::string, int64_t> headroom_bins, roofline_devices, families, contaminated_by;
   for (const auto& t : tasks) {
     if (t.meta.contains("difficulty")) {
       const json& d = t.meta["difficulty"];
@@ -190,6 +190,9 @@ json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& 
     attempts += s.value("attempt", int64_t{0}) + 1;
     if (s.contains("rejections")) {
       for (const auto& [k, v] : s["rejections"].items()) rejections[k] += v.get<int64_t>();
+    }
+    if (s.contains("contaminated_by")) {
+      for (const auto& [k, v] : s["contaminated_by"].items()) contaminated_by[k] += v.get<int64_t>();
     }
   }
   json rej = json::object();
@@ -257,7 +260,8 @@ json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& 
           {"predicted_headroom_summary", summary_of(predicted_headroom)},
           {"bound_ms_summary", summary_of(bound_ms)},
           {"roofline_devices", roofline_devices},
-          {"families", families}};
+          {"families", families},
+          {"contaminated_by", contaminated_by}};
 }
 
 ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) {

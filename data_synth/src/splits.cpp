@@ -142,13 +142,15 @@ SplitAssignment split_tasks(const std::vector<TaskSpec>& tasks, const SplitFract
   std::vector<std::string> family_split(cores.size());
   size_t largest = 0;
   for (const Group& g : groups) {
-    // The split furthest below its target (by the share of its target still
-    // open; a split with a zero target never takes a group).
+    // The split with the most room left below its target, in tasks: a group
+    // larger than a small split's target goes where it fits (a relative
+    // measure sent an 83-task group to a 40-task validation split). A split
+    // with a zero target never takes a group.
     int pick = 0;
     double best = -1e300;
     for (int s = 0; s < 3; ++s) {
       if (target[s] <= 0) continue;
-      const double open = (target[s] - placed[s]) / target[s];
+      const double open = target[s] - placed[s];
       if (open > best) {
         best = open;
         pick = s;
@@ -185,7 +187,7 @@ SplitAssignment split_tasks(const std::vector<TaskSpec>& tasks, const SplitFract
               {"rule",
                "family = the task's skeleton (main-loop and heavy tokens of its contamination core, canonical "
                "order); families whose skeletons contain one another as a contiguous run are one group; whole "
-               "groups go to one split, largest first, to the split furthest below its target share of tasks"}};
+               "groups go to one split, largest first, each to the split with the most room below its target"}};
   return a;
 }
 

@@ -45,6 +45,10 @@ struct Job {
   int first_attempt = 0;
 };
 
+// The prefix under which a slot's contamination rejections are counted by
+// relation, beside the reasons.
+constexpr char kContaminatedBy[] = "contaminated_by:";
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -275,6 +279,9 @@ class Run {
       }
       if (!reason.empty()) {
         ++r.rejections[reason];
+        // Which rule rejected it (equal, contains, edit, dominant, pointwise,
+        // subgraph): the card counts them under the reason.
+        if (reason == "contaminated") ++r.rejections[kContaminatedBy + nearest.relation];
         r.last_rejection = reason + (detail.empty() ? "" : ": " + detail);
         count_rejection(reason);
         continue;
@@ -425,7 +432,16 @@ class Run {
         return;
       }
       json record = r.record;
-      record["rejections"] = pending_rejections_[r.slot];
+      json rejections = json::object(), contaminated_by = json::object();
+      for (const auto& [k, v] : pending_rejections_[r.slot]) {
+        if (k.rfind(kContaminatedBy, 0) == 0) {
+          contaminated_by[k.substr(sizeof(kContaminatedBy) - 1)] = v;
+        } else {
+          rejections[k] = v;
+        }
+      }
+      record["rejections"] = rejections;
+      record["contaminated_by"] = contaminated_by;
       pending_rejections_.erase(r.slot);
       slots_->write(record);
       tasks_->write(to_json(r.task));

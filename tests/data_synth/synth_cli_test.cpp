@@ -308,9 +308,19 @@ TEST(SynthCliTest, JudgeBaselinesLeaveTheSetAsItIs) {
     EXPECT_GT(*with[i].baselines->eager_ms, 0.0);
     EXPECT_FALSE(with[i].baselines->device.empty());
     EXPECT_FALSE(with[i].baselines->compile_ms.has_value());
-    TaskSpec stripped = with[i];
+    // The difficulty label holds the measurement: eager over the roofline
+    // bound of the device it was measured on.
+    const json& d = with[i].meta["difficulty"];
+    EXPECT_DOUBLE_EQ(d["eager_ms"].get<double>(), *with[i].baselines->eager_ms) << d.dump();
+    EXPECT_DOUBLE_EQ(d["headroom"].get<double>(), d["eager_ms"].get<double>() / d["bound_ms"].get<double>())
+        << d.dump();
+    EXPECT_EQ(d["device"], with[i].baselines->device) << d.dump();
+    EXPECT_TRUE(without[i].meta["difficulty"]["headroom"].is_null());
+    TaskSpec stripped = with[i], plain = without[i];
     stripped.baselines.reset();
-    EXPECT_EQ(to_json(stripped).dump(), to_json(without[i]).dump()) << "task " << i;
+    stripped.meta.erase("difficulty");
+    plain.meta.erase("difficulty");
+    EXPECT_EQ(to_json(stripped).dump(), to_json(plain).dump()) << "task " << i;
   }
   // The judge's timing record: its clock and its stopping rule, with the
   // options synthesis chose (at least 10 samples, RSE 1 % or 200 ms).

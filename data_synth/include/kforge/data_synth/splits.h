@@ -9,9 +9,9 @@
 // contain one another as a contiguous run ([gemm, softmax] inside
 // [gemm, softmax, sum]) form one group, and a group goes to one split whole:
 // no test family's core appears in a train task, as a family or inside one.
-// Groups are placed largest first into the split furthest below its target
-// share of tasks (ties by a hash of the group), so the split is a function of
-// the set.
+// Groups are placed largest first into the split with the most room left
+// below its target in tasks (ties by a hash of the group's family names), so
+// the split is a function of the set.
 #pragma once
 
 #include <filesystem>

@@ -1,0 +1,152 @@
+// What `kforge synth` adds to a set for a lab, through the real binary and the
+// real CPU judge: template solutions judged and shipped only when verified,
+// the split and reach estimate on the card, and the shortcut audit sharded
+// over processes giving the same counts as one process.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "kforge/core/document.h"
+#include "kforge/core/jsonl.h"
+#include "kforge/core/remove_tree.h"
+#include "kforge/core/task_spec.h"
+
+namespace kforge::synth {
+namespace {
+namespace fs = std::filesystem;
+
+fs::path scratch(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("kforge_synth_dataset_" + std::to_string(::getpid()) + "_" + name);
+  kforge::remove_tree(p);
+  fs::create_directories(p);
+  return p;
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+int run(const std::string& cmd, std::string* output = nullptr) {
+  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (!pipe) return -1;
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  const int status = ::pclose(pipe);
+  if (output) *output = out;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string synth(const fs::path& out, int n, const std::string& extra) {
+  return std::string(KFORGE_BIN) + " synth --n " + std::to_string(n) + " --backend cpu --seed 11 --workers 2 --out " +
+         out.string() + " --baselines none --compile-baselines off --quiet " + extra;
+}
+
+// A task the template generator covers (gelu, then a softmax over rows),
+// appended to a synthesized set as if a slot had committed it.
+json covered_task() {
+  return {{"id", "synth/handmade0000000"},
+          {"source", "synth"},
+          {"inputs", {{{"name", "x"}, {"shape", {64, 256}}, {"dtype", "float32"}}}},
+          {"nodes",
+           {{{"op", "gelu"}, {"in", {"x"}}, {"out", "t0"}},
+            {{"op", "softmax"}, {"in", {"t0"}}, {"out", "y"}, {"attrs", {{"dim", -1}}}}}},
+          {"outputs", {"y"}},
+          {"shape_variants", {{{"x", {32, 256}}}, {{"x", {47, 256}}}}},
+          {"tolerance", {{"rtol", 1e-2}, {"atol", 1e-2}}},
+          {"meta", {{"synth", {{"graph_hash", "handmade"}}}, {"family", "softmax"}}}};
+}
+
+TEST(SynthDatasetCliTest, SolutionsSplitAndReachReachTheCard) {
+  const fs::path dir = scratch("extras");
+  std::string out;
+  ASSERT_EQ(run(synth(dir, 2, ""), &out), 0) << out;
+  std::ofstream(dir / "tasks.jsonl", std::ios::app) << covered_task().dump() << "\n";
+  ASSERT_EQ(run(synth(dir, 3, "--solutions on --split 0.5,0.25,0.25 --reach-sample 200"), &out), 0) << out;
+
+  const json index = Document::from_file(dir / "solutions" / "index.json").root;
+  EXPECT_EQ(index["tasks"], 3);
+  EXPECT_EQ(index["mode"], "cpp");
+  EXPECT_GE(index["verified"].get<int>(), 1) << index.dump();
+  bool handmade = false;
+  std::set<std::string> shipped;
+  for (const auto& e : fs::directory_iterator(dir / "solutions")) {
+    if (e.path().extension() == ".cpp") shipped.insert(e.path().filename().string());
+  }
+  for (const auto& t : index["per_task"]) {
+    if (!t["covered"].get<bool>()) {
+      EXPECT_FALSE(t.value("blocked_by", std::string()).empty()) << t.dump();
+      continue;
+    }
+    const bool correct = t["verdict"] == "correct";
+    const std::string file = t.value("file", std::string());
+    // Only what the judge verified ships.
+    EXPECT_EQ(correct, !file.empty() && shipped.count(file) > 0) << t.dump();
+    if (t["task_id"] == "synth/handmade0000000") {
+      handmade = true;
+      EXPECT_TRUE(correct) << t.dump();
+      EXPECT_GT(t["speedup"].get<double>(), 0.0) << t.dump();
+    }
+  }
+  EXPECT_TRUE(handmade) << index.dump();
+  EXPECT_GE(index["by_op"]["gelu"]["verified"].get<int>(), 1) << index["by_op"].dump();
+  EXPECT_EQ(shipped.size(), static_cast<size_t>(index["verified"].get<int>()));
+
+  const json split = Document::from_file(dir / "split" / "split.json").root;
+  int64_t in_splits = 0;
+  for (const char* s : {"train", "validation", "test"}) {
+    in_splits += split["tasks"][s].get<int64_t>();
+    EXPECT_TRUE(fs::exists(dir / "split" / (std::string(s) + ".jsonl"))) << s;
+  }
+  EXPECT_EQ(in_splits, 3);
+  EXPECT_EQ(split["test_cores_in_train"], 0);
+
+  const json reach = Document::from_file(dir / "reach.json").root;
+  EXPECT_EQ(reach["samples"], 200);
+  EXPECT_GE(reach["distinct"].get<int>(), 1) << reach.dump();
+
+  const std::string card = read(dir / "DATASET_CARD.md");
+  for (const char* section : {"## Contamination by what the kernel must do", "## Difficulty", "## Split",
+                              "## Proof of solvability", "## Reachable space", "## Shortcut audit"}) {
+    EXPECT_NE(card.find(section), std::string::npos) << section;
+  }
+  EXPECT_NE(card.find("distinct valid tasks"), std::string::npos);
+  EXPECT_NE(card.find("appears in a train task (as its family or inside it): 0"), std::string::npos);
+  kforge::remove_tree(dir);
+}
+
+// --jobs 2 runs two shard processes and merges them: the same counts as one
+// process over the whole set, every task audited, and the card shows them.
+TEST(SynthDatasetCliTest, TheShardedAuditEqualsTheWholeOne) {
+  const fs::path dir = scratch("audit");
+  std::string out;
+  ASSERT_EQ(run(synth(dir, 4, ""), &out), 0) << out;
+  const std::string audit = std::string(KFORGE_PYTHON) + " " + KFORGE_SOURCE_DIR + "/bench/synth/audit_shortcuts.py " +
+                            dir.string();
+  ASSERT_EQ(run(audit, &out), 0) << out;
+  const json whole = json::parse(out.substr(out.rfind("\n{") + 1));
+  ASSERT_EQ(run(audit + " --jobs 2 --write", &out), 0) << out;
+  const json sharded = Document::from_file(dir / "audit_shortcuts.json").root;
+  EXPECT_EQ(sharded["shards"], 2);
+  EXPECT_EQ(sharded["audited"], 4);
+  EXPECT_EQ(sharded["tasks"], 4);
+  for (const char* k : {"passable_by_constant", "mostly_constant", "ignores_activations", "ignores_an_input",
+                        "rms_below_atol", "errors"}) {
+    EXPECT_EQ(sharded[k], whole[k]) << k << ": " << sharded.dump() << " vs " << whole.dump();
+  }
+  EXPECT_TRUE(sharded["failed_shards"].empty()) << sharded.dump();
+  ASSERT_EQ(run(synth(dir, 4, ""), &out), 0) << out;
+  EXPECT_NE(read(dir / "DATASET_CARD.md").find("2 shards): audited 4 of 4 tasks"), std::string::npos)
+      << read(dir / "DATASET_CARD.md");
+  kforge::remove_tree(dir);
+}
+
+}  // namespace
+}  // namespace kforge::synth
