@@ -73,7 +73,7 @@ def test_a_rollout_through_the_python_server_carries_tokens_and_versions(tmp_pat
     assert request["task"]["id"] == "test/scale_bias_relu"
     assert isinstance(request["sampling"]["seed"], int)
     for t in trajectories:
-        assert t["schema_version"] == 2
+        assert t["schema_version"] == 3
         assert t["policy_version_start"] == "42" and t["policy_version_end"] == "42"
         turn = t["turns"][0]
         assert turn["info"]["policy"]["token_ids"] == [5, 6, 7]
