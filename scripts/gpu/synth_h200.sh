@@ -45,13 +45,13 @@
 #   audit      python3 bench/synth/audit_shortcuts.py $WORK --device cuda --jobs
 #              $SYNTH_AUDIT_JOBS (4) --deadline-s <left> --write: the shortcut audit, sharded
 #              over processes sharing the GPU, so a 1,000-task set completes in this one call
-#   card       kforge synth --split 0.8,0.1,0.1 --reach-sample $SYNTH_REACH (20000): the
+#   card       kforge synth --split 0.8,0.1,0.1 --reach-sample $SYNTH_REACH (50000): the
 #              split, the reach estimate, and the card with every section
 #
 # Knobs: SYNTH_N (1000), SYNTH_SEED (1), SYNTH_WORK, SYNTH_FRESH=1 (start the
 # set over), SYNTH_RESERVE_S (60, kept for compile to card), SYNTH_COMPILE_SAMPLE
 # (32 tasks; 0 skips), SYNTH_SOLUTIONS (150; 0 skips), SYNTH_AUDIT_JOBS (4),
-# SYNTH_REACH (20000), KFORGE_DEADLINE_S (290; 585 for the whole 10-minute
+# SYNTH_REACH (50000), KFORGE_DEADLINE_S (290; 585 for the whole 10-minute
 # command), STAGES (build,synth,compile,solutions,audit,card,pack), KFORGE_BIN
 # and SYNTH_BACKEND (dry runs).
 set -uo pipefail
@@ -69,7 +69,7 @@ DEADLINE=${KFORGE_DEADLINE_S:-290}
 STAGES=${STAGES:-build,synth,compile,solutions,audit,card,pack}
 SOLUTIONS=${SYNTH_SOLUTIONS:-150}
 AUDIT_JOBS=${SYNTH_AUDIT_JOBS:-4}
-REACH=${SYNTH_REACH:-20000}
+REACH=${SYNTH_REACH:-50000}
 stage() { [[ ",$STAGES," == *",$1,"* ]]; }
 left() { local l=$((DEADLINE - SECONDS)); ((l < 10)) && l=10; echo "$l"; }
 say() { printf '[synth_h200 %4ds] %s\n' "$SECONDS" "$*" | tee -a "$OUT/summary.log"; }
