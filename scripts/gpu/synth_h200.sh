@@ -48,6 +48,16 @@
 #   card       kforge synth --split 0.8,0.1,0.1 --reach-sample $SYNTH_REACH (50000): the
 #              split, the reach estimate, and the card with every section
 #
+# A 1,000-task set with every stage takes two device calls (the machine stays
+# warm between them and keeps build/ and $SYNTH_WORK):
+#   KFORGE_DEADLINE_S=585 STAGES=build,synth,compile,pack OUT=$OUT bash scripts/gpu/synth_h200.sh
+#   KFORGE_DEADLINE_S=585 STAGES=solutions,audit,card,pack OUT=$OUT bash scripts/gpu/synth_h200.sh
+# The second call's audit stage is, exactly:
+#   $KFORGE_PYTHON bench/synth/audit_shortcuts.py build/gpu-synth --device cuda --jobs 4 \
+#     --deadline-s <what is left less 30 s> --write
+# (CPU: 400 tasks in 26 s with 2 processes; each GPU process first pays its
+# CUDA start-up.)
+#
 # Knobs: SYNTH_N (1000), SYNTH_SEED (1), SYNTH_WORK, SYNTH_FRESH=1 (start the
 # set over), SYNTH_RESERVE_S (60, kept for compile to card), SYNTH_COMPILE_SAMPLE
 # (32 tasks; 0 skips), SYNTH_SOLUTIONS (150; 0 skips), SYNTH_AUDIT_JOBS (4),
