@@ -45,13 +45,23 @@
 #   audit      python3 bench/synth/audit_shortcuts.py $WORK --device cuda --jobs
 #              $SYNTH_AUDIT_JOBS (4) --deadline-s <left> --write: the shortcut audit, sharded
 #              over processes sharing the GPU, so a 1,000-task set completes in this one call
-#   card       kforge synth --split 0.8,0.1,0.1 --reach-sample $SYNTH_REACH (20000): the
+#   card       kforge synth --split 0.8,0.1,0.1 --reach-sample $SYNTH_REACH (50000): the
 #              split, the reach estimate, and the card with every section
+#
+# A 1,000-task set with every stage takes two device calls (the machine stays
+# warm between them and keeps build/ and $SYNTH_WORK):
+#   KFORGE_DEADLINE_S=585 STAGES=build,synth,compile,pack OUT=$OUT bash scripts/gpu/synth_h200.sh
+#   KFORGE_DEADLINE_S=585 STAGES=solutions,audit,card,pack OUT=$OUT bash scripts/gpu/synth_h200.sh
+# The second call's audit stage is, exactly:
+#   $KFORGE_PYTHON bench/synth/audit_shortcuts.py build/gpu-synth --device cuda --jobs 4 \
+#     --deadline-s <what is left less 30 s> --write
+# (CPU: 400 tasks in 26 s with 2 processes; each GPU process first pays its
+# CUDA start-up.)
 #
 # Knobs: SYNTH_N (1000), SYNTH_SEED (1), SYNTH_WORK, SYNTH_FRESH=1 (start the
 # set over), SYNTH_RESERVE_S (60, kept for compile to card), SYNTH_COMPILE_SAMPLE
 # (32 tasks; 0 skips), SYNTH_SOLUTIONS (150; 0 skips), SYNTH_AUDIT_JOBS (4),
-# SYNTH_REACH (20000), KFORGE_DEADLINE_S (290; 585 for the whole 10-minute
+# SYNTH_REACH (50000), KFORGE_DEADLINE_S (290; 585 for the whole 10-minute
 # command), STAGES (build,synth,compile,solutions,audit,card,pack), KFORGE_BIN
 # and SYNTH_BACKEND (dry runs).
 set -uo pipefail
@@ -69,7 +79,7 @@ DEADLINE=${KFORGE_DEADLINE_S:-290}
 STAGES=${STAGES:-build,synth,compile,solutions,audit,card,pack}
 SOLUTIONS=${SYNTH_SOLUTIONS:-150}
 AUDIT_JOBS=${SYNTH_AUDIT_JOBS:-4}
-REACH=${SYNTH_REACH:-20000}
+REACH=${SYNTH_REACH:-50000}
 stage() { [[ ",$STAGES," == *",$1,"* ]]; }
 left() { local l=$((DEADLINE - SECONDS)); ((l < 10)) && l=10; echo "$l"; }
 say() { printf '[synth_h200 %4ds] %s\n' "$SECONDS" "$*" | tee -a "$OUT/summary.log"; }

@@ -274,10 +274,32 @@ TEST(SynthesizerTest, ASeededRunReachesEqNeAndLog) {
       }
     }
   }
-  std::printf("tasks using eq %d, ne %d, log %d, where %d of %lld\n", uses["eq"], uses["ne"], uses["log"],
-              uses["where"], static_cast<long long>(c.n));
-  for (const char* op : {"eq", "ne", "log"}) EXPECT_GE(uses[op], 2) << op << " in " << c.n << " tasks";
+  std::printf("tasks using eq %d, ne %d, log %d, where %d, argmax %d, argmin %d of %lld\n", uses["eq"], uses["ne"],
+              uses["log"], uses["where"], uses["argmax"], uses["argmin"], static_cast<long long>(c.n));
+  for (const char* op : {"eq", "ne", "log", "argmax", "argmin"}) {
+    EXPECT_GE(uses[op], 2) << op << " in " << c.n << " tasks";
+  }
   EXPECT_GE(uses["where"], uses["eq"] + uses["ne"]);
+  kforge::remove_tree(dir);
+}
+
+// A curriculum: only tasks whose predicted headroom is in the range are
+// committed; the others are rejected as headroom_range before any filter.
+TEST(SynthesizerTest, AHeadroomRangeKeepsOnlyThoseTasks) {
+  const fs::path dir = scratch("headroom");
+  SynthConfig c = config(2);
+  c.n = 4;
+  c.headroom_range = {2.0, 8.0};
+  const SynthProgress p = synthesize(c, dir, {}, {});
+  ASSERT_EQ(p.accepted, 4);
+  EXPECT_GT(p.rejections.count("headroom_range") ? p.rejections.at("headroom_range") : 0, 0);
+  for (const auto& t : load_task_set(dir / "tasks.jsonl")) {
+    const double h = t.meta["difficulty"]["predicted_headroom"].get<double>();
+    EXPECT_GE(h, 2.0) << t.id;
+    EXPECT_LE(h, 8.0) << t.id;
+    EXPECT_FALSE(t.meta["family"].get<std::string>().empty()) << t.id;
+  }
+  EXPECT_EQ(c.identity()["headroom_range"], json({2.0, 8.0}));
   kforge::remove_tree(dir);
 }
 
