@@ -131,7 +131,10 @@ bool contains_with_cheap_gaps(const Tokens& task, const Tokens& problem) {
 
 NearestProblem KernelBenchSignatures::judge(const TaskSpec& task, const DeviceProfile& profile) const {
   NearestProblem by_meaning = nearest(contamination_ops(task));
-  if (by_meaning.problem.empty() || by_meaning.distance <= kContaminationThreshold) return by_meaning;
+  // Equal or containing is the strongest verdict; an edit-distance one may
+  // fall under a lower SynthConfig::contamination_threshold, so the rules
+  // below still decide.
+  if (by_meaning.problem.empty() || by_meaning.distance == 0.0) return by_meaning;
   const DominantPart d = dominant_part(task, profile);
   Match best;
   for (const auto& p : problems_) {
