@@ -219,9 +219,13 @@ class RemoteEnv:
 
     def step(self, action: Any) -> Tuple[Observation, float, bool, bool, Info]:
         """One environment step (see ``action_params`` for the action forms)."""
+        return self._step_call(action_params(action))
+
+    def _step_call(self, params: Dict[str, Any]) -> Tuple[Observation, float, bool, bool, Info]:
+        """The server's ``step`` on this env with ``params``, as the step tuple."""
         env_id = self._live_env_id()
         try:
-            result = self.client.call("step", {"env_id": env_id, **action_params(action)}, self.timeout_s)
+            result = self.client.call("step", {"env_id": env_id, **params}, self.timeout_s)
         except KForgeError as e:
             e.env_id = env_id
             raise
@@ -242,19 +246,7 @@ class RemoteEnv:
         (``truncated`` set; ``scored_measurement(info)`` is the verdict)."""
         if reason not in END_REASONS:
             raise ValueError(f"unknown reason {reason!r}; the reasons are {', '.join(END_REASONS)}")
-        env_id = self._live_env_id()
-        try:
-            result = self.client.call("step", {"env_id": env_id, "end": reason}, self.timeout_s)
-        except KForgeError as e:
-            e.env_id = env_id
-            raise
-        return (
-            result["observation"],
-            float(result["reward"]),
-            bool(result["terminated"]),
-            bool(result["truncated"]),
-            result["info"],
-        )
+        return self._step_call({"end": reason})
 
     @property
     def messages(self) -> List[Dict[str, Any]]:
