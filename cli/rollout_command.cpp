@@ -61,7 +61,7 @@ int run_rollout(const RolloutArgs& a) {
   if (!a.stream_spool.empty()) config.stream.spool_dir = a.stream_spool;
   std::unique_ptr<rollout::JsonlTrajectorySink> jsonl;
   std::unique_ptr<rollout::TrajectorySender> sender;
-  std::vector<rollout::TrajectorySink*> sinks;
+  std::vector<TrajectorySink*> sinks;
   if (!config.output.empty()) {
     jsonl = std::make_unique<rollout::JsonlTrajectorySink>(config.output);
     sinks.push_back(jsonl.get());

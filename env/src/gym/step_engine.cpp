@@ -101,7 +101,10 @@ reward::RewardBreakdown only_terms(const reward::RewardBreakdown& full, const st
 }
 
 void add_into(reward::RewardBreakdown& to, const reward::RewardBreakdown& from) {
-  for (const auto& [name, value] : from.components) {
+  for (const auto& component : from.components) {
+    // A plain variable, not a structured binding: C++17 lambdas cannot capture those (clang rejects it).
+    const std::string& name = component.first;
+    const double value = component.second;
     auto it = std::find_if(to.components.begin(), to.components.end(), [&](const auto& c) { return c.first == name; });
     if (it == to.components.end()) {
       to.components.emplace_back(name, value);

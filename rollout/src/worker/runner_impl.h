@@ -27,7 +27,7 @@
 #include "kforge/rollout/policy/policy.h"
 #include "kforge/rollout/worker/rollout_config.h"
 #include "kforge/rollout/worker/rollout_runner.h"
-#include "kforge/rollout/trajectory_sink.h"
+#include "kforge/core/trajectory_sink.h"
 
 namespace kforge::rollout {
 

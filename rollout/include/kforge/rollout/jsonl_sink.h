@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "kforge/core/jsonl.h"
-#include "kforge/rollout/trajectory_sink.h"
+#include "kforge/core/trajectory_sink.h"
 
 namespace kforge::rollout {
 

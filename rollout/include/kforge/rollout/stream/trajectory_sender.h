@@ -27,7 +27,7 @@
 
 #include "kforge/core/document.h"
 #include "kforge/rollout/stream/curve.h"
-#include "kforge/rollout/trajectory_sink.h"
+#include "kforge/core/trajectory_sink.h"
 
 namespace kforge::rollout {
 

@@ -51,7 +51,7 @@
 #include "kforge/core/trajectory.h"
 #include "kforge/env/env_pool.h"
 #include "kforge/rollout/policy/policy.h"
-#include "kforge/rollout/trajectory_sink.h"
+#include "kforge/core/trajectory_sink.h"
 #include "kforge/rollout/worker/rollout_config.h"
 
 namespace kforge::rollout {

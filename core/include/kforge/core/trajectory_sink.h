@@ -1,12 +1,15 @@
-// Where a rollout worker puts each finished trajectory: a JSONL file, the
-// reliable stream to the trainer (trajectory_sender.h), or both.
+// Where a rollout worker puts each finished trajectory: a JSONL file
+// (rollout/jsonl_sink.h), the reliable stream to the trainer
+// (rollout/stream/trajectory_sender.h), or both. It lives in core so that the
+// stream (kforge_rollout_stream) and a C++ trainer that links the receiver
+// need core, MessagePack and ZeroMQ only, not the rollout workers and the env.
 #pragma once
 
 #include <chrono>
 
 #include "kforge/core/trajectory.h"
 
-namespace kforge::rollout {
+namespace kforge {
 
 class TrajectorySink {
  public:
@@ -20,4 +23,4 @@ class TrajectorySink {
   virtual bool flush(std::chrono::milliseconds timeout) = 0;
 };
 
-}  // namespace kforge::rollout
+}  // namespace kforge
