@@ -85,9 +85,8 @@ TensorType infer_clamp(const Types& in, const json& attrs) {
   return {in[0].shape, d};
 }
 
-}  // namespace
-
-void register_elementwise_ops(OpRegistry& r) {
+// a op b, or a op scalar: arithmetic and comparisons.
+void register_binary_ops(OpRegistry& r) {
   const std::vector<BinaryDef> binaries = {
       {"add", "a + alpha * b", BinaryKind::kArithmetic, true, "torch.add", ""},
       {"sub", "a - alpha * b", BinaryKind::kArithmetic, true, "torch.sub", ""},
@@ -128,7 +127,10 @@ void register_elementwise_ops(OpRegistry& r) {
     };
     r.add(std::move(s));
   }
+}
 
+// The two ops that take other than one or two operands.
+void register_where_and_clamp(OpRegistry& r) {
   OpSchema where;
   where.name = "where";
   where.category = OpCategory::kElementwise;
@@ -151,7 +153,10 @@ void register_elementwise_ops(OpRegistry& r) {
     return py_call("torch.clamp", args, py_kwargs(attrs, {"min", "max"}));
   };
   r.add(std::move(clamp));
+}
 
+// f(x), one op per function.
+void register_unary_ops(OpRegistry& r) {
   const std::vector<UnaryDef> unaries = {
       {"abs", "|x|", false, "torch.abs", 1},
       {"neg", "-x", false, "torch.neg", 1},
@@ -180,6 +185,14 @@ void register_elementwise_ops(OpRegistry& r) {
     s.python = [fn](const Args& args, const Types&, const json&) { return py_call(fn, args); };
     r.add(std::move(s));
   }
+}
+
+}  // namespace
+
+void register_elementwise_ops(OpRegistry& r) {
+  register_binary_ops(r);
+  register_where_and_clamp(r);
+  register_unary_ops(r);
 }
 
 }  // namespace kforge::ops

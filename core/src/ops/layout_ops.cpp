@@ -227,10 +227,9 @@ struct LayoutDef {
   std::function<std::string(const Args&, const Types&, const json&)> python;
 };
 
-}  // namespace
-
-void register_layout_ops(OpRegistry& r) {
-  const std::vector<LayoutDef> defs = {
+// Same elements, other dims: reordered, regrouped, added or dropped.
+std::vector<LayoutDef> reshaping_defs() {
+  return {
       {"transpose",
        1,
        1,
@@ -285,6 +284,12 @@ void register_layout_ops(OpRegistry& r) {
        [](const Args& a, const Types&, const json& at) {
          return py_call("torch.unsqueeze", {a[0], py_literal(at["dim"])});
        }},
+  };
+}
+
+// Several inputs joined into one; a range of one dim kept.
+std::vector<LayoutDef> joining_and_selecting_defs() {
+  return {
       {"cat",
        1,
        64,
@@ -330,6 +335,12 @@ void register_layout_ops(OpRegistry& r) {
          if (get_int(at, "step") != 1) idx += ":" + std::to_string(get_int(at, "step"));
          return a[0] + "[" + idx + "]";
        }},
+  };
+}
+
+// One input broadcast or copied; a triangle kept and the rest zeroed.
+std::vector<LayoutDef> copying_and_masking_defs() {
+  return {
       {"expand",
        1,
        1,
@@ -376,6 +387,15 @@ void register_layout_ops(OpRegistry& r) {
          return py_call("torch.triu", a, py_kwargs(at, {"diagonal"}));
        }},
   };
+}
+
+}  // namespace
+
+void register_layout_ops(OpRegistry& r) {
+  std::vector<LayoutDef> defs;
+  for (auto group : {reshaping_defs(), joining_and_selecting_defs(), copying_and_masking_defs()}) {
+    defs.insert(defs.end(), group.begin(), group.end());
+  }
   for (const auto& d : defs) {
     OpSchema s;
     s.name = d.name;

@@ -110,9 +110,8 @@ std::vector<AttrSchema> trailing_attrs() {
           attr_float("eps", 1e-5, "added to the variance for stability")};
 }
 
-}  // namespace
-
-void register_norm_ops(OpRegistry& r) {
+// Normalized over the trailing dims of each sample.
+void register_trailing_norms(OpRegistry& r) {
   OpSchema ln;
   ln.name = "layer_norm";
   ln.category = OpCategory::kNorm;
@@ -145,7 +144,10 @@ void register_norm_ops(OpRegistry& r) {
     return s;
   };
   r.add(std::move(rms));
+}
 
+// Normalized per channel or group of channels.
+void register_channel_norms(OpRegistry& r) {
   OpSchema gn;
   gn.name = "group_norm";
   gn.category = OpCategory::kNorm;
@@ -196,6 +198,13 @@ void register_norm_ops(OpRegistry& r) {
                    "use_input_stats=True, eps=" + py_literal(attrs.at("eps")));
   };
   r.add(std::move(in_norm));
+}
+
+}  // namespace
+
+void register_norm_ops(OpRegistry& r) {
+  register_trailing_norms(r);
+  register_channel_norms(r);
 }
 
 }  // namespace kforge::ops

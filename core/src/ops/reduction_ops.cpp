@@ -105,11 +105,10 @@ std::string py_reduction(const ReductionDef& def, const Args& args, const json& 
   return "torch." + def.name + "(" + x + ", dim=" + py_dim(attrs, x) + extra + (keepdim ? ", keepdim=True" : "") + ")";
 }
 
-}  // namespace
-
-void register_reduction_ops(OpRegistry& r) {
+// The reductions over a dim or a list of dims, as rows of one table.
+std::vector<ReductionDef> reduction_defs() {
   const AttrSchema correction = attr_int("correction", 1, "subtracted from the count in the divisor (1: unbiased)");
-  const std::vector<ReductionDef> defs = {
+  return {
       {"sum", "sum over dim (integers accumulate in int64)", ReduceDType::kIntegerToLong, DimKind::kList, 1, {}},
       {"mean", "arithmetic mean over dim", ReduceDType::kFloatingOnly, DimKind::kList, 1, {}},
       {"amax", "maximum over dim", ReduceDType::kSame, DimKind::kList, 1, {}},
@@ -159,6 +158,30 @@ void register_reduction_ops(OpRegistry& r) {
        3,
        {attr_float("p", 2.0, "order of the norm")}},
   };
+}
+
+// A scan keeps the reduced dim: it shares the category, not the table.
+void register_cumsum(OpRegistry& r) {
+  OpSchema cumsum;
+  cumsum.name = "cumsum";
+  cumsum.category = OpCategory::kReduction;
+  cumsum.attrs = {attr_required("dim", "int", "the dim to scan along")};
+  cumsum.doc = "inclusive prefix sum along dim (a scan; integers accumulate in int64)";
+  cumsum.infer = [](const Types& in, const json& attrs) {
+    wrap_dim(get_int(attrs, "dim"), static_cast<int64_t>(in[0].shape.size()), "dim");
+    return TensorType{in[0].shape, dtype_is_floating(in[0].dtype) ? in[0].dtype : DType::kInt64};
+  };
+  cumsum.flops = flops_per_output(1);
+  cumsum.python = [](const Args& args, const Types&, const json& attrs) {
+    return py_call("torch.cumsum", args, py_kwargs(attrs, {"dim"}));
+  };
+  r.add(std::move(cumsum));
+}
+
+}  // namespace
+
+void register_reduction_ops(OpRegistry& r) {
+  const std::vector<ReductionDef> defs = reduction_defs();
   for (const auto& d : defs) {
     OpSchema s;
     s.name = d.name;
@@ -177,21 +200,7 @@ void register_reduction_ops(OpRegistry& r) {
     s.python = [def](const Args& args, const Types&, const json& attrs) { return py_reduction(def, args, attrs); };
     r.add(std::move(s));
   }
-
-  OpSchema cumsum;
-  cumsum.name = "cumsum";
-  cumsum.category = OpCategory::kReduction;
-  cumsum.attrs = {attr_required("dim", "int", "the dim to scan along")};
-  cumsum.doc = "inclusive prefix sum along dim (a scan; integers accumulate in int64)";
-  cumsum.infer = [](const Types& in, const json& attrs) {
-    wrap_dim(get_int(attrs, "dim"), static_cast<int64_t>(in[0].shape.size()), "dim");
-    return TensorType{in[0].shape, dtype_is_floating(in[0].dtype) ? in[0].dtype : DType::kInt64};
-  };
-  cumsum.flops = flops_per_output(1);
-  cumsum.python = [](const Args& args, const Types&, const json& attrs) {
-    return py_call("torch.cumsum", args, py_kwargs(attrs, {"dim"}));
-  };
-  r.add(std::move(cumsum));
+  register_cumsum(r);
 }
 
 }  // namespace kforge::ops

@@ -24,10 +24,8 @@ AtenOp unary(at::Tensor (*fn)(const at::Tensor&)) {
   return [fn](const Tensors& in, const json&) { return fn(in[0]); };
 }
 
-}  // namespace
-
-void add_pointwise_ops(AtenOpTable& t) {
-  // ---- activations ----
+// Activations.
+void add_activations(AtenOpTable& t) {
   t["relu"] = unary(at::relu);
   t["relu6"] = [](const Tensors& in, const json&) { return at::hardtanh(in[0], 0, 6); };
   t["leaky_relu"] = [](const Tensors& in, const json& a) {
@@ -50,8 +48,10 @@ void add_pointwise_ops(AtenOpTable& t) {
   t["hardtanh"] = [](const Tensors& in, const json& a) {
     return at::hardtanh(in[0], get_float(a, "min_val"), get_float(a, "max_val"));
   };
+}
 
-  // ---- binary elementwise ----
+// Binary elementwise ops.
+void add_binary_ops(AtenOpTable& t) {
   t["add"] = [](const Tensors& in, const json& a) {
     const at::Scalar alpha = to_scalar(a.at("alpha"));
     if (has(a, "other")) return at::add(in[0], to_scalar(a.at("other")), alpha);
@@ -91,8 +91,10 @@ void add_pointwise_ops(AtenOpTable& t) {
     if (has(a, "max")) hi = to_scalar(a.at("max"));
     return at::clamp(in[0], lo, hi);
   };
+}
 
-  // ---- unary elementwise ----
+// Unary elementwise ops.
+void add_unary_ops(AtenOpTable& t) {
   t["abs"] = unary(at::abs);
   t["neg"] = unary(at::neg);
   t["exp"] = unary(at::exp);
@@ -106,10 +108,21 @@ void add_pointwise_ops(AtenOpTable& t) {
   t["cos"] = unary(at::cos);
   t["erf"] = unary(at::erf);
   t["sign"] = unary(at::sign);
+}
 
-  // ---- softmax ----
+// Softmax and its log.
+void add_softmax_ops(AtenOpTable& t) {
   t["softmax"] = [](const Tensors& in, const json& a) { return at::softmax(in[0], get_int(a, "dim")); };
   t["log_softmax"] = [](const Tensors& in, const json& a) { return at::log_softmax(in[0], get_int(a, "dim")); };
+}
+
+}  // namespace
+
+void add_pointwise_ops(AtenOpTable& t) {
+  add_activations(t);
+  add_binary_ops(t);
+  add_unary_ops(t);
+  add_softmax_ops(t);
 }
 
 }  // namespace kforge::ref::detail
