@@ -1,4 +1,4 @@
-// `kforge serve` under a flood of malformed requests (issue 12, target: the
+// `kforge serve` under a flood of malformed requests (docs/threat-model.md#outside-input; target: the
 // honest clients' p99 step latency within 2x of the same run without flood).
 //
 // A real `kforge serve` process (CPU backend, bench/server/flood.yaml) serves
