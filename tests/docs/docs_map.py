@@ -22,6 +22,12 @@ Placeholders: `<name>` and `*` stand for one path component and must match at
 least one existing path; `{a,b}` is expanded and each must exist; a trailing
 `#anchor` is checked like a link's, unless it is a `<placeholder>`.
 
+The other pages (docs/**/*.md, README.md, trainer_bridge/*.md) name files
+in shorthand too (`judge/l2_flush.*` for env/src/judge/, `kforge/env/eval.h`
+as it is included, the files a command writes, other projects' files): there
+only full paths are checked, tokens whose first component is an entry of the
+repository root (`core/`, `env/`, `docs/`, `README.md`, ...).
+
 Links. Every `[text](target)` whose target is not a URL must name an existing
 file, relative to the page; a `#anchor` must be the GitHub slug of a heading
 of that file (lower case; characters other than letters, digits, spaces, `-`
@@ -200,13 +206,22 @@ def check_anchor(root, page_rel, anchor, where):
     return []
 
 
-def check_paths(root, md_rel):
+def is_full_path(root, token):
+    """Starts at the repository root: `env/src/...`, not `judge/...` for
+    env/src/judge/ nor `kforge/env/eval.h` as included."""
+    first = token.split("/", 1)[0]
+    return "/" in token and not first.startswith(".") and os.path.exists(os.path.join(root, first))
+
+
+def check_paths(root, md_rel, full_paths_only=False):
     errors = []
     for para in paragraphs(read(root, md_rel)):
         bases = [""]
         for n, line in para:
             for token in _BACKTICKED.findall(line):
                 if not is_path_token(token) or token.startswith(GENERATED_PREFIXES):
+                    continue
+                if full_paths_only and not is_full_path(root, token):
                     continue
                 where = f"{md_rel}:{n}"
                 path, _, anchor = token.partition("#")

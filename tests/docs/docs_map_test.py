@@ -3,10 +3,10 @@
 Repository: the map's paths, links and "Where to find it" definitions, every
 page's links, every `<page>.md#anchor` cited in a tracked file, and no
 citation of a numbered issue or of the design file outside the repository.
-Paths inside the other pages (docs/*.md, README.md, trainer_bridge/*.md) are
-not checked yet: they name files relative to a module's include folder or to
-env/src/ and name the files a command writes, which the path rule would need
-per-page exceptions for.
+In the other pages (docs/**/*.md, README.md, trainer_bridge/*.md) only full
+repository paths are checked: they also name files relative to a module's
+include folder or to env/src/, the files a command writes and other projects'
+files, which the path rule would need per-page exceptions for.
 
 Checker: each check run on a small fixture tree, once intact (no error) and
 once broken (the error it must report), so a check that cannot fail fails
@@ -35,6 +35,11 @@ def failure_report(errors):
 class Repository(unittest.TestCase):
     def test_the_map_names_existing_paths(self):
         errors = docs_map.check_paths(ROOT, MAP)
+        self.assertEqual(errors, [], failure_report(errors))
+
+    def test_every_page_names_existing_full_paths(self):
+        errors = [e for p in docs_map.documentation_pages(ROOT) if p != MAP
+                  for e in docs_map.check_paths(ROOT, p, full_paths_only=True)]
         self.assertEqual(errors, [], failure_report(errors))
 
     def test_every_page_links_to_existing_files_and_headings(self):
@@ -131,6 +136,14 @@ class PathCheck(Fixture):
         self.assertEqual(len(errors), 2, errors)
         self.assertIn("nothing.cpp", errors[0])
         self.assertIn("gone.cpp", errors[1])
+
+    def test_only_full_paths_in_the_other_pages(self):
+        page = self.page("`src/engine.cc`, `pages/gone.md`, `engine/x.h`, `kforge/core/step.h`, `out/run.json`\n")
+        errors = docs_map.check_paths(self.root, page, full_paths_only=True)
+        self.assertEqual(len(errors), 2, errors)
+        self.assertIn("`src/engine.cc`", errors[0])
+        self.assertIn("`pages/gone.md`", errors[1])
+        self.assertEqual(len(docs_map.check_paths(self.root, page)), 5)
 
     def test_anchor_of_a_backticked_page_is_checked(self):
         page = self.page("`pages/other.md#wire-protocol-2`\n")
