@@ -14,7 +14,7 @@
 //   bench_server_flood [--seconds S] [--kforge PATH] [--flood all|resets|K]
 //
 // --kforge runs another build's binary (e.g. main's, for a before/after);
-// --flood resets sends only the resets, which a server without the issue-12
+// --flood resets sends only the resets, which a server without the hostile-input
 // fixes survives (its socket thread parsed them and suggested task ids);
 // --flood K sends only hostile message K of the list below (0-based), to find
 // which kind costs the honest clients.

@@ -17,8 +17,7 @@ paragraph): "`env/src/runner/sandbox.h`, `landlock.h`" names
 env/src/runner/landlock.h. Not paths: tokens with `://`, absolute paths (`/`,
 `~`, `$`), a bare extension (`.cu`), an include in angle brackets
 (`<ATen/ATen.h>`), and anything under `build/` (build outputs, absent in a
-clone).
-Placeholders: `<name>` and `*` stand for one path component and must match at
+clone). Placeholders: `<name>` and `*` stand for one path component and must match at
 least one existing path; `{a,b}` is expanded and each must exist; a trailing
 `#anchor` is checked like a link's, unless it is a `<placeholder>`.
 
@@ -37,6 +36,11 @@ Anchor mentions. In every tracked text file, `<page>.md#anchor` for a page
 under docs/ or trainer_bridge/ must resolve the same way (code comments cite
 the map by section).
 
+Section mentions. In every tracked text file, a page under docs/ or
+trainer_bridge/ followed by a quoted name (`docs/execution.md ("Wire
+protocol")`, `docs/cuda-backend.md, "Pools"`) must name the start of one of
+that page's headings or bold labels (`**Pools**`), ignoring case.
+
 Where to find it. In that table of the map, each backticked identifier of
 the third column (`Class::method`, `Class.method` for Python, `function`,
 `Type`) must be defined in a file the row names (the second column or a
@@ -44,13 +48,14 @@ backticked path of the third): out of class as `Class::method(...) ... {`, in
 the body of `class|struct Class` as `method(...) ... {`, or as
 `function(...) ... {`, `class|struct Type ... {`; in Python `def` inside
 `class`. A bare name in a row that names `Class::other` may also be a member
-of that class ("`StepEngine::run` (... `act` ...)" names StepEngine::act). Comments are ignored; a declaration (`;` after the parameters) is
-not a definition.
+of that class ("`StepEngine::run` (... `act` ...)" names StepEngine::act).
+Comments are ignored; a declaration (`;` after the parameters) is not a
+definition.
 
 Tracker citations. No tracked file may cite a numbered issue (the word
-"issue" or "issues" followed by a number, with or without `#`) or the design file that is not in the repository: a clone has
-neither the tracker nor that file, so the reason belongs in words or in a
-pointer into docs/.
+"issue" or "issues" followed by a number, with or without `#` or `-`) or the
+design file that is not in the repository: a clone has neither the tracker
+nor that file, so the reason belongs in words or in a pointer into docs/.
 """
 
 import fnmatch
@@ -69,7 +74,9 @@ _BACKTICKED = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 _LINK = re.compile(r"(?<!!)\[[^\]\n]*\]\(([^)\s]+)\)")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _EXT = re.compile(r"\.(" + "|".join(PATH_EXTENSIONS) + r")$")
-_CITATION = re.compile(r"\bissues?\s+#?\d+|\bDESIGN\.md\b", re.IGNORECASE)
+_CITATION = re.compile(r"\bissues?[\s_-]+#?\d+|\bDESIGN\.md\b", re.IGNORECASE)
+_SECTION_MENTION = re.compile(r"\b((?:docs|trainer_bridge)/[\w./-]*?\.md)(?:,\s*|\s+\(|\s+)\"([^\"\n]+)\"")
+_BOLD = re.compile(r"\*\*([^*\n]+?)\*\*")
 _ANCHOR_MENTION = re.compile(r"\b((?:docs|trainer_bridge)/[\w./-]*?\.md)#([\w-]+)")
 
 
@@ -272,6 +279,36 @@ def check_anchor_mentions(root, files):
     return errors
 
 
+def section_names(text):
+    """Headings and bold labels of a page, lower case, without markup."""
+    names = []
+    for _, line in prose_lines(text):
+        m = _HEADING.match(line)
+        if m:
+            names.append(m.group(2))
+        names += _BOLD.findall(line)
+    return [n.replace("`", "").strip().lower() for n in names]
+
+
+def check_section_mentions(root, files):
+    errors, cache = [], {}
+    for rel in files:
+        text = text_of(root, rel)
+        if text is None:
+            continue
+        for n, line in enumerate(text.split("\n"), 1):
+            for page, name in _SECTION_MENTION.findall(line):
+                if not os.path.isfile(os.path.join(root, page)):
+                    errors.append(f"{rel}:{n}: {page} \"{name}\": no file {page}")
+                    continue
+                if page not in cache:
+                    cache[page] = section_names(read(root, page))
+                wanted = name.replace("`", "").strip().lower()
+                if not any(s.startswith(wanted) for s in cache[page]):
+                    errors.append(f"{rel}:{n}: {page} has no heading or bold label \"{name}\"")
+    return errors
+
+
 # ---------------------------------------------------------------- definitions
 
 
@@ -360,7 +397,8 @@ def check_where_to_find_it(root, md_rel, heading="Where to find it"):
         names = [t for t in _BACKTICKED.findall(cells[2]) if _IDENTIFIER.fullmatch(t) and not is_path_token(t)]
         classes = {n.rsplit("::", 1)[0] for n in names if "::" in n}
         for name in names:
-            spellings = [name] + ([f"{c}::{name}" for c in sorted(classes)] if "::" not in name and "." not in name else [])
+            bare = "::" not in name and "." not in name
+            spellings = [name] + ([f"{c}::{name}" for c in sorted(classes)] if bare else [])
             if not any(defined_in(strip_comments(read(root, f), f.endswith(".py")), s, f.endswith(".py"))
                        for f in files for s in spellings):
                 errors.append(f"{md_rel}:{n}: `{name}` is defined in none of {', '.join(files)}")

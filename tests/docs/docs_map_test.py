@@ -53,6 +53,10 @@ class Repository(unittest.TestCase):
         errors = docs_map.check_anchor_mentions(ROOT, docs_map.tracked_files(ROOT))
         self.assertEqual(errors, [], failure_report(errors))
 
+    def test_cited_section_names_exist(self):
+        errors = docs_map.check_section_mentions(ROOT, docs_map.tracked_files(ROOT))
+        self.assertEqual(errors, [], failure_report(errors))
+
     def test_where_to_find_it_names_defined_functions(self):
         errors = docs_map.check_where_to_find_it(ROOT, MAP)
         self.assertEqual(errors, [], failure_report(errors))
@@ -83,7 +87,8 @@ class Fixture(unittest.TestCase):
             """,
         "src/engine.h": "class Engine {\n public:\n  int run(int) const;\n};\n",
         "py/stream.py": "class Stream:\n    def ack(self, seq):\n        return seq\n\n\ndef free():\n    pass\n",
-        "pages/other.md": "# Other page\n\n## Wire protocol\n\n## Wire protocol\n\n## A `code` heading, with: punctuation!\n",
+        "pages/other.md": ("# Other page\n\n## Wire protocol\n\n## Wire protocol\n\n"
+                           "## A `code` heading, with: punctuation!\n"),
     }
 
     def setUp(self):
@@ -154,7 +159,8 @@ class PathCheck(Fixture):
 
 class LinkCheck(Fixture):
     def test_github_slugs(self):
-        self.assertEqual(docs_map.github_slug("A `code` heading, with: punctuation!"), "a-code-heading-with-punctuation")
+        self.assertEqual(docs_map.github_slug("A `code` heading, with: punctuation!"),
+                         "a-code-heading-with-punctuation")
         self.assertEqual(docs_map.github_slug("Before/after benchmarks"), "beforeafter-benchmarks")
         self.assertEqual(docs_map.github_slug("[Linked](x.md) text"), "linked-text")
         self.assertEqual(docs_map.anchors(docs_map.read(self.root, "pages/other.md")),
@@ -188,6 +194,19 @@ class LinkCheck(Fixture):
         self.assertIn("src/cite.h:1", errors[0])
         self.assertIn("#wire-protokol", errors[0])
         self.assertIn(f"src/cite.h:2: {docs}absent.md#x: no file", errors[1])
+
+
+    def test_section_mentions_in_sources(self):
+        docs = "docs" + "/"  # spelled apart, as above
+        self.write(docs + "other.md", docs_map.read(self.root, "pages/other.md") + "\n- **Pools.** spares\n")
+        self.write("src/names.h", f'// {docs}other.md ("Wire protocol"), {docs}other.md, "a `code` heading"\n'
+                                  f'// {docs}other.md "pools", {docs}other.md, "Wire protocols"\n'
+                                  f'// {docs}absent.md ("Anything")\n')
+        errors = docs_map.check_section_mentions(self.root, ["src/names.h"])
+        self.assertEqual(len(errors), 2, errors)
+        self.assertIn('src/names.h:2: ' + docs + 'other.md has no heading or bold label "Wire protocols"', errors[0])
+        self.assertIn("src/names.h:3", errors[1])
+        self.assertIn("no file", errors[1])
 
 
 class WhereToFindItCheck(Fixture):
@@ -231,13 +250,15 @@ class WhereToFindItCheck(Fixture):
 class CitationCheck(Fixture):
     def test_numbered_issues_and_the_design_file_are_reported(self):
         number = "4" + "2"  # spelled apart so that this file passes the check it tests
-        self.write("a.cpp", f"// see issue {number}\n// Issues #{number}, 7\n// fine: issues with it\n")
+        self.write("a.cpp", f"// see issue {number}\n// Issues #{number}, 7\n"
+                            f"// fine: issues with it\n// the issue-{number} fixes\n")
         self.write("b.md", "as " + "DESIGN" + ".md says\n")
         errors = docs_map.check_no_tracker_citations(self.root, ["a.cpp", "b.md", "src/engine.cpp"])
-        self.assertEqual(len(errors), 3, errors)
+        self.assertEqual(len(errors), 4, errors)
         self.assertTrue(errors[0].startswith("a.cpp:1:"))
         self.assertTrue(errors[1].startswith("a.cpp:2:"))
-        self.assertTrue(errors[2].startswith("b.md:1:"))
+        self.assertTrue(errors[2].startswith("a.cpp:4:"))
+        self.assertTrue(errors[3].startswith("b.md:1:"))
 
 
 if __name__ == "__main__":
