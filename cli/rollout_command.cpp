@@ -1,5 +1,5 @@
 // kforge rollout: rollout workers over a task set with a policy, writing
-// trajectories (rollout/rollout_runner.h, docs/rollout.md).
+// trajectories (rollout/include/kforge/rollout/worker/rollout_runner.h, docs/rollout.md).
 //
 // Trajectories go to a JSONL file, to the trainer's receiver through the
 // reliable stream (TrajectorySender, trainer_bridge/STREAM.md), or both.

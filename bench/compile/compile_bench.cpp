@@ -390,8 +390,8 @@ void print_summary() {
     std::string name;
     double target_ms;  // 0: none
   };
-  // torch_ext has no target of its own; the issue asks for "far less" than
-  // the baseline, which the ratio column shows.
+  // torch_ext has no target of its own; it should take far less than the
+  // baseline, which the ratio column shows.
   const std::vector<Row> rows = {
       {"nvrtc", 60}, {"nvrtc_in_process", 0}, {"nvcc", 2500},        {"torch_ext", 0},
       {"cpp", 0},    {"cache_hit_memory", 5}, {"cache_hit_disk", 5}, {"nvcc_torch_extension", 0}};

@@ -1,4 +1,4 @@
-// CUDA backend figures of issue #3 (docs/cuda-backend.md), on the GPU machine:
+// The CUDA backend's figures (docs/cuda-backend.md#tests-and-benchmarks), on the GPU machine:
 //
 //   BM_EvalThroughput/C >= 10 tasks (the bundled examples, base shape and last
 //                       shape variant) x

@@ -1,5 +1,5 @@
-// The device pool's figures (docs/execution.md, "Lanes and the device pool";
-// issue 15), on the backend of $KFORGE_BENCH_BACKEND (cpu, the default, or
+// The device pool's figures (docs/execution.md#lanes-and-the-device-pool, "What
+// lanes buy"), on the backend of $KFORGE_BENCH_BACKEND (cpu, the default, or
 // cuda):
 //
 //   BM_PoolThroughput/L   new candidates fully evaluated as a submit step is

@@ -1,5 +1,6 @@
 // The judge's resident memory across many evaluations over tasks of mixed
-// size (issue 12, docs/execution.md "The judge's memory"). Every
+// size (docs/execution.md#the-judges-memory: a judge that never gave memory
+// back after a huge task starved every env on the device). Every
 // evaluation is a real one through the Executor (CPU backend, production
 // verification: 5 seeds, two runs each): mostly small tasks, and every
 // `KFORGE_BENCH_BIG_EVERY`-th one a large task whose tensors alone take

@@ -1,4 +1,4 @@
-// `kforge serve` under a flood of malformed requests (issue 12, target: the
+// `kforge serve` under a flood of malformed requests (docs/threat-model.md#outside-input; target: the
 // honest clients' p99 step latency within 2x of the same run without flood).
 //
 // A real `kforge serve` process (CPU backend, bench/server/flood.yaml) serves
@@ -14,7 +14,7 @@
 //   bench_server_flood [--seconds S] [--kforge PATH] [--flood all|resets|K]
 //
 // --kforge runs another build's binary (e.g. main's, for a before/after);
-// --flood resets sends only the resets, which a server without the issue-12
+// --flood resets sends only the resets, which a server without the hostile-input
 // fixes survives (its socket thread parsed them and suggested task ids);
 // --flood K sends only hostile message K of the list below (0-based), to find
 // which kind costs the honest clients.

@@ -1,5 +1,5 @@
 // The trajectory stream's throughput, ack latency and fault tolerance
-// (issue 14, "Measure"; trainer_bridge/STREAM.md).
+// (trainer_bridge/STREAM.md#using-it, where its figures are).
 //
 // Google Benchmark measures the pieces on one thread (codec, serialization,
 // spool). The summary then measures the system, everything real on loopback:

@@ -1,6 +1,6 @@
 """Audits a synthesized set for shortcuts, independently of the C++ filters:
 each task's rendered KernelBench module (kernelbench/*.py) is run under
-PyTorch and probed as a skeptical reviewer would (issue 23):
+PyTorch and probed as a skeptical reviewer would (docs/data-synthesis.md#measuring):
 
 - constant: one constant (the output's mean, median or 0) is within the task's
   tolerance of every element ("passable") or of >= 90 % of them ("mostly");

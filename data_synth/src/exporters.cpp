@@ -395,7 +395,7 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
         "run (an MLP's [gemm, gelu] is level2/86's core, a conv block's [conv2d, batch_norm] level2/73's), and "
         "contamination by meaning "
         "rejects every task whose core contains a KernelBench problem's core of two or more tokens. The policy "
-        "is unchanged here (issue 23): whether a block that contains a level-2 core may pass, because the block "
+        "is unchanged here: whether a block that contains a level-2 core may pass, because the block "
         "as a whole is more than that problem, is for the owner to decide.\n";
   md << card_extra_sections(out, stats);
   md << "\n## Plots\n\n";

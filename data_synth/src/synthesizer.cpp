@@ -326,7 +326,8 @@ class Run {
       if (baseline_ && !base.error.empty() && base.invalid.empty()) {
         // A task is committed only with the judge's check behind it: a
         // system error that outlived its retries rejects the attempt, and
-        // the slot moves on (DESIGN.md: a system error is never a verdict).
+        // the slot moves on (a system error is never a verdict:
+        // docs/architecture.md#blame).
         ++r.rejections["judge_error"];
         r.last_rejection = "judge_error: " + base.error;
         count_rejection("judge_error");

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything the CUDA backend needs checked on the GPU machine, in one command
-# of at most 9 minutes on one H200 (docs/cuda-backend.md, "The GPU run"):
+# of at most 9 minutes on one H200 (docs/cuda-backend.md, "Run it on the GPU machine"):
 #
 #   build  ./run gpu-build of EVERY target (GCC 13 there: the warnings that
 #          Debian 12's GCC 12 on CI cannot see fail the build here), -k 0

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The throughput issue's figures on the GPU machine (docs/execution.md, "Lanes
+# The device pool's throughput figures on the GPU machine (docs/execution.md, "Lanes
 # and the device pool"), in one command of about 8 minutes on an H200:
 #
 #   build    ./run gpu-build of what the stages need (skipped when built)

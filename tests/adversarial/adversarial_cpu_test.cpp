@@ -1,4 +1,4 @@
-// The CPU adversarial suite (docs/architecture.md#reward-hacking, issue #4): every exploit class
+// The CPU adversarial suite (docs/architecture.md#reward-hacking, docs/threat-model.md): every exploit class
 // that exists on the CPU backend, attempted by a real candidate in
 // tests/adversarial/cpu/<name>.cpp (its header says which exploit and which
 // check must catch it), compiled by g++ and evaluated end to end through the

@@ -87,7 +87,7 @@ TEST(CliTest, EvalOfAWrongSolutionStillSucceeds) {
   EXPECT_TRUE(j["reward_components"].contains("tiered"));
 }
 
-// Issue 12's first row, through the command: a CPU candidate that writes
+// A hostile-input probe (docs/threat-model.md#who-is-to-blame), through the command: a CPU candidate that writes
 // {"type": 7} to the runner's control socket used to end as "system error"
 // with exit 3 (reward 0, turn not counted). It is the candidate's doing: the
 // violation harness_tamper, a negative reward, exit 0.
@@ -164,7 +164,7 @@ TEST(CliTest, TaskCheckRunsTheReferenceAndRefusesTasksNoSolutionCanPass) {
 
 // KernelBench level1/19_ReLU at its own size (two 6 GiB tensors): a verdict
 // that names the need and the limit, exit 2, before anything is allocated;
-// `kforge eval` on it too (issue 20: it was "lost the judge ... SIGKILL").
+// `kforge eval` on it too (it used to be "lost the judge ... SIGKILL").
 TEST(CliTest, TaskCheckAndEvalRefuseATaskTooLargeForTheJudgeWithFigures) {
   const std::string task = (kData / "kernelbench_level1_19_relu_full_size.json").string();
   const std::string limits = "--config '" + (kData / "judge_limits.yaml").string() + "'";
@@ -238,7 +238,7 @@ fs::path fresh_dir(const std::string& name) {
 }
 
 // DIR/task.json beside DIR/*.cpp, and the results file in the same folder:
-// neither is taken for a solution (issue 20: the task was reported as a bad
+// neither is taken for a solution (the task used to be reported as a bad
 // solution).
 TEST(CliTest, EvalBatchSkipsTheTaskAndResultsFilesInTheSolutionsFolder) {
   const fs::path dir = fresh_dir("batch-folder-with-task");
@@ -434,7 +434,7 @@ TEST(CliTest, BadInputsGiveClearErrorsAndExitCode2) {
   EXPECT_EQ(r.code, 2) << r.output;
 }
 
-// Issue 12's documents: each one exits 2 naming the file and the limit.
+// Hostile documents (docs/threat-model.md#outside-input): each one exits 2 naming the file and the limit.
 class HostileFiles : public ::testing::Test {
  protected:
   void SetUp() override {

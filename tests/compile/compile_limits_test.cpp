@@ -1,4 +1,4 @@
-// Compiles that a hostile source makes run away (issue 12: a preprocessor
+// Compiles that a hostile source makes run away (docs/compile.md#nvrtc-out-of-process: a preprocessor
 // bomb, `#define K1 K0 K0` ... 40 levels, expands to 2^40 tokens) are stopped
 // at the compile's time or memory limit and reported as a compile error that
 // says which ("compile exceeded ..."), with the real compilers: NVRTC (in its
@@ -124,7 +124,7 @@ TEST(CompileLimits, PreprocessorBombUnderNvrtcIsACompileErrorAndOthersKeepCompil
 // type that doubles `depth` times (typedef P<T39, T39> T40). Its mangled name
 // is short (substitutions), its demangled one 2^depth characters; demangling
 // it in the parent (ptxas' resource usage, CUPTI, SASS) once took minutes and
-// died (issue 20). NVRTC's own work also doubles with each level.
+// died. NVRTC's own work also doubles with each level.
 std::string type_doubling_kernel(int depth) {
   std::string source = "template <class A, class B> struct P {};\ntypedef int T0;\n";
   for (int i = 1; i <= depth; ++i) {
@@ -233,7 +233,7 @@ TEST(CompileLimits, StoppedCompilesAreNotCachedAndCountAsCompileErrors) {
   EXPECT_EQ(stats.system_errors, 0u);
 }
 
-// Issue 12: a torch_ext solution with a very long run of identifier
+// A hostile-input probe: a torch_ext solution with a very long run of identifier
 // characters in a parameter list crashed the source precheck (a recursive
 // std::regex over the policy's text) with SIGSEGV, taking the environment
 // down. It must be an answer (a refusal that says what is wrong, or a compile). Run in a child so that

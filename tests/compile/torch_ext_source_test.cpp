@@ -183,7 +183,7 @@ TEST(TorchExtSourceTest, BareCudaSourceUsesItsOneTensorFunction) {
             std::string::npos);
 }
 
-// Issue 12: the reader used std::regex, whose matcher recursed once per
+// The reader once used std::regex, whose matcher recursed once per
 // character; a long run of identifier characters in a parameter list
 // overflowed the stack (SIGSEGV on the H200).
 TEST(TorchExtSourceTest, AVeryLongNameIsACompileErrorThatSaysWhatIsWrong) {

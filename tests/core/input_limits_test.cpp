@@ -1,4 +1,4 @@
-// Hostile documents and tasks (issue 12): every one is refused with an
+// Hostile documents and tasks (docs/threat-model.md#outside-input): every one is refused with an
 // InputError that names where and which limit, never a crash or a hang.
 #include "kforge/core/input_limits.h"
 

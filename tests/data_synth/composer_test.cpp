@@ -38,7 +38,7 @@ TEST(ComposerTest, SameSeedSameGraphAtEveryBatch) {
   }
 }
 
-// Issue 23 item 4: graphs up to 8 ops (mean near KernelBench level 2's 4.2),
+// The composer (docs/data-synthesis.md#pipeline): graphs up to 8 ops (mean near KernelBench level 2's 4.2),
 // chains of two or more GEMM/conv ops, and the ops the first composer never
 // drew (exp, where, comparisons, argmax/argmin, prod, cat, tril/triu, and
 // eq/ne/log, which a 1,000-task set still lacked).

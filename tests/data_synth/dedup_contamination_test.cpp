@@ -162,7 +162,8 @@ TEST(ContaminationTest, CommittedSignaturesRejectKernelBenchCopies) {
   n = sigs.nearest({"gelu", "add@bias", "mul@scalar"});
   EXPECT_EQ(n.distance, 0.0) << n.why;
   EXPECT_EQ(n.relation, "equal") << n.why;
-  // What the H200 audit found accepted (issue 23): by meaning, copies.
+  // What an audit of an H200 set found accepted (docs/data-synthesis.md#contamination-against-kernelbench):
+  // by meaning, copies.
   n = sigs.nearest({"softsign"});
   EXPECT_EQ(n.problem, "level1/30_Softsign") << n.why;
   EXPECT_EQ(n.distance, 0.0);

@@ -206,7 +206,7 @@ bool judge_close(const at::Tensor& got, const at::Tensor& expected, const Tolera
   return ((g - e).abs() <= e.abs() * tol.rtol + tol.atol).all().item<bool>();
 }
 
-// Issue 23: a long reduction gives outputs of large magnitude, and an honest
+// Tolerance scaled to the outputs: a long reduction gives outputs of large magnitude, and an honest
 // kernel that sums in another order is off by a rounding error of that
 // magnitude, which a fixed atol rejects wherever an element lies near 0. A
 // float16 batched GEMM with K = 4096 of standard normals has outputs of RMS

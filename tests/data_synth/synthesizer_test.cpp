@@ -248,7 +248,7 @@ TEST(SynthesizerTest, CancelStopsCleanlyAndARerunCompletesTheSameSet) {
   kforge::remove_tree(part);
 }
 
-// Issue 23: eq, ne and log are in the vocabulary and the composer reaches
+// eq, ne and log are in the vocabulary and the composer reaches
 // them in forms that pass every filter: eq/ne against the bound a relu or
 // clamp clipped to (a mask true for the clipped share), log of a positive
 // value (after softplus, sigmoid, softmax, relu + c; never after exp). A

@@ -2,8 +2,8 @@
 torch.fx cannot trace (a recurrent module whose outputs are unpacked, a
 factory sized by x.size(0), einops, shape-dependent checks) get op
 signatures recorded from forward() like the traced ones, not lists of their
-modules (issue 23: LSTM, GRU, Mamba and NetVLAD problems kept module lists,
-so contamination by meaning did not cover them)."""
+modules (LSTM, GRU, Mamba and NetVLAD problems used to keep module lists, so
+contamination by meaning did not cover them)."""
 
 import os
 import sys

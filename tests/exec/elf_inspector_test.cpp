@@ -74,7 +74,7 @@ TEST(ElfInspector, FindsRawSyscallInstructions) {
 // Honest code whose bytes hold `0f 05` (syscall), `0f 34` (sysenter) and
 // `cd 80` (int 0x80) inside longer instructions: a 64-bit immediate and a
 // 32-bit displacement. Decoded, they are a movabs and loads, not system calls
-// (issue 20: the template policy's kernels were refused for such bytes).
+// (the template policy's kernels were once refused for such bytes).
 const char* kSyscallBytesInConstants = R"(#include <kforge/kernel_abi.h>
 #include <stdint.h>
 extern "C" int kf_forward(const kf_tensor* in, int, kf_tensor* out, int, void*) {

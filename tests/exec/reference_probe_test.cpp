@@ -248,8 +248,8 @@ TEST_F(ReferenceProbeTest, ReportRoundTripsThroughJson) {
 }
 
 // Tasks too large or too slow for a judge get a verdict with figures, before
-// anything runs, never a system error (issue 20: KernelBench problems at
-// their own sizes were a SIGKILLed judge or a timeout). The judge's limits
+// anything runs, never a system error (KernelBench problems at their own
+// sizes used to be a SIGKILLed judge or a timeout). The judge's limits
 // are fixed here so that the figures read the same on every machine.
 TEST_F(ReferenceProbeTest, KernelBenchReluAtItsOwnSizeIsRefusedNamingItsNeedAndTheLimit) {
   EvalOptions o = testing::quick_options();

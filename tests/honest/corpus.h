@@ -1,4 +1,4 @@
-// The CUDA candidate corpus of issue #4: honest controls (tests/honest,
+// The CUDA candidate corpus (docs/threat-model.md): honest controls (tests/honest,
 // manifest controls.json) and exploit candidates (tests/adversarial/cuda,
 // table expectations.json). Shared by the CI tests (compile + load-time
 // checks, no GPU) and the GPU tests (full evaluation through the Executor).

@@ -51,8 +51,8 @@ TEST_P(HonestControl, CompilesWithNvccAndPassesLoadTimeInspection) {
 
 INSTANTIATE_TEST_SUITE_P(CudaCorpus, HonestControl, ::testing::ValuesIn(load_controls()), NameOf());
 
-// The manifest and the directory agree, and the corpus covers what issue #4
-// asks of it.
+// The manifest and the directory agree, and the corpus covers the techniques
+// an honest fast kernel uses (tests/honest/README.md).
 TEST(CudaCorpusHonest, ManifestListsEveryKernelAndCoversTheTechniques) {
   const std::vector<Control> controls = load_controls();
   EXPECT_GE(controls.size(), 12u);

@@ -1,4 +1,4 @@
-// Issue 12's server probes: a real server on loopback (CPU backend, real
+// Hostile-input probes of the server (docs/threat-model.md#outside-input): a real server on loopback (CPU backend, real
 // judge and runner processes) gets hostile tool calls, tasks and configs.
 // Each is answered with the exact error or observation, and the server keeps
 // serving honest clients.

@@ -16,7 +16,7 @@
 //             loaded module. Stale frames can appear among them.
 // The first version printed only backtrace() from the handler; on the H200
 // a crash in code without unwind tables printed the handler and libc and
-// nothing of the code that crashed (issue 20).
+// nothing of the code that crashed.
 #include <dlfcn.h>
 #include <elf.h>
 #include <execinfo.h>

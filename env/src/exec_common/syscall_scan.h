@@ -1,8 +1,8 @@
 // Finds the system-call instructions of a candidate's machine code by
 // decoding it (Capstone), not by matching bytes: `0f 05` inside a longer
 // instruction (an immediate, a displacement) or in padding is not a syscall,
-// and rejecting such honest kernels was the bug this replaced (issue 20: the
-// template policy's own nvcc builds were refused on the H200's GCC 13).
+// and rejecting such honest kernels was the bug this replaced (the template
+// policy's own nvcc builds were refused on the H200's GCC 13).
 //
 // What is decoded, x86-64:
 //   1. every code region linearly from its start, restarting at every

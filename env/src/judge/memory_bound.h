@@ -1,5 +1,6 @@
-// Keeps the judge's memory bounded across tasks (issue 12: "the judge never
-// gives memory back after a huge task, for every env on the device").
+// Keeps the judge's memory bounded across tasks: a judge that never gave
+// memory back after a huge task starved every env on the device
+// (docs/execution.md#the-judges-memory).
 //
 // The judge keeps freed memory on purpose (main.cpp: glibc mmap off, no
 // automatic trimming), because on virtualized hosts page faults on fresh

@@ -4,7 +4,7 @@
 // cannot finish within the request's time, gets a verdict that names the need,
 // the limit and the config key that changes it. Before this, KernelBench problems at
 // their own sizes ended as "system error: lost the judge (SIGKILL)" (the
-// kernel's OOM killer) or "judge did not answer in time" (issue 20): a
+// kernel's OOM killer) or "judge did not answer in time": a
 // system error that said nothing about the task, charged to nobody, retried
 // forever.
 //

@@ -31,7 +31,7 @@ inline void require_wire_integer(const Field& f, const std::string& example) {
   }
 }
 
-// An episode seed: any unsigned 64-bit integer (docs/environment.md, "seed").
+// An episode seed: any unsigned 64-bit integer (docs/environment.md, "Episode lifecycle").
 inline uint64_t wire_seed(const Field& f) {
   require_wire_integer(f, "7");
   if (!f.value().is_number_unsigned()) f.fail("an unsigned integer in [0, 2^64-1]");

@@ -2,7 +2,7 @@
 // needed): every test task with the default knobs, one task per kernel kind
 // with each knob's other values, and the variants template_gpu_test draws for
 // the tasks whose honest builds the byte-matching syscall scan refused on
-// the H200 (issue 20). Each build passes the judge's static inspection.
+// the H200. Each build passes the judge's static inspection.
 // template_gpu_test runs them on a GPU.
 #include <gtest/gtest.h>
 

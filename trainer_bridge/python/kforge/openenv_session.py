@@ -58,7 +58,7 @@ class Session:
         if task is not None and task_id is not None:
             raise RequestError(VALIDATION_ERROR, "data: give task or task_id, not both", "data/task_id")
         if task is not None and not isinstance(task, Mapping):
-            raise RequestError(VALIDATION_ERROR, "data/task: a task object (DESIGN.md §3)", "data/task")
+            raise RequestError(VALIDATION_ERROR, "data/task: a task object (docs/architecture.md#tasks)", "data/task")
         if task_id is not None and not isinstance(task_id, str):
             raise RequestError(VALIDATION_ERROR, "data/task_id: a string", "data/task_id")
         if task is None and task_id is None:

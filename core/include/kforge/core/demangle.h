@@ -5,8 +5,8 @@
 // a few hundred characters can stand for a name of 2^40 characters: a
 // kernel template instantiated with `typedef P<T39, T39> T40` is cheap for
 // the compiler, and `abi::__cxa_demangle` spent minutes and gigabytes
-// printing it in the environment's own process (issue 20: an NVRTC
-// candidate took `kforge eval` down). This one prints through libiberty's
+// printing it in the environment's own process (an NVRTC candidate took
+// `kforge eval` down that way). This one prints through libiberty's
 // callback demangler, which allocates nothing, and stops as soon as the text
 // would pass `max_chars`; the input is capped at kMaxMangledChars first,
 // since that demangler keeps its parse on the stack.

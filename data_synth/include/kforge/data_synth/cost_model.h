@@ -40,8 +40,8 @@ std::vector<double> node_costs_ms(const TaskSpec& task, const DeviceProfile& pro
 
 // The bandwidth bound of the whole task fused: its kernel inputs read and its
 // outputs written once at the profile's bandwidth. A task whose eager time is
-// close to it has nothing for a kernel to gain (issue 23: 11 tasks of an H200
-// set ran within 1.5x of it).
+// close to it has nothing for a kernel to gain (an audit of an H200 set found
+// 11 tasks within 1.5x of it).
 double bandwidth_bound_ms(const TaskSpec& task, const DeviceProfile& profile);
 
 // Bytes of every tensor one call holds: kernel inputs, intermediates and

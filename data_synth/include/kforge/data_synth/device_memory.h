@@ -2,7 +2,7 @@
 // in-process on the GPU, and PyTorch's caching allocator keeps what they
 // freed; the judge is another process on the same GPU, so memory cached here
 // is memory the judge cannot have (an H200 run saw this process hold
-// 118-131 GiB while the judge failed with "CUDA out of memory", issue 23).
+// 118-131 GiB while the judge failed with "CUDA out of memory").
 #pragma once
 
 #include <ATen/ATen.h>

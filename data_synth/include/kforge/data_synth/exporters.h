@@ -1,4 +1,4 @@
-// What a synthesis run leaves besides tasks.jsonl (issue 13 item 8): the
+// What a synthesis run leaves besides tasks.jsonl (docs/data-synthesis.md#what-a-run-writes): the
 // tasks as KernelBench-format Python files, the rejection and contamination
 // reports, and a dataset card with plots. All are derived from tasks.jsonl and
 // slots.jsonl, so they can be rebuilt at any time (`kforge synth` rebuilds

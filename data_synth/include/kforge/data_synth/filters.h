@@ -1,4 +1,5 @@
-// The filters a synthesized task must pass (docs/architecture.md#data-synthesis, issue 13 item 4),
+// The filters a synthesized task must pass (docs/architecture.md#data-synthesis,
+// docs/data-synthesis.md#filters-and-their-thresholds),
 // run in-process on the ATen reference (core/reference.h) on the target
 // device. Each rejection names one reason from filter_reasons(), counted in
 // the run's rejection report. Thresholds and why: docs/data-synthesis.md.

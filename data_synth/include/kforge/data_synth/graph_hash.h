@@ -1,4 +1,4 @@
-// Canonical graph hashes for deduplication (issue 13 item 6).
+// Canonical graph hashes for deduplication (docs/data-synthesis.md#deduplication).
 //
 // Two tasks are the same task when their graphs are isomorphic: renaming
 // tensors, listing nodes in another (valid) order or swapping the inputs of a

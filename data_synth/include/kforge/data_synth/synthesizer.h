@@ -1,4 +1,4 @@
-// The synthesis run (issue 13): compose -> sample shapes -> contamination ->
+// The synthesis run (docs/data-synthesis.md#pipeline): compose -> sample shapes -> contamination ->
 // dedup pre-check -> filters -> baseline (through the caller's callback) ->
 // commit in slot order. `kforge synth` drives it (cli/synth_command.cpp).
 //

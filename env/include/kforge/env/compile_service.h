@@ -26,7 +26,7 @@ struct CompileServiceConfig {
   // Worker threads in total; 0: one per core this process may run on. A GPU
   // judges a candidate in ~0.2 s while nvcc takes ~1.7 core-seconds for
   // one (torch_ext ~2.3, NVRTC ~0.05), so keeping one GPU busy with cuda or
-  // torch_ext candidates takes about ten cores (docs/compile.md, "Threads").
+  // torch_ext candidates takes about ten cores (docs/compile.md, "Pool").
   int threads = 0;
   // Concurrent compiles of one mode; a mode not listed may use every thread.
   std::map<SolutionMode, int> per_mode_limit;

@@ -4,7 +4,8 @@
 //   Env env(load_env_config("cpu"));
 //   auto [obs, info] = env.reset(task, /*seed=*/0);
 //   StepResult r = env.step_tool_call(call);   // or env.step(action)
-//   // r.reward, r.terminated, r.truncated, r.info["reward_components"]
+//   // r.reward, r.terminated, r.truncated; r.info read as a StepInfo:
+//   // step_info_from_json(r.info).reward_components (step_info.h)
 #pragma once
 
 #include <memory>
