@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "exec_common/json_fields.h"
 #include "judge/leftover_work.h"
@@ -133,6 +134,155 @@ std::string find_input_mutation(const std::vector<at::Tensor>& arena_inputs, con
   return "";
 }
 
+// One seed of one shape case: what its phases share. The verdict of a failed
+// check is returned; case_json collects the figures the report shows.
+struct SeedRun {
+  const ShapeCase& c;
+  CaseContext ctx;
+  const env::EvalOptions& options;
+  CandidateSession* session;
+  JudgeDevice* device;
+  exec::Deadline request_deadline;
+  nlohmann::json* phase_ms;
+  Clock::time_point* t;
+  nlohmann::json* case_json;
+};
+
+Verdict wrong(std::string summary) {
+  Verdict v;
+  v.outcome = Outcome::kWrong;
+  v.summary = std::move(summary);
+  return v;
+}
+
+// One call of kf_forward on poisoned outputs, then what the call may not have
+// done: fail, leave work on another stream, write out of bounds, touch inputs.
+std::optional<Verdict> call_and_check_conduct(const SeedRun& s, const std::vector<at::Tensor>& pristine_inputs) {
+  s.session->poison_outputs();
+  s.device->synchronize();
+  exec::Deadline call_deadline =
+      exec::Deadline::earliest(s.request_deadline, exec::Deadline::after_ms(s.options.call_timeout_ms));
+  exec::RunnerReply reply = s.session->call(call_deadline);
+  if (!reply.ok()) {
+    return verdict_from_runner_failure(reply, "in kf_forward " + s.ctx.where(), s.options.call_timeout_ms,
+                                       s.session->runner().output_tail());
+  }
+  s.device->synchronize();
+  lap(s.phase_ms, "call", s.t);
+  const auto rc = static_cast<int>(exec::integer_or(reply.body, "rc", 0));  // int range (reply_problem)
+  if (rc != 0) {
+    Verdict v;
+    v.outcome = Outcome::kRuntimeError;
+    v.summary = "runtime error: kf_forward returned " + std::to_string(rc) + " " + s.ctx.where();
+    (*s.case_json)["rc"] = rc;
+    return v;
+  }
+  if (std::string foreign = check_foreign_stream(reply.body); !foreign.empty()) {
+    return Verdict::violation("foreign_stream", foreign + " " + s.ctx.where());
+  }
+  // Before the inputs: a write past an output's end reaches the band
+  // before it reaches the next tensor, and says more precisely what happened.
+  if (std::string oob = s.session->out_of_bounds_write(); !oob.empty()) {
+    return Verdict::violation("out_of_bounds_write", oob + " " + s.ctx.where());
+  }
+  std::string mutation = find_input_mutation(s.session->inputs(), pristine_inputs, s.c);
+  if (!mutation.empty()) return Verdict::violation("input_mutation", mutation + " " + s.ctx.where());
+  return std::nullopt;
+}
+
+// The outputs of run `run` against the reference: allclose first, then the
+// checks that a loose tolerance alone must not pass.
+std::optional<Verdict> check_run_outputs(const SeedRun& s, int run, const std::vector<at::Tensor>& reference,
+                                         const std::vector<at::Tensor>& previous_reference) {
+  CallCheck check = check_outputs(s.session->outputs(), reference, s.c);
+  if (run == 0) fold_stats(check, s.c, s.case_json);
+  if (!check.passed()) {
+    if (!previous_reference.empty() && check_outputs(s.session->outputs(), previous_reference, s.c).passed()) {
+      return Verdict::violation("stale_output",
+                                "the outputs equal the reference of the previous seed, not "
+                                "of this call's inputs (results reused across calls) " +
+                                    s.ctx.where());
+    }
+    if (run > 0) fold_stats(check, s.c, s.case_json);
+    return wrong(run == 0 ? "wrong: " + describe_mismatch(check, s.c) + " " + s.ctx.where()
+                          : "wrong: the second run differs from the reference although the first matched "
+                            "(reads of uninitialized memory or nondeterminism): " +
+                                describe_mismatch(check, s.c) + " " + s.ctx.where());
+  }
+  double rel_l2 = 0;
+  std::optional<QualityProblem> quality = check_outputs_quality(s.session->outputs(), reference, s.c, &rel_l2);
+  if (run == 0) (*s.case_json)["rel_l2_err"] = rel_l2;
+  if (!quality) return std::nullopt;
+  (*s.case_json)["failed_check"] = quality->check;
+  if (quality->is_violation()) return Verdict::violation(quality->check, quality->detail + " " + s.ctx.where());
+  return wrong("wrong: " + quality->detail + " " + s.ctx.where());
+}
+
+// The first run's outputs are kept; a second run records how far it drifted.
+void record_run(const SeedRun& s, int run, std::vector<at::Tensor>* first_run) {
+  if (run == 0) {
+    *first_run = s.session->snapshot_outputs();
+    s.device->synchronize();
+  } else {
+    double diff = 0;
+    for (size_t i = 0; i < first_run->size(); ++i) {
+      diff = std::max(diff, max_abs_difference((*first_run)[i], s.session->outputs()[i]));
+    }
+    (*s.case_json)["run_diff"] = diff;
+  }
+  lap(s.phase_ms, "check", s.t);
+}
+
+// How far the candidate and the reference each are from a float64 reference.
+void compare_with_float64(const ShapeCase& c, const std::vector<at::Tensor>& inputs,
+                          const std::vector<at::Tensor>& reference, const std::vector<at::Tensor>& first_run,
+                          nlohmann::json* case_json) {
+  std::vector<at::Tensor> exact = ref::run_reference(c.task, inputs, at::kDouble);
+  CallCheck vs_exact = check_outputs(first_run, exact, c);
+  nlohmann::json f64 = nlohmann::json::object();
+  fold_stats(vs_exact, c, &f64);
+  double reference_err = 0;
+  for (size_t i = 0; i < exact.size(); ++i) {
+    reference_err = std::max(reference_err, max_abs_difference(reference[i].to(at::kDouble), exact[i]));
+  }
+  f64["reference_max_abs_err"] = reference_err;
+  (*case_json)["float64"] = f64;
+}
+
+// One seed: fresh inputs and their reference, then one run (two when
+// determinism is checked), each checked for conduct and for its outputs.
+// On success, *reference holds this seed's reference for the next seed's
+// stale-output check.
+std::optional<Verdict> verify_seed(const SeedRun& s, uint64_t input_seed, const std::vector<at::Tensor>& previous,
+                                   std::vector<at::Tensor>* reference) {
+  if (s.request_deadline.expired()) {
+    Verdict v;
+    v.outcome = Outcome::kTimeout;
+    v.summary = "timed out: the evaluation exceeded eval_timeout_ms " + s.ctx.where();
+    return v;
+  }
+  *s.t = Clock::now();
+  std::vector<at::Tensor> inputs = ref::make_inputs(s.c.task, input_seed, s.device->device());
+  *reference = ref::run_reference(s.c.task, inputs);
+  if (std::string bad = non_finite_reference(*reference, s.c); !bad.empty()) {
+    return invalid_task_verdict(s.c, bad, s.ctx.where());
+  }
+  s.device->synchronize();
+  lap(s.phase_ms, "reference", s.t);
+  s.session->load_inputs(inputs);
+
+  std::vector<at::Tensor> first_run;
+  const int runs = s.options.check_determinism ? 2 : 1;
+  for (int run = 0; run < runs; ++run) {
+    if (auto v = call_and_check_conduct(s, inputs)) return v;
+    // allclose passed; a loose tolerance must not have been what let it pass.
+    if (auto v = check_run_outputs(s, run, *reference, previous)) return v;
+    record_run(s, run, &first_run);
+  }
+  if (s.options.float64_reference) compare_with_float64(s.c, inputs, *reference, first_run, s.case_json);
+  return std::nullopt;
+}
+
 }  // namespace
 
 VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions& options, uint64_t input_seed,
@@ -144,8 +294,6 @@ VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions
     result.verdict = std::move(v);
     return result;
   };
-  const int runs = options.check_determinism ? 2 : 1;
-
   for (const ShapeCase& c : plan.cases) {
     exec::Deadline bind_deadline =
         exec::Deadline::earliest(request_deadline, exec::Deadline::after_ms(options.call_timeout_ms));
@@ -159,120 +307,15 @@ VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions
     }
     std::vector<at::Tensor> previous_reference;
     for (int seed = 0; seed < options.seeds; ++seed) {
-      CaseContext ctx{seed, &c};
       nlohmann::json case_json = {{"seed", seed}, {"variant", c.variant}, {"shapes", c.shapes_json()}};
       // The input seed only where it differs from the index (an episode's
       // seed chose the inputs, eval.h EvalRequest::input_seed).
       if (input_seed != 0) case_json["input_seed"] = input_seed + static_cast<uint64_t>(seed);
-      if (request_deadline.expired()) {
-        Verdict v;
-        v.outcome = Outcome::kTimeout;
-        v.summary = "timed out: the evaluation exceeded eval_timeout_ms " + ctx.where();
-        return fail(v, case_json);
-      }
-      t = Clock::now();
-      std::vector<at::Tensor> inputs =
-          ref::make_inputs(c.task, input_seed + static_cast<uint64_t>(seed), device->device());
-      std::vector<at::Tensor> reference = ref::run_reference(c.task, inputs);
-      if (std::string bad = non_finite_reference(reference, c); !bad.empty()) {
-        return fail(invalid_task_verdict(c, bad, ctx.where()), case_json);
-      }
-      device->synchronize();
-      lap(&result.phase_ms, "reference", &t);
-      session->load_inputs(inputs);
-
-      std::vector<at::Tensor> first_run;
-      for (int run = 0; run < runs; ++run) {
-        session->poison_outputs();
-        device->synchronize();
-        exec::Deadline call_deadline =
-            exec::Deadline::earliest(request_deadline, exec::Deadline::after_ms(options.call_timeout_ms));
-        exec::RunnerReply reply = session->call(call_deadline);
-        if (!reply.ok()) {
-          return fail(verdict_from_runner_failure(reply, "in kf_forward " + ctx.where(), options.call_timeout_ms,
-                                                  session->runner().output_tail()),
-                      case_json);
-        }
-        device->synchronize();
-        lap(&result.phase_ms, "call", &t);
-        const auto rc = static_cast<int>(exec::integer_or(reply.body, "rc", 0));  // int range (reply_problem)
-        if (rc != 0) {
-          Verdict v;
-          v.outcome = Outcome::kRuntimeError;
-          v.summary = "runtime error: kf_forward returned " + std::to_string(rc) + " " + ctx.where();
-          case_json["rc"] = rc;
-          return fail(v, case_json);
-        }
-        if (std::string foreign = check_foreign_stream(reply.body); !foreign.empty()) {
-          return fail(Verdict::violation("foreign_stream", foreign + " " + ctx.where()), case_json);
-        }
-        // Before the inputs: a write past an output's end reaches the band
-        // before it reaches the next tensor, and says more precisely what happened.
-        if (std::string oob = session->out_of_bounds_write(); !oob.empty()) {
-          return fail(Verdict::violation("out_of_bounds_write", oob + " " + ctx.where()), case_json);
-        }
-        std::string mutation = find_input_mutation(session->inputs(), inputs, c);
-        if (!mutation.empty())
-          return fail(Verdict::violation("input_mutation", mutation + " " + ctx.where()), case_json);
-
-        CallCheck check = check_outputs(session->outputs(), reference, c);
-        if (run == 0) fold_stats(check, c, &case_json);
-        if (!check.passed()) {
-          if (!previous_reference.empty() && check_outputs(session->outputs(), previous_reference, c).passed()) {
-            return fail(Verdict::violation("stale_output",
-                                           "the outputs equal the reference of the previous seed, not "
-                                           "of this call's inputs (results reused across calls) " +
-                                               ctx.where()),
-                        case_json);
-          }
-          Verdict v;
-          v.outcome = Outcome::kWrong;
-          v.summary = run == 0 ? "wrong: " + describe_mismatch(check, c) + " " + ctx.where()
-                               : "wrong: the second run differs from the reference although the first matched "
-                                 "(reads of uninitialized memory or nondeterminism): " +
-                                     describe_mismatch(check, c) + " " + ctx.where();
-          if (run > 0) fold_stats(check, c, &case_json);
-          return fail(v, case_json);
-        }
-        // allclose passed; a loose tolerance must not have been what let it pass.
-        double rel_l2 = 0;
-        std::optional<QualityProblem> quality = check_outputs_quality(session->outputs(), reference, c, &rel_l2);
-        if (run == 0) case_json["rel_l2_err"] = rel_l2;
-        if (quality) {
-          case_json["failed_check"] = quality->check;
-          if (quality->is_violation()) {
-            return fail(Verdict::violation(quality->check, quality->detail + " " + ctx.where()), case_json);
-          }
-          Verdict v;
-          v.outcome = Outcome::kWrong;
-          v.summary = "wrong: " + quality->detail + " " + ctx.where();
-          return fail(v, case_json);
-        }
-        if (run == 0) {
-          first_run = session->snapshot_outputs();
-          device->synchronize();
-          lap(&result.phase_ms, "check", &t);
-        } else {
-          double diff = 0;
-          for (size_t i = 0; i < first_run.size(); ++i) {
-            diff = std::max(diff, max_abs_difference(first_run[i], session->outputs()[i]));
-          }
-          case_json["run_diff"] = diff;
-          lap(&result.phase_ms, "check", &t);
-        }
-      }
-
-      if (options.float64_reference) {
-        std::vector<at::Tensor> exact = ref::run_reference(c.task, inputs, at::kDouble);
-        CallCheck vs_exact = check_outputs(first_run, exact, c);
-        nlohmann::json f64 = nlohmann::json::object();
-        fold_stats(vs_exact, c, &f64);
-        double reference_err = 0;
-        for (size_t i = 0; i < exact.size(); ++i) {
-          reference_err = std::max(reference_err, max_abs_difference(reference[i].to(at::kDouble), exact[i]));
-        }
-        f64["reference_max_abs_err"] = reference_err;
-        case_json["float64"] = f64;
+      const SeedRun run{
+          c, CaseContext{seed, &c}, options, session, device, request_deadline, &result.phase_ms, &t, &case_json};
+      std::vector<at::Tensor> reference;
+      if (auto v = verify_seed(run, input_seed + static_cast<uint64_t>(seed), previous_reference, &reference)) {
+        return fail(std::move(*v), std::move(case_json));
       }
       case_json["passed"] = true;
       result.cases.push_back(std::move(case_json));
