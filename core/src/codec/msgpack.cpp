@@ -144,13 +144,18 @@ class Builder {
     if (b <= 0x8f) return open(json::object(), b & 0x0fU);
     if (b <= 0x9f) return open(json::array(), b & 0x0fU);
     if (b <= 0xbf) return text(b & 0x1f);
+    if (b == 0xc0) return nullptr;
+    if (b == 0xc2) return false;
+    if (b == 0xc3) return true;
+    if ((b >= 0xc4 && b <= 0xc9) || (b >= 0xd4 && b <= 0xd8)) return read_binary(b);
+    if (b >= 0xca && b <= 0xd3) return read_number(b);
+    if (b >= 0xd9 && b <= 0xdf) return read_sized(b);
+    throw DecodeError("byte " + std::to_string(b) + " is not a MessagePack type");  // 0xc1: check() refused it
+  }
+
+  // bin 8/16/32, ext 8/16/32 and fixext 1..16.
+  json read_binary(unsigned char b) {
     switch (b) {
-      case 0xc0:
-        return nullptr;
-      case 0xc2:
-        return false;
-      case 0xc3:
-        return true;
       case 0xc4:
         return bytes(take(1), false);
       case 0xc5:
@@ -163,6 +168,14 @@ class Builder {
         return bytes(take(2), true);
       case 0xc9:
         return bytes(take(4), true);
+      default:
+        return bytes(uint64_t{1} << (b - 0xd4), true);  // fixext 0xd4..0xd8: 1, 2, 4, 8, 16 bytes
+    }
+  }
+
+  // float 32/64, uint 8..64, int 8..64.
+  json read_number(unsigned char b) {
+    switch (b) {
       case 0xca: {
         const auto bits = static_cast<uint32_t>(take(4));
         float f = 0;
@@ -176,31 +189,24 @@ class Builder {
         return f;
       }
       case 0xcc:
-        return static_cast<json::number_unsigned_t>(take(1));
       case 0xcd:
-        return static_cast<json::number_unsigned_t>(take(2));
       case 0xce:
-        return static_cast<json::number_unsigned_t>(take(4));
       case 0xcf:
-        return static_cast<json::number_unsigned_t>(take(8));
+        return static_cast<json::number_unsigned_t>(take(1 << (b - 0xcc)));  // 1, 2, 4, 8 bytes
       case 0xd0:
         return static_cast<json::number_integer_t>(static_cast<int8_t>(take(1)));
       case 0xd1:
         return static_cast<json::number_integer_t>(static_cast<int16_t>(take(2)));
       case 0xd2:
         return static_cast<json::number_integer_t>(static_cast<int32_t>(take(4)));
-      case 0xd3:
+      default:
         return static_cast<json::number_integer_t>(static_cast<int64_t>(take(8)));
-      case 0xd4:
-        return bytes(1, true);
-      case 0xd5:
-        return bytes(2, true);
-      case 0xd6:
-        return bytes(4, true);
-      case 0xd7:
-        return bytes(8, true);
-      case 0xd8:
-        return bytes(16, true);
+    }
+  }
+
+  // str 8/16/32, array 16/32, map 16/32.
+  json read_sized(unsigned char b) {
+    switch (b) {
       case 0xd9:
         return text(take(1));
       case 0xda:
@@ -213,12 +219,9 @@ class Builder {
         return open(json::array(), take(4));
       case 0xde:
         return open(json::object(), take(2));
-      case 0xdf:
-        return open(json::object(), take(4));
       default:
-        break;  // 0xc1: check() refused it
+        return open(json::object(), take(4));
     }
-    throw DecodeError("byte " + std::to_string(b) + " is not a MessagePack type");
   }
 
   void read_key() {

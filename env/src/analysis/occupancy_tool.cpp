@@ -154,6 +154,129 @@ void add_hints(const KernelInput& k, const ArchLimits& limits, const OccupancyQu
   }
 }
 
+// The kernels to report on: the one the arguments describe, or those the
+// resource report lists (filtered by name, then by the launch plan).
+struct KernelSet {
+  std::vector<KernelInput> kernels;
+  std::string resource_source = "arguments";
+  bool sole_kernel = true;
+};
+
+KernelSet kernels_to_report(const Args& args, const AnalysisInput& input, const std::vector<PlanLaunch>& plan,
+                            std::vector<std::string>* notes) {
+  KernelSet set;
+  if (args.registers) {
+    std::string name = args.kernel.value_or("");
+    if (name.empty() && plan.size() == 1) name = plan[0].lowered_name.empty() ? plan[0].name : plan[0].lowered_name;
+    set.kernels.push_back({name.empty() ? "kernel" : name, *args.registers, args.static_shared.value_or(0)});
+    return set;
+  }
+  const auto report = obtain_resources(input);
+  set.resource_source = report.source;
+  notes->insert(notes->end(), report.notes.begin(), report.notes.end());
+  set.sole_kernel = report.kernels.size() == 1;
+  for (const KernelResources* k : select_kernels(report.kernels, args.kernel)) {
+    if (k->entry && !*k->entry) continue;  // device functions are not launched
+    // With a launch plan and no filter, the kernels the plan launches.
+    if (!args.kernel && !plan.empty() && !find_plan_launch(plan, k->name, set.sole_kernel)) continue;
+    if (!k->registers) {
+      notes->push_back(display_name(k->name, 60) + ": registers not reported, skipped (pass registers)");
+      continue;
+    }
+    set.kernels.push_back({k->name, *k->registers, args.static_shared.value_or(k->shared_bytes.value_or(0))});
+  }
+  if (set.kernels.empty()) throw InputError("no kernel with known register usage to compute occupancy for");
+  return set;
+}
+
+struct LaunchConfig {
+  Dims block;
+  int64_t dynamic_shared = 0;
+  std::optional<Dims> grid;
+};
+
+// Launch configuration: the arguments, else the plan's literals for this kernel.
+LaunchConfig launch_config(const KernelInput& k, const Args& args, const PlanLaunch* p,
+                           std::vector<std::string>* notes) {
+  std::optional<Dims> block = args.block;
+  if (!block && p) {
+    block = p->block;
+    if (!block && !p->block_text.empty()) {
+      throw InputError("block_size is required: the launch plan's block for " + display_name(k.name, 60) + " (" +
+                       p->block_text +
+                       ") depends on the shapes; pass the threads per block, e.g. "
+                       "{\"block_size\": 256}");
+    }
+  }
+  if (!block) {
+    throw InputError(
+        "block_size is required: pass the threads per block your launch uses, e.g. "
+        "{\"block_size\": 256} or {\"block_size\": [16, 16]}");
+  }
+  LaunchConfig lc;
+  lc.block = *block;
+  if (args.dynamic_shared) {
+    lc.dynamic_shared = *args.dynamic_shared;
+  } else if (p) {
+    if (p->shared_bytes) {
+      lc.dynamic_shared = *p->shared_bytes;
+    } else {
+      notes->push_back("the launch plan's shared memory for " + display_name(k.name, 60) + " (" + p->shared_text +
+                       ") depends on the shapes; assumed 0 B (pass dynamic_shared_bytes)");
+    }
+  }
+  lc.grid = args.grid;
+  if (!lc.grid && p) lc.grid = p->grid;
+  return lc;
+}
+
+std::string occupancy_text(const KernelInput& k, const LaunchConfig& lc, int threads, const OccupancyResult& occ) {
+  std::string text = "\n- " + display_name(k.name) + ": block " +
+                     (lc.block[1] == 1 && lc.block[2] == 1 ? std::string() : dims_to_string(lc.block) + " = ") +
+                     std::to_string(threads) + " threads, " + std::to_string(k.registers) + " registers, shared " +
+                     format_bytes(k.static_shared) + " static + " + format_bytes(lc.dynamic_shared) + " dynamic -> ";
+  if (!occ.launchable) return text + "cannot launch: " + occ.launch_error;
+  return text + std::to_string(occ.active_blocks) + " blocks/SM (" + std::to_string(occ.active_warps) + " of " +
+         std::to_string(occ.max_warps) + " warps), occupancy " + format_percent(occ.occupancy) + ", " +
+         (occ.occupancy >= 1.0 ? std::string("full")
+                               : "limited by " + limiter_text(occ.limited_by.empty() ? "?" : occ.limited_by[0])) +
+         " (blocks/SM by registers " + std::to_string(occ.blocks_by_registers) + ", shared memory " +
+         std::to_string(occ.blocks_by_shared) + ", warps " + std::to_string(occ.blocks_by_warps) + ", limit " +
+         std::to_string(occ.blocks_by_block_limit) + ")";
+}
+
+// One kernel: its occupancy and waves as a line of text, facts and hints.
+void report_kernel(const KernelInput& k, const LaunchConfig& lc, const ArchLimits& limits, const AnalysisInput& input,
+                   std::string* body, json* kernel_facts, std::vector<std::string>* hints) {
+  const int threads = static_cast<int>(dims_product(lc.block));
+  OccupancyQuery q;
+  q.threads_per_block = threads;
+  q.registers_per_thread = k.registers;
+  q.static_shared_bytes = k.static_shared;
+  q.dynamic_shared_bytes = lc.dynamic_shared;
+  const OccupancyResult occ = compute_occupancy(limits, q);
+  WaveInfo waves;
+  json kf = to_json(occ);
+  kf["name"] = k.name;
+  kf["demangled"] = display_name(k.name, 1000);
+  kf["registers"] = k.registers;
+  kf["static_shared_bytes"] = k.static_shared;
+  kf["dynamic_shared_bytes"] = lc.dynamic_shared;
+  kf["block"] = dims_to_json(lc.block);
+  kf["threads_per_block"] = threads;
+  *body += occupancy_text(k, lc, threads, occ);
+  if (lc.grid && occ.launchable) {
+    waves = compute_waves(dims_product(*lc.grid), occ.active_blocks, input.device.sm_count);
+    kf["grid"] = dims_to_json(*lc.grid);
+    kf["waves"] = to_json(waves);
+    *body += "\n  grid " + dims_to_string(*lc.grid) + " = " + std::to_string(waves.grid_blocks) +
+             " blocks: " + format_fixed(waves.waves, 2) + " waves of " + std::to_string(waves.blocks_per_wave) +
+             " blocks, last wave " + format_percent(waves.last_wave_fill) + " full";
+  }
+  kernel_facts->push_back(kf);
+  add_hints(k, limits, q, occ, lc.grid, waves, input, *hints);
+}
+
 class OccupancyTool : public AnalysisTool {
  public:
   std::string name() const override { return "occupancy"; }
@@ -206,31 +329,7 @@ class OccupancyTool : public AnalysisTool {
     const ArchLimits limits = limits_for_device(input.device);
     const std::vector<PlanLaunch> plan = plan_launches(input);
     std::vector<std::string> notes;
-
-    std::vector<KernelInput> kernels;
-    std::string resource_source = "arguments";
-    bool sole_kernel = true;
-    if (args.registers) {
-      std::string name = args.kernel.value_or("");
-      if (name.empty() && plan.size() == 1) name = plan[0].lowered_name.empty() ? plan[0].name : plan[0].lowered_name;
-      kernels.push_back({name.empty() ? "kernel" : name, *args.registers, args.static_shared.value_or(0)});
-    } else {
-      const auto report = obtain_resources(input);
-      resource_source = report.source;
-      notes.insert(notes.end(), report.notes.begin(), report.notes.end());
-      sole_kernel = report.kernels.size() == 1;
-      for (const KernelResources* k : select_kernels(report.kernels, args.kernel)) {
-        if (k->entry && !*k->entry) continue;  // device functions are not launched
-        // With a launch plan and no filter, the kernels the plan launches.
-        if (!args.kernel && !plan.empty() && !find_plan_launch(plan, k->name, sole_kernel)) continue;
-        if (!k->registers) {
-          notes.push_back(display_name(k->name, 60) + ": registers not reported, skipped (pass registers)");
-          continue;
-        }
-        kernels.push_back({k->name, *k->registers, args.static_shared.value_or(k->shared_bytes.value_or(0))});
-      }
-      if (kernels.empty()) throw InputError("no kernel with known register usage to compute occupancy for");
-    }
+    const KernelSet set = kernels_to_report(args, input, plan, &notes);
 
     AnalysisResult r;
     r.ok = true;
@@ -240,85 +339,14 @@ class OccupancyTool : public AnalysisTool {
                        " blocks, " + std::to_string(limits.registers_per_sm) + " registers, " +
                        format_bytes(limits.shared_bytes_per_sm) + " shared per SM; " +
                        std::to_string(input.device.sm_count) + " SMs):";
-    for (const auto& k : kernels) {
-      // Launch configuration: the arguments, else the plan's literals for this kernel.
-      const PlanLaunch* p = find_plan_launch(plan, k.name, sole_kernel);
-      std::optional<Dims> block = args.block;
-      if (!block && p) {
-        block = p->block;
-        if (!block && !p->block_text.empty()) {
-          throw InputError("block_size is required: the launch plan's block for " + display_name(k.name, 60) + " (" +
-                           p->block_text +
-                           ") depends on the shapes; pass the threads per block, e.g. "
-                           "{\"block_size\": 256}");
-        }
-      }
-      if (!block) {
-        throw InputError(
-            "block_size is required: pass the threads per block your launch uses, e.g. "
-            "{\"block_size\": 256} or {\"block_size\": [16, 16]}");
-      }
-      int64_t dynamic_shared = 0;
-      if (args.dynamic_shared) {
-        dynamic_shared = *args.dynamic_shared;
-      } else if (p) {
-        if (p->shared_bytes) {
-          dynamic_shared = *p->shared_bytes;
-        } else {
-          notes.push_back("the launch plan's shared memory for " + display_name(k.name, 60) + " (" + p->shared_text +
-                          ") depends on the shapes; assumed 0 B (pass dynamic_shared_bytes)");
-        }
-      }
-      std::optional<Dims> grid = args.grid;
-      if (!grid && p) grid = p->grid;
-
-      const int threads = static_cast<int>(dims_product(*block));
-      OccupancyQuery q;
-      q.threads_per_block = threads;
-      q.registers_per_thread = k.registers;
-      q.static_shared_bytes = k.static_shared;
-      q.dynamic_shared_bytes = dynamic_shared;
-      const OccupancyResult occ = compute_occupancy(limits, q);
-      WaveInfo waves;
-      json kf = to_json(occ);
-      kf["name"] = k.name;
-      kf["demangled"] = display_name(k.name, 1000);
-      kf["registers"] = k.registers;
-      kf["static_shared_bytes"] = k.static_shared;
-      kf["dynamic_shared_bytes"] = dynamic_shared;
-      kf["block"] = dims_to_json(*block);
-      kf["threads_per_block"] = threads;
-      body += "\n- " + display_name(k.name) + ": block " +
-              ((*block)[1] == 1 && (*block)[2] == 1 ? std::string() : dims_to_string(*block) + " = ") +
-              std::to_string(threads) + " threads, " + std::to_string(k.registers) + " registers, shared " +
-              format_bytes(k.static_shared) + " static + " + format_bytes(dynamic_shared) + " dynamic -> ";
-      if (!occ.launchable) {
-        body += "cannot launch: " + occ.launch_error;
-      } else {
-        body +=
-            std::to_string(occ.active_blocks) + " blocks/SM (" + std::to_string(occ.active_warps) + " of " +
-            std::to_string(occ.max_warps) + " warps), occupancy " + format_percent(occ.occupancy) + ", " +
-            (occ.occupancy >= 1.0 ? std::string("full")
-                                  : "limited by " + limiter_text(occ.limited_by.empty() ? "?" : occ.limited_by[0])) +
-            " (blocks/SM by registers " + std::to_string(occ.blocks_by_registers) + ", shared memory " +
-            std::to_string(occ.blocks_by_shared) + ", warps " + std::to_string(occ.blocks_by_warps) + ", limit " +
-            std::to_string(occ.blocks_by_block_limit) + ")";
-      }
-      if (grid && occ.launchable) {
-        waves = compute_waves(dims_product(*grid), occ.active_blocks, input.device.sm_count);
-        kf["grid"] = dims_to_json(*grid);
-        kf["waves"] = to_json(waves);
-        body += "\n  grid " + dims_to_string(*grid) + " = " + std::to_string(waves.grid_blocks) +
-                " blocks: " + format_fixed(waves.waves, 2) + " waves of " + std::to_string(waves.blocks_per_wave) +
-                " blocks, last wave " + format_percent(waves.last_wave_fill) + " full";
-      }
-      kernel_facts.push_back(kf);
-      add_hints(k, limits, q, occ, grid, waves, input, r.hints);
+    for (const auto& k : set.kernels) {
+      const LaunchConfig lc = launch_config(k, args, find_plan_launch(plan, k.name, set.sole_kernel), &notes);
+      report_kernel(k, lc, limits, input, &body, &kernel_facts, &r.hints);
     }
     for (const auto& n : notes) body += "\nNote: " + n;
     r.facts = {{"device", to_json(input.device)},
                {"limits", to_json(limits)},
-               {"resource_source", resource_source},
+               {"resource_source", set.resource_source},
                {"kernels", kernel_facts}};
     if (!notes.empty()) r.facts["notes"] = notes;
     r.text = body;

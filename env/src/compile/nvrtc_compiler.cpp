@@ -42,6 +42,32 @@ std::string nvrtc_version() {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
+// The plan's kernels by the names NVRTC lowered them to; what cannot be
+// launched is returned as one line per kernel. Entry functions as ptxas
+// compiled them: a name that lowers to a __device__ function is in the CUBIN
+// but cannot be launched.
+std::string lower_kernel_names(const NvrtcWorkerPool::Result& compiled, const json& resources, LaunchPlan* plan) {
+  std::set<std::string> entries;
+  for (const auto& [kernel, usage] : resources.items()) entries.insert(usage.value("mangled", ""));
+  std::string missing;
+  for (size_t i = 0; i < plan->kernels.size(); ++i) {
+    KernelLaunchSpec& k = plan->kernels[i];
+    const std::optional<std::string> lowered =
+        i < compiled.lowered.size() ? compiled.lowered[i] : std::optional<std::string>();
+    // Only where ptxas reported its entries: on the H200 machine the
+    // NVRTC that was loaded (PyTorch's bundled copy) logged no ptxas
+    // lines, and every plan was refused. Without them a device function
+    // in the plan fails when the runner looks its kernel up instead.
+    if (!lowered || (!entries.empty() && entries.count(*lowered) == 0)) {
+      missing += "launch.kernels[" + std::to_string(i) + "].name \"" + k.name +
+                 "\" is not a __global__ function (or template instantiation) of the source\n";
+    } else {
+      k.lowered_name = *lowered;
+    }
+  }
+  return missing;
+}
+
 class NvrtcCompiler : public Compiler {
  public:
   NvrtcCompiler()
@@ -118,27 +144,8 @@ class NvrtcCompiler : public Compiler {
     r.log = shown + compiled.log;
     r.artifact.mode = SolutionMode::kNvrtc;
     if (compiled.nvrtc_result == NVRTC_SUCCESS) {
-      // Entry functions as ptxas compiled them: a name that lowers to a
-      // __device__ function is in the CUBIN but cannot be launched.
       const json resources = parse_ptxas_resource_usage(r.log);
-      std::set<std::string> entries;
-      for (const auto& [kernel, usage] : resources.items()) entries.insert(usage.value("mangled", ""));
-      std::string missing;
-      for (size_t i = 0; i < plan.kernels.size(); ++i) {
-        KernelLaunchSpec& k = plan.kernels[i];
-        const std::optional<std::string> lowered =
-            i < compiled.lowered.size() ? compiled.lowered[i] : std::optional<std::string>();
-        // Only where ptxas reported its entries: on the H200 machine the
-        // NVRTC that was loaded (PyTorch's bundled copy) logged no ptxas
-        // lines, and every plan was refused. Without them a device function
-        // in the plan fails when the runner looks its kernel up instead.
-        if (!lowered || (!entries.empty() && entries.count(*lowered) == 0)) {
-          missing += "launch.kernels[" + std::to_string(i) + "].name \"" + k.name +
-                     "\" is not a __global__ function (or template instantiation) of the source\n";
-        } else {
-          k.lowered_name = *lowered;
-        }
-      }
+      const std::string missing = lower_kernel_names(compiled, resources, &plan);
       if (missing.empty()) {
         detail::write_file(out_dir / kCubinName, compiled.cubin);
         r.ok = true;

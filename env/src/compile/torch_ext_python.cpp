@@ -219,32 +219,24 @@ std::string line_directive(int line, const std::string& file) {
   return "#line " + std::to_string(line) + " \"" + file + "\"\n";
 }
 
-}  // namespace
+// Keyword arguments of a call: name -> token range of the value.
+struct Range {
+  size_t b, e;
+};
+using Kwargs = std::vector<std::pair<std::string, Range>>;
 
-TorchExtSource from_python(const std::string& source) {
-  TorchExtSource r;
-  r.file_name = "candidate.py";
-  std::string error;
-  const std::vector<Token> tokens = tokenize_python(source, &error);
-  if (!error.empty()) {
-    r.error = "torch_ext: cannot read the Python solution: " + error;
-    return r;
+// The first `load_inline(`, or tokens.size() when there is none.
+size_t find_load_inline(const std::vector<Token>& tokens) {
+  for (size_t call = 0; call + 1 < tokens.size(); ++call) {
+    if (tokens[call].kind == Token::kName && tokens[call].text == "load_inline" && tokens[call + 1].text == "(") {
+      return call;
+    }
   }
-  size_t call = 0;
-  for (; call + 1 < tokens.size(); ++call) {
-    if (tokens[call].kind == Token::kName && tokens[call].text == "load_inline" && tokens[call + 1].text == "(") break;
-  }
-  if (call + 1 >= tokens.size()) {
-    r.error =
-        "torch_ext: the Python solution has no load_inline(...) call; give the cuda_sources string to "
-        "load_inline, or submit the CUDA source alone";
-    return r;
-  }
-  // Keyword arguments of the call: name -> token range of the value.
-  struct Range {
-    size_t b, e;
-  };
-  std::vector<std::pair<std::string, Range>> kwargs;
+  return tokens.size();
+}
+
+Kwargs keyword_arguments(const std::vector<Token>& tokens, size_t call) {
+  Kwargs kwargs;
   size_t i = call + 2;
   int depth = 0;
   size_t arg_begin = i;
@@ -263,17 +255,75 @@ TorchExtSource from_python(const std::string& source) {
       arg_begin = i + 1;
     }
   }
-  if (i > arg_begin + 1 && tokens[arg_begin + 1].text == "=")
+  if (i > arg_begin + 1 && tokens[arg_begin + 1].text == "=") {
     kwargs.push_back({tokens[arg_begin].text, {arg_begin + 2, i}});
-  auto find = [&](const std::string& name) -> const Range* {
-    for (const auto& kv : kwargs) {
-      if (kv.first == name) return &kv.second;
-    }
-    return nullptr;
-  };
+  }
+  return kwargs;
+}
 
+const Range* find_kwarg(const Kwargs& kwargs, const std::string& name) {
+  for (const auto& kv : kwargs) {
+    if (kv.first == name) return &kv.second;
+  }
+  return nullptr;
+}
+
+// The function kf_forward calls: the only one bound, or the one of several
+// that ModelNew.forward calls. Empty with *error set when neither is clear.
+std::string choose_entry(const std::string& source, const std::vector<Token>& tokens, const Kwargs& kwargs,
+                         std::string* error) {
+  std::vector<std::string> functions;
+  if (const Range* f = find_kwarg(kwargs, "functions"); f != nullptr) {
+    for (size_t k = f->b; k < f->e; ++k) {
+      if (tokens[k].kind == Token::kString) functions.push_back(tokens[k].text);
+    }
+  }
+  if (functions.empty()) {
+    *error = "torch_ext: load_inline(...) needs functions=[\"<entry>\"]: the function ModelNew.forward calls";
+    return "";
+  }
+  if (functions.size() > limits::kMaxTorchExtFunctions) {
+    *error = "torch_ext: functions=[...] lists " + std::to_string(functions.size()) + " functions; at most " +
+             std::to_string(limits::kMaxTorchExtFunctions) +
+             " (limits::kMaxTorchExtFunctions), and kf_forward calls one: list only the function forward calls";
+    return "";
+  }
+  if (functions.size() == 1) return functions[0];
+  const size_t fwd = source.find("def forward");
+  std::vector<std::string> called;
+  for (const auto& name : functions) {
+    if (fwd != std::string::npos && source.find("." + name + "(", fwd) != std::string::npos) called.push_back(name);
+  }
+  if (called.size() != 1) {
+    *error = "torch_ext: functions=[...] lists " + std::to_string(functions.size()) +
+             " functions and ModelNew.forward calls " + std::to_string(called.size()) +
+             " of them; kf_forward calls one entry: list only the function forward calls";
+    return "";
+  }
+  return called[0];
+}
+
+}  // namespace
+
+TorchExtSource from_python(const std::string& source) {
+  TorchExtSource r;
+  r.file_name = "candidate.py";
+  std::string error;
+  const std::vector<Token> tokens = tokenize_python(source, &error);
+  if (!error.empty()) {
+    r.error = "torch_ext: cannot read the Python solution: " + error;
+    return r;
+  }
+  const size_t call = find_load_inline(tokens);
+  if (call + 1 >= tokens.size()) {
+    r.error =
+        "torch_ext: the Python solution has no load_inline(...) call; give the cuda_sources string to "
+        "load_inline, or submit the CUDA source alone";
+    return r;
+  }
+  const Kwargs kwargs = keyword_arguments(tokens, call);
   Resolver resolver(tokens, call);
-  const Range* cuda = find("cuda_sources");
+  const Range* cuda = find_kwarg(kwargs, "cuda_sources");
   if (cuda == nullptr) {
     r.error =
         "torch_ext: load_inline(...) has no cuda_sources=...; the kernels and the function that launches them "
@@ -281,7 +331,7 @@ TorchExtSource from_python(const std::string& source) {
     return r;
   }
   std::vector<Piece> pieces = resolver.value(cuda->b, cuda->e, "cuda_sources");
-  if (const Range* cpp = find("cpp_sources"); cpp != nullptr && resolver.error.empty()) {
+  if (const Range* cpp = find_kwarg(kwargs, "cpp_sources"); cpp != nullptr && resolver.error.empty()) {
     // Usually the entry's declaration; definitions there are built too.
     std::vector<Piece> more = resolver.value(cpp->b, cpp->e, "cpp_sources");
     pieces.insert(pieces.end(), more.begin(), more.end());
@@ -290,40 +340,8 @@ TorchExtSource from_python(const std::string& source) {
     r.error = "torch_ext: " + resolver.error;
     return r;
   }
-
-  std::vector<std::string> functions;
-  if (const Range* f = find("functions"); f != nullptr) {
-    for (size_t k = f->b; k < f->e; ++k) {
-      if (tokens[k].kind == Token::kString) functions.push_back(tokens[k].text);
-    }
-  }
-  if (functions.empty()) {
-    r.error = "torch_ext: load_inline(...) needs functions=[\"<entry>\"]: the function ModelNew.forward calls";
-    return r;
-  }
-  if (functions.size() > limits::kMaxTorchExtFunctions) {
-    r.error = "torch_ext: functions=[...] lists " + std::to_string(functions.size()) + " functions; at most " +
-              std::to_string(limits::kMaxTorchExtFunctions) +
-              " (limits::kMaxTorchExtFunctions), and kf_forward calls one: list only the function forward calls";
-    return r;
-  }
-  if (functions.size() == 1) {
-    r.entry = functions[0];
-  } else {
-    // Several bound functions: the one forward() calls.
-    const size_t fwd = source.find("def forward");
-    std::vector<std::string> called;
-    for (const auto& name : functions) {
-      if (fwd != std::string::npos && source.find("." + name + "(", fwd) != std::string::npos) called.push_back(name);
-    }
-    if (called.size() != 1) {
-      r.error = "torch_ext: functions=[...] lists " + std::to_string(functions.size()) +
-                " functions and ModelNew.forward calls " + std::to_string(called.size()) +
-                " of them; kf_forward calls one entry: list only the function forward calls";
-      return r;
-    }
-    r.entry = called[0];
-  }
+  r.entry = choose_entry(source, tokens, kwargs, &r.error);
+  if (!r.error.empty()) return r;
   for (const Piece& p : pieces) r.text += line_directive(p.line, r.file_name) + p.text + "\n";
   return r;
 }

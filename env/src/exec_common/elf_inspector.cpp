@@ -141,10 +141,7 @@ std::vector<CodeRegion> code_regions(const std::vector<Elf64_Phdr>& loads, const
   return out;
 }
 
-}  // namespace
-
-ElfFacts read_elf_facts(const std::filesystem::path& path) {
-  ElfImage img(read_file(path));
+Elf64_Ehdr read_header(const ElfImage& img) {
   const auto& b = img.bytes();
   if (b.size() < EI_NIDENT || std::memcmp(b.data(), ELFMAG, SELFMAG) != 0) throw InputError("not an ELF file");
   if (b[EI_CLASS] != ELFCLASS64) throw InputError("not a 64-bit ELF file");
@@ -152,90 +149,94 @@ ElfFacts read_elf_facts(const std::filesystem::path& path) {
   auto eh = img.read<Elf64_Ehdr>(0, "ELF header");
   if (eh.e_type != ET_DYN) throw InputError("not a shared object (e_type " + std::to_string(eh.e_type) + ")");
   if (eh.e_phentsize != sizeof(Elf64_Phdr)) throw InputError("unexpected program header size");
+  return eh;
+}
 
-  ElfFacts facts;
-  facts.machine = eh.e_machine;
-
-  // Program headers: W+X segments, executable bytes, the dynamic section.
+struct ProgramHeaders {
   uint64_t dyn_offset = 0, dyn_size = 0;
-  bool has_stack_header = false;
   std::vector<Elf64_Phdr> loads;
+};
+
+// Program headers: W+X segments, executable bytes, the dynamic section.
+ProgramHeaders read_program_headers(const ElfImage& img, const Elf64_Ehdr& eh, ElfFacts* facts) {
+  ProgramHeaders out;
+  bool has_stack_header = false;
   for (uint16_t i = 0; i < eh.e_phnum; ++i) {
     auto ph = img.read<Elf64_Phdr>(eh.e_phoff + uint64_t{i} * sizeof(Elf64_Phdr), "program header");
     if (ph.p_type == PT_LOAD) {
-      loads.push_back(ph);
+      out.loads.push_back(ph);
       if ((ph.p_flags & PF_W) && (ph.p_flags & PF_X)) {
-        facts.wx_segments.push_back("segment " + std::to_string(i) + " at " + hex(ph.p_vaddr) + " (" +
-                                    ((ph.p_flags & PF_R) ? "R" : "") + "WX)");
+        facts->wx_segments.push_back("segment " + std::to_string(i) + " at " + hex(ph.p_vaddr) + " (" +
+                                     ((ph.p_flags & PF_R) ? "R" : "") + "WX)");
       }
     } else if (ph.p_type == PT_DYNAMIC) {
-      dyn_offset = ph.p_offset;
-      dyn_size = ph.p_filesz;
+      out.dyn_offset = ph.p_offset;
+      out.dyn_size = ph.p_filesz;
     } else if (ph.p_type == PT_GNU_STACK) {
       has_stack_header = true;
-      if (ph.p_flags & PF_X) facts.load_hazards.push_back("PT_GNU_STACK asks for an executable stack");
+      if (ph.p_flags & PF_X) facts->load_hazards.push_back("PT_GNU_STACK asks for an executable stack");
     }
   }
   // Without the header the loader assumes the object needs an executable stack.
   if (!has_stack_header) {
-    facts.load_hazards.push_back("no PT_GNU_STACK header: the loader would make the stack executable");
+    facts->load_hazards.push_back("no PT_GNU_STACK header: the loader would make the stack executable");
   }
-  if (dyn_size == 0) throw InputError("no dynamic section (a static executable, not a shared object)");
+  if (out.dyn_size == 0) throw InputError("no dynamic section (a static executable, not a shared object)");
+  return out;
+}
 
-  // The dynamic section gives addresses; map them to file offsets via PT_LOAD.
-  auto to_offset = [&](uint64_t vaddr, const char* what) -> uint64_t {
-    for (const auto& ph : loads) {
-      if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) return vaddr - ph.p_vaddr + ph.p_offset;
-    }
-    throw InputError(std::string("ELF ") + what + " address " + hex(vaddr) + " is outside every loadable segment");
-  };
-
+struct DynamicEntries {
   uint64_t strtab = 0, strsz = 0, symtab = 0, syment = sizeof(Elf64_Sym), hash = 0, gnu_hash = 0;
   std::vector<uint64_t> needed_offsets;
-  LoadTags tags;
-  for (uint64_t off = dyn_offset; off + sizeof(Elf64_Dyn) <= dyn_offset + dyn_size; off += sizeof(Elf64_Dyn)) {
+  LoadTags tags;  // what the load-time code reader needs
+};
+
+DynamicEntries read_dynamic_section(const ElfImage& img, const ProgramHeaders& ph) {
+  DynamicEntries e;
+  for (uint64_t off = ph.dyn_offset; off + sizeof(Elf64_Dyn) <= ph.dyn_offset + ph.dyn_size; off += sizeof(Elf64_Dyn)) {
     auto d = img.read<Elf64_Dyn>(off, "dynamic entry");
     if (d.d_tag == DT_NULL) break;
     switch (d.d_tag) {
       case DT_STRTAB:
-        strtab = d.d_un.d_ptr;
+        e.strtab = d.d_un.d_ptr;
         break;
       case DT_STRSZ:
-        strsz = d.d_un.d_val;
+        e.strsz = d.d_un.d_val;
         break;
       case DT_SYMTAB:
-        symtab = d.d_un.d_ptr;
+        e.symtab = d.d_un.d_ptr;
         break;
       case DT_SYMENT:
-        syment = d.d_un.d_val;
+        e.syment = d.d_un.d_val;
         break;
       case DT_HASH:
-        hash = d.d_un.d_ptr;
+        e.hash = d.d_un.d_ptr;
         break;
       case DT_GNU_HASH:
-        gnu_hash = d.d_un.d_ptr;
+        e.gnu_hash = d.d_un.d_ptr;
         break;
       case DT_NEEDED:
-        needed_offsets.push_back(d.d_un.d_val);
+        e.needed_offsets.push_back(d.d_un.d_val);
         break;
       default:
-        tags.record(d);
+        e.tags.record(d);
         break;
     }
   }
-  if (strtab == 0 || symtab == 0) throw InputError("dynamic section has no symbol or string table");
-  if (syment != sizeof(Elf64_Sym)) throw InputError("unexpected dynamic symbol size");
-  uint64_t str_off = to_offset(strtab, "string table");
-  uint64_t sym_off = to_offset(symtab, "symbol table");
-  for (uint64_t n : needed_offsets) facts.needed.push_back(img.string_at(str_off, strsz, n));
+  if (e.strtab == 0 || e.symtab == 0) throw InputError("dynamic section has no symbol or string table");
+  if (e.syment != sizeof(Elf64_Sym)) throw InputError("unexpected dynamic symbol size");
+  return e;
+}
 
-  // The number of dynamic symbols is not stored directly: DT_HASH has it, and
-  // with only DT_GNU_HASH it is one past the highest index in the chains.
+// The number of dynamic symbols is not stored directly: DT_HASH has it, and
+// with only DT_GNU_HASH it is one past the highest index in the chains.
+uint64_t count_dynamic_symbols(const ElfImage& img, const DynamicEntries& dyn, const AddressToOffset& to_offset,
+                               uint64_t str_off, uint64_t sym_off) {
   uint64_t nsyms = 0;
-  if (hash != 0) {
-    nsyms = img.read<uint32_t>(to_offset(hash, "hash table") + 4, "hash table");
-  } else if (gnu_hash != 0) {
-    uint64_t h = to_offset(gnu_hash, "GNU hash table");
+  if (dyn.hash != 0) {
+    nsyms = img.read<uint32_t>(to_offset(dyn.hash, "hash table") + 4, "hash table");
+  } else if (dyn.gnu_hash != 0) {
+    uint64_t h = to_offset(dyn.gnu_hash, "GNU hash table");
     auto nbuckets = img.read<uint32_t>(h, "GNU hash table");
     auto symoffset = img.read<uint32_t>(h + 4, "GNU hash table");
     auto bloom_size = img.read<uint32_t>(h + 8, "GNU hash table");
@@ -254,28 +255,56 @@ ElfFacts read_elf_facts(const std::filesystem::path& path) {
     if (str_off <= sym_off) throw InputError("cannot determine the number of dynamic symbols");
     nsyms = (str_off - sym_off) / sizeof(Elf64_Sym);
   }
-  if (nsyms > (b.size() / sizeof(Elf64_Sym))) throw InputError("implausible dynamic symbol count");
+  if (nsyms > (img.bytes().size() / sizeof(Elf64_Sym))) throw InputError("implausible dynamic symbol count");
+  return nsyms;
+}
 
-  for (uint64_t i = 1; i < nsyms; ++i) {
-    auto s = img.read<Elf64_Sym>(sym_off + i * sizeof(Elf64_Sym), "dynamic symbol");
-    std::string name = img.string_at(str_off, strsz, s.st_name);
+// Imports (undefined, weak or not) and the functions the object exports.
+void read_dynamic_symbols(const ElfImage& img, const DynamicSymbols& dynsym, ElfFacts* facts) {
+  for (uint64_t i = 1; i < dynsym.count; ++i) {
+    auto s = img.read<Elf64_Sym>(dynsym.offset + i * sizeof(Elf64_Sym), "dynamic symbol");
+    std::string name = img.string_at(dynsym.strings, dynsym.strings_size, s.st_name);
     if (name.empty()) continue;
     unsigned bind = ELF64_ST_BIND(s.st_info);
     if (s.st_shndx == SHN_UNDEF) {
-      facts.undefined.push_back({name, bind == STB_WEAK});
+      facts->undefined.push_back({name, bind == STB_WEAK});
     } else if (ELF64_ST_TYPE(s.st_info) == STT_FUNC && (bind == STB_GLOBAL || bind == STB_WEAK) &&
                ELF64_ST_VISIBILITY(s.st_other) == STV_DEFAULT) {
-      facts.exported_functions.push_back(name);
+      facts->exported_functions.push_back(name);
     }
   }
+}
 
-  DynamicSymbols dynsym{sym_off, nsyms, str_off, strsz};
+}  // namespace
+
+ElfFacts read_elf_facts(const std::filesystem::path& path) {
+  ElfImage img(read_file(path));
+  const Elf64_Ehdr eh = read_header(img);
+  ElfFacts facts;
+  facts.machine = eh.e_machine;
+  const ProgramHeaders ph = read_program_headers(img, eh, &facts);
+
+  // The dynamic section gives addresses; map them to file offsets via PT_LOAD.
+  auto to_offset = [&](uint64_t vaddr, const char* what) -> uint64_t {
+    for (const auto& load : ph.loads) {
+      if (vaddr >= load.p_vaddr && vaddr < load.p_vaddr + load.p_filesz) return vaddr - load.p_vaddr + load.p_offset;
+    }
+    throw InputError(std::string("ELF ") + what + " address " + hex(vaddr) + " is outside every loadable segment");
+  };
+  const DynamicEntries dyn = read_dynamic_section(img, ph);
+  uint64_t str_off = to_offset(dyn.strtab, "string table");
+  uint64_t sym_off = to_offset(dyn.symtab, "symbol table");
+  for (uint64_t n : dyn.needed_offsets) facts.needed.push_back(img.string_at(str_off, dyn.strsz, n));
+  const uint64_t nsyms = count_dynamic_symbols(img, dyn, to_offset, str_off, sym_off);
+  DynamicSymbols dynsym{sym_off, nsyms, str_off, dyn.strsz};
+  read_dynamic_symbols(img, dynsym, &facts);
+
   const std::vector<SectionInfo> sections = read_sections(img, eh);
   const FunctionNames names = read_function_names(img, sections, dynsym, &facts.has_symbol_table);
-  read_load_time_code(img, eh, tags, dynsym, to_offset, sections, names, &facts);
+  read_load_time_code(img, eh, dyn.tags, dynsym, to_offset, sections, names, &facts);
   std::map<uint64_t, std::string> functions;
   for (const auto& [address, name] : names.at) functions.emplace(address, name);
-  facts.syscalls = scan_syscalls(b, eh.e_machine, code_regions(loads, sections), functions);
+  facts.syscalls = scan_syscalls(img.bytes(), eh.e_machine, code_regions(ph.loads, sections), functions);
   return facts;
 }
 

@@ -120,31 +120,18 @@ void read_plt_stubs(const ElfImage& img, const std::vector<SectionInfo>& section
   }
 }
 
-}  // namespace
+Elf64_Sym dynamic_symbol(const ElfImage& img, const DynamicSymbols& dynsym, uint64_t index) {
+  if (index >= dynsym.count) throw InputError("relocation names a symbol out of range");
+  return img.read<Elf64_Sym>(dynsym.offset + index * sizeof(Elf64_Sym), "dynamic symbol");
+}
 
-void read_load_time_code(const ElfImage& img, const Elf64_Ehdr& eh, const LoadTags& tags, const DynamicSymbols& dynsym,
-                         const AddressToOffset& to_offset, const std::vector<SectionInfo>& sections,
-                         const FunctionNames& names, ElfFacts* facts) {
-  const RelocTypes types = reloc_types(eh.e_machine);
-  CallGraph graph{&img, &to_offset, &names.size_at, {}, {}};
-  auto describe = [&](ElfLoadTimeCode code) {
-    auto [first, last] = names.at.equal_range(code.address);
-    for (auto it = first; it != last; ++it) {
-      code.names.push_back(it->second);
-      code.name_counts.push_back(names.count.at(it->second));
-    }
-    if (eh.e_machine == EM_X86_64 && code.address != 0) code.reaches = graph.imports_reached_from(code.address);
-    facts->load_time_code.push_back(std::move(code));
-  };
-  auto dynamic_symbol = [&](uint64_t index) {
-    if (index >= dynsym.count) throw InputError("relocation names a symbol out of range");
-    return img.read<Elf64_Sym>(dynsym.offset + index * sizeof(Elf64_Sym), "dynamic symbol");
-  };
-
-  // Arrays of function pointers the loader calls: DT_INIT_ARRAY, and the
-  // legacy .ctors (0 and -1 are its terminators). The slots usually hold 0 in
-  // the file and are filled by relocations; a slot without one holds its
-  // final value (also the case for packed DT_RELR relocations).
+// Arrays of function pointers the loader calls: DT_INIT_ARRAY, and the
+// legacy .ctors (0 and -1 are its terminators). The slots usually hold 0 in
+// the file and are filled by relocations; a slot without one holds its
+// final value (also the case for packed DT_RELR relocations).
+std::map<uint64_t, ElfLoadTimeCode> loader_called_slots(const ElfImage& img, const LoadTags& tags,
+                                                        const AddressToOffset& to_offset,
+                                                        const std::vector<SectionInfo>& sections, ElfFacts* facts) {
   struct Slots {
     const char* kind;
     uint64_t address, size;
@@ -171,93 +158,134 @@ void read_load_time_code(const ElfImage& img, const Elf64_Ehdr& eh, const LoadTa
       slot_code[slot] = code;
     }
   }
+  return slot_code;
+}
 
+// What one relocation puts into a loader-called slot: an address, or an import.
+void resolve_slot(const ElfImage& img, const DynamicSymbols& dynsym, const RelocTypes& types, const Elf64_Rela& r,
+                  ElfLoadTimeCode* code) {
+  const auto type = static_cast<uint32_t>(ELF64_R_TYPE(r.r_info));
+  const bool symbolic = type == types.abs64 || type == types.glob_dat || type == types.jump_slot;
+  if (type == types.relative || (symbolic && ELF64_R_SYM(r.r_info) == 0)) {
+    code->address = static_cast<uint64_t>(r.r_addend);  // no symbol: an absolute address
+  } else if (symbolic) {
+    Elf64_Sym sym = dynamic_symbol(img, dynsym, ELF64_R_SYM(r.r_info));
+    if (sym.st_shndx == SHN_UNDEF) {
+      code->address = 0;
+      code->imported = img.string_at(dynsym.strings, dynsym.strings_size, sym.st_name);
+    } else {
+      code->address = sym.st_value + static_cast<uint64_t>(r.r_addend);
+    }
+  }
+}
+
+// Walks the RELA tables: IRELATIVE targets (local IFUNC resolvers), the
+// imports' GOT slots for the call graph, and the values of loader-called slots.
+void apply_relocations(const ElfImage& img, const LoadTags& tags, const RelocTypes& types, const DynamicSymbols& dynsym,
+                       const AddressToOffset& to_offset, CallGraph* graph,
+                       std::map<uint64_t, ElfLoadTimeCode>* slot_code, std::vector<uint64_t>* ifunc_addresses) {
   if (tags.rela_ent != sizeof(Elf64_Rela)) throw InputError("unexpected relocation entry size");
   std::vector<std::pair<uint64_t, uint64_t>> tables;  // (address, bytes)
   if (tags.rela != 0 && tags.rela_size > 0) tables.emplace_back(tags.rela, tags.rela_size);
   if (tags.jmprel != 0 && tags.pltrel_size > 0 && tags.pltrel == DT_RELA) {
     tables.emplace_back(tags.jmprel, tags.pltrel_size);
   }
-  std::vector<uint64_t> ifunc_addresses;
   for (const auto& [address, bytes] : tables) {
     uint64_t base = to_offset(address, "relocation table");
     for (uint64_t off = 0; off + sizeof(Elf64_Rela) <= bytes; off += sizeof(Elf64_Rela)) {
       auto r = img.read<Elf64_Rela>(base + off, "relocation");
-      uint32_t type = static_cast<uint32_t>(ELF64_R_TYPE(r.r_info));
+      const auto type = static_cast<uint32_t>(ELF64_R_TYPE(r.r_info));
       if (type == types.irelative) {
-        ifunc_addresses.push_back(static_cast<uint64_t>(r.r_addend));
+        ifunc_addresses->push_back(static_cast<uint64_t>(r.r_addend));
         continue;
       }
       // Imports' GOT slots, for the call graph. Only indices the symbol count
       // covers (with DT_GNU_HASH it is derived, see read_elf_facts).
       if ((type == types.glob_dat || type == types.jump_slot) && ELF64_R_SYM(r.r_info) != 0 &&
           ELF64_R_SYM(r.r_info) < dynsym.count) {
-        Elf64_Sym sym = dynamic_symbol(ELF64_R_SYM(r.r_info));
+        Elf64_Sym sym = dynamic_symbol(img, dynsym, ELF64_R_SYM(r.r_info));
         if (sym.st_shndx == SHN_UNDEF) {
-          graph.got_slot[r.r_offset] = img.string_at(dynsym.strings, dynsym.strings_size, sym.st_name);
+          graph->got_slot[r.r_offset] = img.string_at(dynsym.strings, dynsym.strings_size, sym.st_name);
         }
       }
-      auto slot = slot_code.find(r.r_offset);
-      if (slot == slot_code.end()) continue;
-      if (type == types.relative) {
-        slot->second.address = static_cast<uint64_t>(r.r_addend);
-      } else if ((type == types.abs64 || type == types.glob_dat || type == types.jump_slot) &&
-                 ELF64_R_SYM(r.r_info) == 0) {
-        slot->second.address = static_cast<uint64_t>(r.r_addend);  // no symbol: an absolute address
-      } else if (type == types.abs64 || type == types.glob_dat || type == types.jump_slot) {
-        Elf64_Sym sym = dynamic_symbol(ELF64_R_SYM(r.r_info));
-        if (sym.st_shndx == SHN_UNDEF) {
-          slot->second.address = 0;
-          slot->second.imported = img.string_at(dynsym.strings, dynsym.strings_size, sym.st_name);
-        } else {
-          slot->second.address = sym.st_value + static_cast<uint64_t>(r.r_addend);
-        }
-      }
+      auto slot = slot_code->find(r.r_offset);
+      if (slot != slot_code->end()) resolve_slot(img, dynsym, types, r, &slot->second);
     }
   }
-  if (eh.e_machine == EM_X86_64) read_plt_stubs(img, sections, &graph);
-  for (auto& [slot, code] : slot_code) {
-    if (code.kind == std::string("ctors") && (code.address == 0 || code.address == ~uint64_t{0})) continue;
-    if (code.kind == std::string("init_array") && code.address == 0 && code.imported.empty()) continue;
-    describe(code);
-  }
+}
 
-  // IFUNC resolvers run while relocations are processed: exported ones and
-  // local ones (IRELATIVE relocations).
+// IFUNC resolvers run while relocations are processed: exported ones here,
+// local ones (IRELATIVE relocations) found by apply_relocations. Sorted, once each.
+void add_exported_ifuncs(const ElfImage& img, const DynamicSymbols& dynsym, std::vector<uint64_t>* ifunc_addresses) {
   for (uint64_t i = 1; i < dynsym.count; ++i) {
     auto s = img.read<Elf64_Sym>(dynsym.offset + i * sizeof(Elf64_Sym), "dynamic symbol");
-    if (s.st_shndx != SHN_UNDEF && ELF64_ST_TYPE(s.st_info) == STT_GNU_IFUNC) ifunc_addresses.push_back(s.st_value);
+    if (s.st_shndx != SHN_UNDEF && ELF64_ST_TYPE(s.st_info) == STT_GNU_IFUNC) ifunc_addresses->push_back(s.st_value);
   }
-  std::sort(ifunc_addresses.begin(), ifunc_addresses.end());
-  ifunc_addresses.erase(std::unique(ifunc_addresses.begin(), ifunc_addresses.end()), ifunc_addresses.end());
-  for (uint64_t address : ifunc_addresses) {
-    ElfLoadTimeCode code;
-    code.kind = "ifunc";
-    code.address = address;
-    describe(code);
-  }
+  std::sort(ifunc_addresses->begin(), ifunc_addresses->end());
+  ifunc_addresses->erase(std::unique(ifunc_addresses->begin(), ifunc_addresses->end()), ifunc_addresses->end());
+}
 
-  if (tags.has_init) {
-    ElfLoadTimeCode code;
-    code.kind = "init";
-    code.address = tags.init;
-    auto init = std::find_if(sections.begin(), sections.end(), [](const SectionInfo& s) { return s.name == ".init"; });
-    if (init != sections.end()) {
-      if (init->header.sh_addr != tags.init) {
-        code.anomaly = "DT_INIT points at " + hex(tags.init) + ", not at the .init section";
-      } else if (eh.e_machine == EM_X86_64) {
-        code.anomaly = x86_init_anomaly(img, *init);
-      }
+// DT_INIT, and whether it points where the .init section is and looks like one.
+ElfLoadTimeCode init_function(const ElfImage& img, const Elf64_Ehdr& eh, const LoadTags& tags,
+                              const std::vector<SectionInfo>& sections) {
+  ElfLoadTimeCode code;
+  code.kind = "init";
+  code.address = tags.init;
+  auto init = std::find_if(sections.begin(), sections.end(), [](const SectionInfo& s) { return s.name == ".init"; });
+  if (init != sections.end()) {
+    if (init->header.sh_addr != tags.init) {
+      code.anomaly = "DT_INIT points at " + hex(tags.init) + ", not at the .init section";
+    } else if (eh.e_machine == EM_X86_64) {
+      code.anomaly = x86_init_anomaly(img, *init);
     }
-    describe(code);
   }
+  return code;
+}
 
+// What makes the loader write to code or read other files.
+void add_load_hazards(const ElfImage& img, const LoadTags& tags, const DynamicSymbols& dynsym, ElfFacts* facts) {
   if (tags.textrel) facts->load_hazards.push_back("text relocations (DT_TEXTREL): the loader would write to code");
   for (const auto& h : tags.other_hazards) facts->load_hazards.push_back(h);
   for (const auto& [tag, offset] : tags.path_entries) {
     facts->load_hazards.push_back(tag + " " + img.string_at(dynsym.strings, dynsym.strings_size, offset) +
                                   ": makes the loader read other files");
   }
+}
+
+}  // namespace
+
+void read_load_time_code(const ElfImage& img, const Elf64_Ehdr& eh, const LoadTags& tags, const DynamicSymbols& dynsym,
+                         const AddressToOffset& to_offset, const std::vector<SectionInfo>& sections,
+                         const FunctionNames& names, ElfFacts* facts) {
+  CallGraph graph{&img, &to_offset, &names.size_at, {}, {}};
+  auto describe = [&](ElfLoadTimeCode code) {
+    auto [first, last] = names.at.equal_range(code.address);
+    for (auto it = first; it != last; ++it) {
+      code.names.push_back(it->second);
+      code.name_counts.push_back(names.count.at(it->second));
+    }
+    if (eh.e_machine == EM_X86_64 && code.address != 0) code.reaches = graph.imports_reached_from(code.address);
+    facts->load_time_code.push_back(std::move(code));
+  };
+
+  std::map<uint64_t, ElfLoadTimeCode> slot_code = loader_called_slots(img, tags, to_offset, sections, facts);
+  std::vector<uint64_t> ifunc_addresses;
+  apply_relocations(img, tags, reloc_types(eh.e_machine), dynsym, to_offset, &graph, &slot_code, &ifunc_addresses);
+  if (eh.e_machine == EM_X86_64) read_plt_stubs(img, sections, &graph);
+  for (auto& [slot, code] : slot_code) {
+    if (code.kind == std::string("ctors") && (code.address == 0 || code.address == ~uint64_t{0})) continue;
+    if (code.kind == std::string("init_array") && code.address == 0 && code.imported.empty()) continue;
+    describe(code);
+  }
+  add_exported_ifuncs(img, dynsym, &ifunc_addresses);
+  for (uint64_t address : ifunc_addresses) {
+    ElfLoadTimeCode code;
+    code.kind = "ifunc";
+    code.address = address;
+    describe(code);
+  }
+  if (tags.has_init) describe(init_function(img, eh, tags, sections));
+  add_load_hazards(img, tags, dynsym, facts);
 }
 
 }  // namespace kforge::exec::elf_detail

@@ -68,70 +68,69 @@ void install_crash_reporter() {
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::sigaction(sig, &sa, nullptr);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// What the executor passes on the command line (JudgeLaunch in env/src/exec).
+struct Arguments {
   kforge::judge::JudgeLoopConfig config;
   long parent = 0;
   int cpu = -1;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string key = argv[i], value = argv[i + 1];
-    if (key == "--backend") {
-      config.backend = value;
-    } else if (key == "--device") {
-      config.device = std::atoi(value.c_str());
-    } else if (key == "--runner") {
-      config.runner = value;
-    } else if (key == "--scratch") {
-      config.scratch = value;
-    } else if (key == "--gate-dir") {
-      config.gate_dir = value;
-    } else if (key == "--cpu") {
-      cpu = std::atoi(value.c_str());
-    } else if (key == "--parent-pid") {
-      parent = std::strtol(value.c_str(), nullptr, 10);
-    } else if (key == "--trim-above-mib") {
-      config.memory.trim_above_bytes = std::strtoull(value.c_str(), nullptr, 10) << 20;
-    } else if (key == "--retire-above-mib") {
-      config.memory.retire_above_bytes = std::strtoull(value.c_str(), nullptr, 10) << 20;
-    } else if (key == "--spares") {
-      config.runner_spares = std::atoi(value.c_str());
-    } else if (key == "--device-trim-above-mib") {
-      config.memory.device_trim_above_bytes = std::strtoull(value.c_str(), nullptr, 10) << 20;
-    } else if (key == "--lane-device-memory-mib") {
-      config.lane_memory.lane_bytes = std::strtoull(value.c_str(), nullptr, 10) << 20;
-    } else if (key == "--device-memory-reserve-mib") {
-      config.lane_memory.reserve_bytes = std::strtoull(value.c_str(), nullptr, 10) << 20;
-    } else if (key == "--lanes-on-device") {
-      config.lane_memory.lanes = std::max(1, std::atoi(value.c_str()));
-    } else {
-      std::fprintf(stderr, "kforge-judge: unknown argument %s\n", key.c_str());
-      return 2;
-    }
+};
+
+uint64_t mib(const std::string& value) { return std::strtoull(value.c_str(), nullptr, 10) << 20; }
+
+// False (after a message on stderr) on an unknown key.
+bool apply_argument(const std::string& key, const std::string& value, Arguments* a) {
+  kforge::judge::JudgeLoopConfig& c = a->config;
+  if (key == "--backend") {
+    c.backend = value;
+  } else if (key == "--device") {
+    c.device = std::atoi(value.c_str());
+  } else if (key == "--runner") {
+    c.runner = value;
+  } else if (key == "--scratch") {
+    c.scratch = value;
+  } else if (key == "--gate-dir") {
+    c.gate_dir = value;
+  } else if (key == "--cpu") {
+    a->cpu = std::atoi(value.c_str());
+  } else if (key == "--parent-pid") {
+    a->parent = std::strtol(value.c_str(), nullptr, 10);
+  } else if (key == "--trim-above-mib") {
+    c.memory.trim_above_bytes = mib(value);
+  } else if (key == "--retire-above-mib") {
+    c.memory.retire_above_bytes = mib(value);
+  } else if (key == "--spares") {
+    c.runner_spares = std::atoi(value.c_str());
+  } else if (key == "--device-trim-above-mib") {
+    c.memory.device_trim_above_bytes = mib(value);
+  } else if (key == "--lane-device-memory-mib") {
+    c.lane_memory.lane_bytes = mib(value);
+  } else if (key == "--device-memory-reserve-mib") {
+    c.lane_memory.reserve_bytes = mib(value);
+  } else if (key == "--lanes-on-device") {
+    c.lane_memory.lanes = std::max(1, std::atoi(value.c_str()));
+  } else {
+    std::fprintf(stderr, "kforge-judge: unknown argument %s\n", key.c_str());
+    return false;
   }
-  if (config.runner.empty() || config.scratch.empty()) {
-    std::fprintf(stderr,
-                 "usage: kforge-judge --backend cpu|cuda --runner PATH --scratch DIR [--device N] [--gate-dir DIR]\n"
-                 "                    [--cpu CORE] [--parent-pid PID] [--trim-above-mib N] [--retire-above-mib N]\n"
-                 "                    [--device-trim-above-mib N] [--spares N] [--lane-device-memory-mib N]\n"
-                 "                    [--device-memory-reserve-mib N] [--lanes-on-device N]\n"
-                 "Started by the Executor with its control socket on fd 3.\n");
-    return 2;
+  return true;
+}
+
+// A CPU slot (docs/execution.md, "Lanes"): this judge and the runners it
+// spawns (they inherit the mask) stay on one core, so that slots do not
+// migrate into each other's caches. Best effort: a core outside our
+// allowed set leaves the mask as it was.
+void pin_to_core(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (::sched_setaffinity(0, sizeof(set), &set) != 0) {
+    std::fprintf(stderr, "kforge-judge: cannot pin to core %d; running unpinned\n", cpu);
   }
-  if (parent > 0) kforge::exec::die_with_parent(static_cast<pid_t>(parent));
-  if (cpu >= 0) {
-    // A CPU slot (docs/execution.md, "Lanes"): this judge and the runners it
-    // spawns (they inherit the mask) stay on one core, so that slots do not
-    // migrate into each other's caches. Best effort: a core outside our
-    // allowed set leaves the mask as it was.
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    if (::sched_setaffinity(0, sizeof(set), &set) != 0) {
-      std::fprintf(stderr, "kforge-judge: cannot pin to core %d; running unpinned\n", cpu);
-    }
-  }
-  install_crash_reporter();
+}
+
+// How the judge's own process behaves while it serves: its heap, its
+// dumpability, its threads.
+void configure_process() {
   // Keep freed memory for reuse instead of returning it to the kernel. glibc
   // serves large blocks (every input, reference and temporary tensor) with a
   // fresh mmap and unmaps them on free, so each reference call would fault in
@@ -150,5 +149,27 @@ int main(int argc, char** argv) {
   // create threads): speedups compare one core with one core.
   at::set_num_threads(1);
   at::set_num_interop_threads(1);
-  return kforge::judge::serve_executor(config, 3);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Arguments args;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!apply_argument(argv[i], argv[i + 1], &args)) return 2;
+  }
+  if (args.config.runner.empty() || args.config.scratch.empty()) {
+    std::fprintf(stderr,
+                 "usage: kforge-judge --backend cpu|cuda --runner PATH --scratch DIR [--device N] [--gate-dir DIR]\n"
+                 "                    [--cpu CORE] [--parent-pid PID] [--trim-above-mib N] [--retire-above-mib N]\n"
+                 "                    [--device-trim-above-mib N] [--spares N] [--lane-device-memory-mib N]\n"
+                 "                    [--device-memory-reserve-mib N] [--lanes-on-device N]\n"
+                 "Started by the Executor with its control socket on fd 3.\n");
+    return 2;
+  }
+  if (args.parent > 0) kforge::exec::die_with_parent(static_cast<pid_t>(args.parent));
+  if (args.cpu >= 0) pin_to_core(args.cpu);
+  install_crash_reporter();
+  configure_process();
+  return kforge::judge::serve_executor(args.config, 3);
 }

@@ -71,13 +71,118 @@ SandboxLimits parse_limits(const json& j) {
   return l;
 }
 
-}  // namespace
-
-int serve_requests(RunnerDevice* device, SandboxState sandbox) {
+// What the loop keeps between requests: the device, the sandbox's phase, and
+// the candidate once it is loaded (and only after the running filter is on).
+struct Session {
+  RunnerDevice* device;
+  SandboxState sandbox;
   std::unique_ptr<Candidate> candidate;
   // Made once: a std::function holding a single reference stays in its
   // small-object buffer, so calls allocate nothing on the way to forward().
-  const std::function<int()> forward = [&candidate] { return candidate->forward(); };
+  std::function<int()> forward;
+};
+
+void handle_call(Session& s, const json& msg, uint64_t seq) {
+  if (s.candidate == nullptr) return reply_error(seq, "call", "no candidate loaded");
+  bool null_call = msg.value("null", false);
+  CallResult result;
+  uint64_t start = now_ns();
+  // The ABI is C, but a C++ candidate can still let an exception escape
+  // (std::bad_alloc at the memory limit): a failure of the call, not of
+  // the runner. Device failures (a CUDA fault) come as DeviceError.
+  try {
+    result = s.device->run_call(null_call ? nullptr : &s.forward, msg);
+  } catch (const DeviceError& e) {
+    return reply_error(seq, "kf_forward", e.what());
+  } catch (const std::exception& e) {
+    return reply_error(seq, "kf_forward", std::string("kf_forward threw ") + e.what());
+  } catch (...) {
+    return reply_error(seq, "kf_forward", "kf_forward threw an exception that is not a std::exception");
+  }
+  uint64_t elapsed = now_ns() - start;
+  // A launch of an nvrtc kernel that the runtime refused: the runner
+  // knows why, and a bare status would hide it.
+  if (result.rc != 0 && !s.candidate->error().empty()) return reply_error(seq, "kf_forward", s.candidate->error());
+  json done = result.extra;
+  done["type"] = "done";
+  done["seq"] = seq;
+  done["rc"] = result.rc;
+  done["self_ns"] = elapsed;
+  reply(done);
+}
+
+void handle_profile(Session& s, const json& msg, uint64_t seq) {
+  if (s.candidate == nullptr) return reply_error(seq, "profile", "no candidate loaded");
+  json profile;
+  try {
+    profile = s.device->profile(s.forward, msg);
+  } catch (const std::exception& e) {
+    return reply_error(seq, "profile", e.what());
+  } catch (...) {
+    return reply_error(seq, "profile", "kf_forward threw an exception that is not a std::exception");
+  }
+  reply({{"type", "profiled"}, {"seq", seq}, {"profile", profile}});
+}
+
+void handle_bind(Session& s, const json& msg, uint64_t seq) {
+  std::vector<kf_tensor> inputs = parse_tensors(msg.at("inputs"), *s.device);
+  std::vector<kf_tensor> outputs = parse_tensors(msg.at("outputs"), *s.device);
+  s.device->on_bind();
+  // nvrtc: the launch plan is evaluated here; a plan that fails for
+  // these shapes is this request's error, naming the kernel and field.
+  if (s.candidate != nullptr) s.candidate->bind(std::move(inputs), std::move(outputs));
+  reply({{"type", "bound"}, {"seq", seq}});
+}
+
+// A shared object runs its static constructors here; a CUBIN is read
+// (read-only opens are still allowed) and loaded onto the device.
+std::unique_ptr<Candidate> load_candidate(RunnerDevice* device, const json& msg) {
+  std::unique_ptr<Candidate> loaded;
+  if (msg.contains("cubin")) {
+    loaded = load_plan_candidate(msg, [device](const std::string& image, const std::vector<std::string>& names) {
+      return device->load_cubin(image, names);
+    });
+  } else {
+    loaded = load_library_candidate(msg.at("library").get<std::string>(), device);
+  }
+  device->after_load();
+  return loaded;
+}
+
+// The arena, the loading filter, the candidate's code, then the running
+// filter: in this order, and the candidate is callable only after the last.
+void handle_setup(Session& s, Frame& frame, uint64_t seq) {
+  const json& msg = frame.body;
+  if (s.candidate != nullptr) return reply_error(seq, "setup", "already set up");
+  SandboxLimits limits = parse_limits(msg.at("limits"));
+  limits.open_files += s.device->extra_open_files();
+  s.device->set_device_memory_limit(msg.at("limits").value("device_memory_bytes", uint64_t{0}));
+  // The arena first: mapping it is harness work (CUDA: opening an IPC
+  // handle), done before any candidate code exists in the process.
+  s.device->map_arena(msg.at("arena"), &frame.fds);
+  enter_loading_phase(limits, s.device->extra_syscalls(), s.device->writable_files(), &s.sandbox,
+                      s.device->device_ioctl_files());
+  // From here on the candidate's code may run (static constructors,
+  // the driver parsing its CUBIN): the judge blames what follows on
+  // the candidate, and what came before on the harness.
+  reply({{"type", "loading"}, {"seq", seq}});
+  std::unique_ptr<Candidate> loaded;
+  try {
+    loaded = load_candidate(s.device, msg);
+  } catch (const std::exception& e) {
+    return reply_error(seq, "load", e.what());
+  }
+  enter_running_phase(limits, &s.sandbox);
+  // Only now: nothing may call the candidate before the running filter.
+  s.candidate = std::move(loaded);
+  reply({{"type", "ready"}, {"seq", seq}, {"sandbox", s.sandbox.to_json()}});
+}
+
+}  // namespace
+
+int serve_requests(RunnerDevice* device, SandboxState sandbox) {
+  Session s{device, std::move(sandbox), nullptr, {}};
+  s.forward = [&s] { return s.candidate->forward(); };
   while (true) {
     Frame frame;
     try {
@@ -90,103 +195,13 @@ int serve_requests(RunnerDevice* device, SandboxState sandbox) {
     uint64_t seq = msg.value("seq", uint64_t{0});
     try {
       if (type == "call") {
-        if (candidate == nullptr) {
-          reply_error(seq, "call", "no candidate loaded");
-          continue;
-        }
-        bool null_call = msg.value("null", false);
-        CallResult result;
-        uint64_t start = now_ns();
-        // The ABI is C, but a C++ candidate can still let an exception escape
-        // (std::bad_alloc at the memory limit): a failure of the call, not of
-        // the runner. Device failures (a CUDA fault) come as DeviceError.
-        try {
-          result = device->run_call(null_call ? nullptr : &forward, msg);
-        } catch (const DeviceError& e) {
-          reply_error(seq, "kf_forward", e.what());
-          continue;
-        } catch (const std::exception& e) {
-          reply_error(seq, "kf_forward", std::string("kf_forward threw ") + e.what());
-          continue;
-        } catch (...) {
-          reply_error(seq, "kf_forward", "kf_forward threw an exception that is not a std::exception");
-          continue;
-        }
-        uint64_t elapsed = now_ns() - start;
-        // A launch of an nvrtc kernel that the runtime refused: the runner
-        // knows why, and a bare status would hide it.
-        if (result.rc != 0 && !candidate->error().empty()) {
-          reply_error(seq, "kf_forward", candidate->error());
-          continue;
-        }
-        json done = result.extra;
-        done["type"] = "done";
-        done["seq"] = seq;
-        done["rc"] = result.rc;
-        done["self_ns"] = elapsed;
-        reply(done);
+        handle_call(s, msg, seq);
       } else if (type == "profile") {
-        if (candidate == nullptr) {
-          reply_error(seq, "profile", "no candidate loaded");
-          continue;
-        }
-        json profile;
-        try {
-          profile = device->profile(forward, msg);
-        } catch (const std::exception& e) {
-          reply_error(seq, "profile", e.what());
-          continue;
-        } catch (...) {
-          reply_error(seq, "profile", "kf_forward threw an exception that is not a std::exception");
-          continue;
-        }
-        reply({{"type", "profiled"}, {"seq", seq}, {"profile", profile}});
+        handle_profile(s, msg, seq);
       } else if (type == "bind") {
-        std::vector<kf_tensor> inputs = parse_tensors(msg.at("inputs"), *device);
-        std::vector<kf_tensor> outputs = parse_tensors(msg.at("outputs"), *device);
-        device->on_bind();
-        // nvrtc: the launch plan is evaluated here; a plan that fails for
-        // these shapes is this request's error, naming the kernel and field.
-        if (candidate != nullptr) candidate->bind(std::move(inputs), std::move(outputs));
-        reply({{"type", "bound"}, {"seq", seq}});
+        handle_bind(s, msg, seq);
       } else if (type == "setup") {
-        if (candidate != nullptr) {
-          reply_error(seq, "setup", "already set up");
-          continue;
-        }
-        SandboxLimits limits = parse_limits(msg.at("limits"));
-        limits.open_files += device->extra_open_files();
-        device->set_device_memory_limit(msg.at("limits").value("device_memory_bytes", uint64_t{0}));
-        // The arena first: mapping it is harness work (CUDA: opening an IPC
-        // handle), done before any candidate code exists in the process.
-        device->map_arena(msg.at("arena"), &frame.fds);
-        enter_loading_phase(limits, device->extra_syscalls(), device->writable_files(), &sandbox,
-                            device->device_ioctl_files());
-        // From here on the candidate's code may run (static constructors,
-        // the driver parsing its CUBIN): the judge blames what follows on
-        // the candidate, and what came before on the harness.
-        reply({{"type", "loading"}, {"seq", seq}});
-        // A shared object runs its static constructors here; a CUBIN is read
-        // (read-only opens are still allowed) and loaded onto the device.
-        std::unique_ptr<Candidate> loaded;
-        try {
-          if (msg.contains("cubin")) {
-            loaded =
-                load_plan_candidate(msg, [device](const std::string& image, const std::vector<std::string>& names) {
-                  return device->load_cubin(image, names);
-                });
-          } else {
-            loaded = load_library_candidate(msg.at("library").get<std::string>(), device);
-          }
-          device->after_load();
-        } catch (const std::exception& e) {
-          reply_error(seq, "load", e.what());
-          continue;
-        }
-        enter_running_phase(limits, &sandbox);
-        // Only now: nothing may call the candidate before the running filter.
-        candidate = std::move(loaded);
-        reply({{"type", "ready"}, {"seq", seq}, {"sandbox", sandbox.to_json()}});
+        handle_setup(s, frame, seq);
       } else {
         reply_error(seq, "protocol", "unknown message type '" + type + "'");
       }
