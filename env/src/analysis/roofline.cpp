@@ -14,6 +14,44 @@ using analysis_detail::format_percent;
 
 std::string micros(double seconds) { return format_fixed(seconds * 1e6, seconds < 1e-4 ? 1 : 0) + " us"; }
 
+// The advice for the bound the measurement falls under.
+std::string bound_hint(const RooflineInput& in, const DevicePeaks& peaks, const RooflineResult& r) {
+  const std::string bw = format_percent(std::min(r.memory_fraction, 9.99)) + " of peak bandwidth";
+  const std::string fl = format_percent(std::min(r.compute_fraction, 9.99)) + " of peak " +
+                         (in.tensor_cores ? "tensor-core" : "FP32") + " FLOP/s";
+  switch (r.bound) {
+    case Bound::kLaunch:
+      return micros(in.time_s / in.launches) + " per launch is close to the ~" + micros(peaks.launch_overhead_s) +
+             " cost of a launch itself: fuse the kernels into one, do more work per launch, or capture "
+             "the launches in a CUDA graph.";
+    case Bound::kMemory:
+      if (r.memory_fraction >= 0.8) {
+        return "memory-bound at " + bw +
+               ": the kernel is on the bandwidth roofline, so only moving fewer bytes helps (fuse "
+               "producer and consumer ops, keep intermediates on chip, read each input once).";
+      }
+      return "memory-bound at " + bw +
+             ": 16-byte vector accesses coalesced across the warp, several independent loads in "
+             "flight per thread, and enough blocks for every SM bring it closer to the ceiling.";
+    case Bound::kCompute:
+      if (in.tensor_cores) {
+        return "compute-bound at " + fl +
+               ": near the tensor-core ceiling; remaining gains are in overlapping the epilogue and "
+               "data movement with the matrix instructions.";
+      }
+      return "compute-bound at " + fl +
+             ": fuse multiplies and adds into FMAs, use fast intrinsics (__expf, rsqrtf) where the "
+             "tolerance allows, and remove redundant arithmetic; if the work is a matrix product, "
+             "tensor cores raise the ceiling by an order of magnitude.";
+    case Bound::kLatency:
+      break;
+  }
+  return "latency-bound: neither memory (" + bw + ") nor arithmetic (" + fl +
+         ") is near its ceiling. Put more independent work in flight: more resident warps (see "
+         "occupancy), several loads per thread before the first use, fewer barriers and atomics on "
+         "the critical path, and a grid that covers every SM.";
+}
+
 }  // namespace
 
 DevicePeaks DevicePeaks::h200() {
@@ -67,51 +105,12 @@ RooflineResult classify_roofline(const RooflineInput& in, const DevicePeaks& pea
     r.bound = Bound::kLatency;
   }
 
-  const std::string bw = format_percent(std::min(r.memory_fraction, 9.99)) + " of peak bandwidth";
-  const std::string fl = format_percent(std::min(r.compute_fraction, 9.99)) + " of peak " +
-                         (in.tensor_cores ? "tensor-core" : "FP32") + " FLOP/s";
   if (r.below_floor) {
     r.hints.push_back("the measured " + micros(in.time_s) + " is below the roofline floor of " + micros(r.floor_s) +
                       " for this much data and arithmetic: the timing is wrong or work was skipped; do not trust "
                       "this result.");
   }
-  switch (r.bound) {
-    case Bound::kLaunch:
-      r.hints.push_back(micros(in.time_s / in.launches) + " per launch is close to the ~" +
-                        micros(peaks.launch_overhead_s) +
-                        " cost of a launch itself: fuse the kernels into one, do more work per launch, or capture "
-                        "the launches in a CUDA graph.");
-      break;
-    case Bound::kMemory:
-      if (r.memory_fraction >= 0.8) {
-        r.hints.push_back("memory-bound at " + bw +
-                          ": the kernel is on the bandwidth roofline, so only moving fewer bytes helps (fuse "
-                          "producer and consumer ops, keep intermediates on chip, read each input once).");
-      } else {
-        r.hints.push_back("memory-bound at " + bw +
-                          ": 16-byte vector accesses coalesced across the warp, several independent loads in "
-                          "flight per thread, and enough blocks for every SM bring it closer to the ceiling.");
-      }
-      break;
-    case Bound::kCompute:
-      if (in.tensor_cores) {
-        r.hints.push_back("compute-bound at " + fl +
-                          ": near the tensor-core ceiling; remaining gains are in overlapping the epilogue and "
-                          "data movement with the matrix instructions.");
-      } else {
-        r.hints.push_back("compute-bound at " + fl +
-                          ": fuse multiplies and adds into FMAs, use fast intrinsics (__expf, rsqrtf) where the "
-                          "tolerance allows, and remove redundant arithmetic; if the work is a matrix product, "
-                          "tensor cores raise the ceiling by an order of magnitude.");
-      }
-      break;
-    case Bound::kLatency:
-      r.hints.push_back("latency-bound: neither memory (" + bw + ") nor arithmetic (" + fl +
-                        ") is near its ceiling. Put more independent work in flight: more resident warps (see "
-                        "occupancy), several loads per thread before the first use, fewer barriers and atomics on "
-                        "the critical path, and a grid that covers every SM.");
-      break;
-  }
+  r.hints.push_back(bound_hint(in, peaks, r));
   if (r.bound != Bound::kMemory && r.bound != Bound::kCompute && r.floor_s > 0) {
     r.hints.push_back(std::string("by arithmetic intensity (") + format_fixed(r.arithmetic_intensity, 2) +
                       " FLOP/B against a ridge of " + format_fixed(r.ridge_intensity, 1) + ") this problem is " +

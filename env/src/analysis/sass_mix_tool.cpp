@@ -142,59 +142,68 @@ std::string describe(const SassMix& m, size_t top) {
   return s;
 }
 
-}  // namespace
+// What every hint about one kernel's instruction mix needs to know.
+struct MixContext {
+  std::string who;
+  bool matmul;
+  std::string arch;
+  bool hopper;
+  int64_t tensor;  // tensor-core instructions of any kind
+  int64_t gmma;    // of which Hopper's warpgroup MMA
+};
 
-std::vector<std::string> sass_mix_hints(const SassMix& m, const TaskSpec* task, const std::string& device_arch) {
-  std::vector<std::string> hints;
-  const std::string who = display_name(m.name, 60);
-  const bool matmul = task_is_matmul_like(task);
-  const std::string arch = m.arch.empty() ? device_arch : m.arch;
-  const bool hopper = base_arch(arch) == "sm_90";
-  const int64_t tensor = m.count_class("tensor");
-  const int64_t gmma =
-      m.count_opcode("HGMMA") + m.count_opcode("QGMMA") + m.count_opcode("IGMMA") + m.count_opcode("BGMMA");
-
+// Spills to local memory and arithmetic promoted to FP64.
+void add_precision_hints(const SassMix& m, const TaskSpec* task, const MixContext& k, std::vector<std::string>* hints) {
   const int64_t ldl = m.count_opcode("LDL");
   const int64_t stl = m.count_opcode("STL");
   if (ldl + stl > 0) {
-    hints.push_back(who + ": LDL/STL present (" + std::to_string(ldl) + " LDL, " + std::to_string(stl) +
-                    " STL): registers spill to local memory or a local array is indexed at run time. Keep "
-                    "per-thread arrays in registers (compile-time indices, fully unrolled loops), reduce live "
-                    "values, or move the array to shared memory; resource_usage shows the spill bytes.");
+    hints->push_back(k.who + ": LDL/STL present (" + std::to_string(ldl) + " LDL, " + std::to_string(stl) +
+                     " STL): registers spill to local memory or a local array is indexed at run time. Keep "
+                     "per-thread arrays in registers (compile-time indices, fully unrolled loops), reduce live "
+                     "values, or move the array to shared memory; resource_usage shows the spill bytes.");
   }
   if (!task_uses_float64(task) && (m.count_class("fp64") > 0 || has_f64_conversion(m))) {
-    hints.push_back(who + ": " + std::to_string(m.count_class("fp64")) +
-                    " double-precision instructions (DADD/DMUL/DFMA, F2F.F64) in a task without float64 tensors: a "
-                    "double literal (1.0 instead of 1.0f) or a double math call (exp instead of expf) promotes the "
-                    "arithmetic to FP64, which runs at half the FP32 rate on H200 and adds conversions. Use float "
-                    "literals and the f-suffixed functions.");
+    hints->push_back(k.who + ": " + std::to_string(m.count_class("fp64")) +
+                     " double-precision instructions (DADD/DMUL/DFMA, F2F.F64) in a task without float64 tensors: a "
+                     "double literal (1.0 instead of 1.0f) or a double math call (exp instead of expf) promotes the "
+                     "arithmetic to FP64, which runs at half the FP32 rate on H200 and adds conversions. Use float "
+                     "literals and the f-suffixed functions.");
   }
-  if (matmul && tensor == 0 && m.count_opcode("FFMA") > 0) {
-    hints.push_back(
-        who + ": a matmul-like kernel with FFMA (" + std::to_string(m.count_opcode("FFMA")) +
+}
+
+// Matrix products that do not use the tensor cores, or not Hopper's path.
+void add_tensor_core_hints(const SassMix& m, const MixContext& k, std::vector<std::string>* hints) {
+  if (k.matmul && k.tensor == 0 && m.count_opcode("FFMA") > 0) {
+    hints->push_back(
+        k.who + ": a matmul-like kernel with FFMA (" + std::to_string(m.count_opcode("FFMA")) +
         ") but no tensor-core instruction (HMMA/HGMMA): not using tensor cores, which have an order of "
         "magnitude more throughput than FP32 FFMA. Use bf16/fp16 operands (or tf32 if the tolerance allows) with " +
-        std::string(hopper ? "wgmma (HGMMA) on sm_90a, or mma.sync / WMMA (HMMA)." : "mma.sync / WMMA (HMMA)."));
+        std::string(k.hopper ? "wgmma (HGMMA) on sm_90a, or mma.sync / WMMA (HMMA)." : "mma.sync / WMMA (HMMA)."));
   }
-  if (matmul && hopper && tensor > 0 && gmma == 0) {
-    if (arch.back() == 'a') {
-      hints.push_back(who +
-                      ": tensor cores through mma.sync (HMMA) but no wgmma (HGMMA): on sm_90a a GEMM without "
-                      "HGMMA stays well below Hopper's tensor peak; consider wgmma.mma_async issued by a "
-                      "warpgroup (4 consecutive warps) with B (and A) in shared memory, fed by TMA.");
+  if (k.matmul && k.hopper && k.tensor > 0 && k.gmma == 0) {
+    if (k.arch.back() == 'a') {
+      hints->push_back(k.who +
+                       ": tensor cores through mma.sync (HMMA) but no wgmma (HGMMA): on sm_90a a GEMM without "
+                       "HGMMA stays well below Hopper's tensor peak; consider wgmma.mma_async issued by a "
+                       "warpgroup (4 consecutive warps) with B (and A) in shared memory, fed by TMA.");
     } else {
-      hints.push_back(who +
-                      ": tensor cores through mma.sync (HMMA) only; wgmma (HGMMA), Hopper's full-rate path, "
-                      "needs the sm_90a target (-gencode=arch=compute_90a,code=sm_90a).");
+      hints->push_back(k.who +
+                       ": tensor cores through mma.sync (HMMA) only; wgmma (HGMMA), Hopper's full-rate path, "
+                       "needs the sm_90a target (-gencode=arch=compute_90a,code=sm_90a).");
     }
   }
+}
+
+// Instruction choices the compiler made from the source: narrow global
+// accesses, exact division, tiles staged through registers, index arithmetic.
+void add_instruction_choice_hints(const SassMix& m, const MixContext& k, std::vector<std::string>* hints) {
   const int64_t ldg = m.count_class("global_load");
   const int64_t stg = m.count_class("global_store");
   const int64_t narrow_ldg = count_bits(m, "global_load", 1, 32);
   const int64_t narrow_stg = count_bits(m, "global_store", 1, 32);
   const bool loads_narrow = ldg > 0 && narrow_ldg == ldg;
   // A tensor-core kernel's epilogue stores are a small share of its traffic.
-  const bool stores_narrow = stg > 0 && narrow_stg == stg && tensor == 0;
+  const bool stores_narrow = stg > 0 && narrow_stg == stg && k.tensor == 0;
   if (loads_narrow || stores_narrow) {
     const std::string what = loads_narrow && stores_narrow ? "global loads and stores are"
                              : loads_narrow                ? "global loads are"
@@ -203,30 +212,46 @@ std::vector<std::string> sass_mix_hints(const SassMix& m, const TaskSpec* task, 
     const std::string wide = loads_narrow && stores_narrow ? "LDG.E.128 / STG.E.128"
                              : loads_narrow                ? "LDG.E.128"
                                                            : "STG.E.128";
-    hints.push_back(who + ": all " + what + " 32-bit or narrower (" + ops +
-                    "): where consecutive threads touch consecutive elements, vectorize to 128-bit (float4 / int4, "
-                    "or 8 bf16 per thread, through an aligned reinterpret_cast) so they compile to " +
-                    wide + ": 4x fewer memory instructions per byte.");
+    hints->push_back(k.who + ": all " + what + " 32-bit or narrower (" + ops +
+                     "): where consecutive threads touch consecutive elements, vectorize to 128-bit (float4 / int4, "
+                     "or 8 bf16 per thread, through an aligned reinterpret_cast) so they compile to " +
+                     wide + ": 4x fewer memory instructions per byte.");
   }
   if (m.count_opcode("FCHK") > 0) {
-    hints.push_back(who +
-                    ": FCHK marks IEEE-exact float division with a slow-path call: if the tolerance allows, "
-                    "multiply by a reciprocal computed once, or use __fdividef(x, y).");
+    hints->push_back(k.who +
+                     ": FCHK marks IEEE-exact float division with a slow-path call: if the tolerance allows, "
+                     "multiply by a reciprocal computed once, or use __fdividef(x, y).");
   }
-  if (matmul && ldg > 0 && m.count_class("shared_store") > 0 && m.count_class("async_copy") == 0 &&
+  if (k.matmul && ldg > 0 && m.count_class("shared_store") > 0 && m.count_class("async_copy") == 0 &&
       m.count_class("tma") == 0) {
-    hints.push_back(
-        who + ": tiles go global -> registers -> shared (LDG then STS): " +
-        std::string(hopper ? "TMA (cp.async.bulk.tensor, UTMALDG) or cp.async (LDGSTS)" : "cp.async (LDGSTS)") +
+    hints->push_back(
+        k.who + ": tiles go global -> registers -> shared (LDG then STS): " +
+        std::string(k.hopper ? "TMA (cp.async.bulk.tensor, UTMALDG) or cp.async (LDGSTS)" : "cp.async (LDGSTS)") +
         " copies without registers and overlaps the next tile's load with compute (2-3 stages).");
   }
   const int64_t integer = m.count_class("integer");
   if (m.instructions >= 40 && integer * 2 >= m.instructions) {
-    hints.push_back(who + ": " + format_percent(static_cast<double>(integer) / m.instructions) +
-                    " of the instructions are integer/address arithmetic (IMAD, IADD3, LEA, ...): hoist index math "
-                    "out of loops, advance pointers by fixed strides instead of recomputing indices, and use "
-                    "compile-time tile sizes.");
+    hints->push_back(k.who + ": " + format_percent(static_cast<double>(integer) / m.instructions) +
+                     " of the instructions are integer/address arithmetic (IMAD, IADD3, LEA, ...): hoist index math "
+                     "out of loops, advance pointers by fixed strides instead of recomputing indices, and use "
+                     "compile-time tile sizes.");
   }
+}
+
+}  // namespace
+
+std::vector<std::string> sass_mix_hints(const SassMix& m, const TaskSpec* task, const std::string& device_arch) {
+  MixContext k;
+  k.who = display_name(m.name, 60);
+  k.matmul = task_is_matmul_like(task);
+  k.arch = m.arch.empty() ? device_arch : m.arch;
+  k.hopper = base_arch(k.arch) == "sm_90";
+  k.tensor = m.count_class("tensor");
+  k.gmma = m.count_opcode("HGMMA") + m.count_opcode("QGMMA") + m.count_opcode("IGMMA") + m.count_opcode("BGMMA");
+  std::vector<std::string> hints;
+  add_precision_hints(m, task, k, &hints);
+  add_tensor_core_hints(m, k, &hints);
+  add_instruction_choice_hints(m, k, &hints);
   return hints;
 }
 

@@ -128,6 +128,47 @@ void NvrtcWorkerPool::give_back(std::unique_ptr<Worker> worker) {
   idle_.push_back(std::move(worker));
 }
 
+namespace {
+
+json compile_message(const NvrtcWorkerPool::Request& request) {
+  return {{"type", "compile"},
+          {"source", request.source},
+          {"name", request.name},
+          {"args", request.args},
+          {"names", request.names},
+          {"memory_limit_bytes", request.memory_limit_bytes},
+          {"cpu_limit_s", request.timeout_s + 5}};
+}
+
+// The worker died mid-compile. NVRTC aborts when an allocation fails under
+// the limit; a worker with a memory limit that died is reported as having
+// exceeded it.
+NvrtcWorkerPool::Result::Status death_status(const NvrtcWorkerPool::Request& request, std::optional<int> status) {
+  if (request.memory_limit_bytes > 0 && status && WIFSIGNALED(*status) &&
+      (WTERMSIG(*status) == SIGABRT || WTERMSIG(*status) == SIGSEGV || WTERMSIG(*status) == SIGKILL)) {
+    return NvrtcWorkerPool::Result::Status::kOutOfMemory;
+  }
+  return NvrtcWorkerPool::Result::Status::kCrashed;
+}
+
+// A "compiled" reply: NVRTC's result and log, the CUBIN, the lowered names.
+NvrtcWorkerPool::Result compiled_result(const json& body) {
+  NvrtcWorkerPool::Result r;
+  r.nvrtc_result = body.value("result", 0);
+  r.result_text = body.value("result_text", "");
+  r.log = body.value("log", "");
+  if (body.contains("cubin") && body["cubin"].is_binary()) {
+    const auto& bin = body["cubin"].get_binary();
+    r.cubin.assign(bin.begin(), bin.end());
+  }
+  for (const auto& l : body.value("lowered", json::array())) {
+    r.lowered.push_back(l.is_string() ? std::optional<std::string>(l.get<std::string>()) : std::nullopt);
+  }
+  return r;
+}
+
+}  // namespace
+
 NvrtcWorkerPool::Result NvrtcWorkerPool::compile(const Request& request) {
   const auto start = Clock::now();
   std::unique_ptr<Worker> w = take();
@@ -156,13 +197,7 @@ NvrtcWorkerPool::Result NvrtcWorkerPool::compile(const Request& request) {
                         (status ? ", " + exec::describe_exit_status(*status) : std::string()) + ")");
     }
   }
-  json message = {{"type", "compile"},
-                  {"source", request.source},
-                  {"name", request.name},
-                  {"args", request.args},
-                  {"names", request.names},
-                  {"memory_limit_bytes", request.memory_limit_bytes},
-                  {"cpu_limit_s", request.timeout_s + 5}};
+  const json message = compile_message(request);
   exec::Frame reply;
   // The time limit counts from the request: a worker that was still
   // starting does not eat into it.
@@ -171,16 +206,9 @@ NvrtcWorkerPool::Result NvrtcWorkerPool::compile(const Request& request) {
     reply = exec::recv_frame(w->control.get(), Deadline::after_ms(request.timeout_s * 1000));
   } catch (const exec::WireError& e) {
     if (e.kind() == exec::WireError::Kind::kTimeout) return lose(Result::Status::kTimedOut, "");
-    // The worker died mid-compile. NVRTC aborts when an allocation fails
-    // under the limit; a worker with a memory limit that died is reported as
-    // having exceeded it.
-    std::optional<int> status = w->child.wait_for(1000);
+    const std::optional<int> status = w->child.wait_for(1000);
     const std::string how = status ? exec::describe_exit_status(*status) : std::string(e.what());
-    if (request.memory_limit_bytes > 0 && status && WIFSIGNALED(*status) &&
-        (WTERMSIG(*status) == SIGABRT || WTERMSIG(*status) == SIGSEGV || WTERMSIG(*status) == SIGKILL)) {
-      return lose(Result::Status::kOutOfMemory, how);
-    }
-    return lose(Result::Status::kCrashed, how);
+    return lose(death_status(request, status), how);
   }
   const json& body = reply.body;
   const std::string type = body.value("type", "");
@@ -193,17 +221,7 @@ NvrtcWorkerPool::Result NvrtcWorkerPool::compile(const Request& request) {
     lose(Result::Status::kCrashed, "");
     throw SystemError("kforge-nvrtc answered '" + type + "' instead of 'compiled'");
   }
-  Result r;
-  r.nvrtc_result = body.value("result", 0);
-  r.result_text = body.value("result_text", "");
-  r.log = body.value("log", "");
-  if (body.contains("cubin") && body["cubin"].is_binary()) {
-    const auto& bin = body["cubin"].get_binary();
-    r.cubin.assign(bin.begin(), bin.end());
-  }
-  for (const auto& l : body.value("lowered", json::array())) {
-    r.lowered.push_back(l.is_string() ? std::optional<std::string>(l.get<std::string>()) : std::nullopt);
-  }
+  Result r = compiled_result(body);
   r.wall_ms = exec::ms_since(start);
   // Under its data limit NVRTC's front end reports a failed allocation as a
   // compilation error whose log says "out of memory" (the H200 machine's

@@ -84,7 +84,131 @@ struct RangeMetrics::State {
   std::vector<uint8_t> availability, config, counter_data;
   size_t passes = 0;
   bool used = false;
+
+  // The setup's phases, in order; each returns what failed, or "".
+  std::string open_host(int device, CUcontext ctx, const char** chip_name);
+  std::string add_metrics(const std::vector<std::string>& names, const char* chip_name);
+  std::string build_config_image();
+  std::string enable_range_profiler(CUcontext ctx);
 };
+
+// The chip's name and counter availability, then the host object the
+// metrics are configured on.
+std::string RangeMetrics::State::open_host(int device, CUcontext ctx, const char** chip_name) {
+  auto chip = params<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
+  chip.deviceIndex = static_cast<size_t>(device);
+  if (CUptiResult r = cuptiDeviceGetChipName(&chip); r != CUPTI_SUCCESS) return describe("cuptiDeviceGetChipName", r);
+  *chip_name = chip.pChipName;
+  auto avail =
+      params<CUpti_Profiler_GetCounterAvailability_Params>(CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
+  avail.ctx = ctx;
+  if (cuptiProfilerGetCounterAvailability(&avail) == CUPTI_SUCCESS && avail.counterAvailabilityImageSize > 0) {
+    availability.resize(avail.counterAvailabilityImageSize);
+    avail.pCounterAvailabilityImage = availability.data();
+    if (cuptiProfilerGetCounterAvailability(&avail) != CUPTI_SUCCESS) availability.clear();
+  }
+  auto init = params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
+  init.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+  init.pChipName = chip.pChipName;
+  init.pCounterAvailabilityImage = availability.empty() ? nullptr : availability.data();
+  if (CUptiResult r = cuptiProfilerHostInitialize(&init); r != CUPTI_SUCCESS) {
+    return describe("cuptiProfilerHostInitialize", r);
+  }
+  host = init.pHostObject;
+  return "";
+}
+
+// One at a time, so that a metric this chip or driver does not know costs
+// only itself. (Names stay owned by `metrics`.)
+std::string RangeMetrics::State::add_metrics(const std::vector<std::string>& names, const char* chip_name) {
+  metrics.reserve(names.size());
+  for (const auto& name : names) {
+    const char* p = name.c_str();
+    auto add =
+        params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
+    add.pHostObject = host;
+    add.ppMetricNames = &p;
+    add.numMetrics = 1;
+    if (cuptiProfilerHostConfigAddMetrics(&add) == CUPTI_SUCCESS) {
+      metrics.push_back(name);
+    } else {
+      unsupported.push_back(name);
+    }
+  }
+  if (metrics.empty()) return "none of the requested metrics is supported on " + std::string(chip_name);
+  for (const auto& m : metrics) metric_ptrs.push_back(m.c_str());
+  return "";
+}
+
+// The configuration image of the metrics, and how many passes it needs.
+std::string RangeMetrics::State::build_config_image() {
+  auto size =
+      params<CUpti_Profiler_Host_GetConfigImageSize_Params>(CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
+  size.pHostObject = host;
+  if (CUptiResult r = cuptiProfilerHostGetConfigImageSize(&size); r != CUPTI_SUCCESS) {
+    return describe("cuptiProfilerHostGetConfigImageSize", r);
+  }
+  config.resize(size.configImageSize);
+  auto image = params<CUpti_Profiler_Host_GetConfigImage_Params>(CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
+  image.pHostObject = host;
+  image.configImageSize = config.size();
+  image.pConfigImage = config.data();
+  if (CUptiResult r = cuptiProfilerHostGetConfigImage(&image); r != CUPTI_SUCCESS) {
+    return describe("cuptiProfilerHostGetConfigImage", r);
+  }
+  auto count = params<CUpti_Profiler_Host_GetNumOfPasses_Params>(CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
+  count.configImageSize = config.size();
+  count.pConfigImage = config.data();
+  if (cuptiProfilerHostGetNumOfPasses(&count) == CUPTI_SUCCESS) passes = count.numOfPasses;
+  return "";
+}
+
+// The range profiler on the context, its counter data image, and the
+// configuration: one user range, user replay.
+std::string RangeMetrics::State::enable_range_profiler(CUcontext ctx) {
+  auto enable = params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
+  enable.ctx = ctx;
+  if (CUptiResult r = cuptiRangeProfilerEnable(&enable); r != CUPTI_SUCCESS) {
+    return describe("cuptiRangeProfilerEnable", r);
+  }
+  profiler = enable.pRangeProfilerObject;
+  auto data_size =
+      params<CUpti_RangeProfiler_GetCounterDataSize_Params>(CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
+  data_size.pRangeProfilerObject = profiler;
+  data_size.pMetricNames = metric_ptrs.data();
+  data_size.numMetrics = metric_ptrs.size();
+  data_size.maxNumOfRanges = 1;
+  data_size.maxNumRangeTreeNodes = 1;
+  if (CUptiResult r = cuptiRangeProfilerGetCounterDataSize(&data_size); r != CUPTI_SUCCESS) {
+    return describe("cuptiRangeProfilerGetCounterDataSize", r);
+  }
+  counter_data.resize(data_size.counterDataSize);
+  auto data_init = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
+      CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
+  data_init.pRangeProfilerObject = profiler;
+  data_init.counterDataSize = counter_data.size();
+  data_init.pCounterData = counter_data.data();
+  if (CUptiResult r = cuptiRangeProfilerCounterDataImageInitialize(&data_init); r != CUPTI_SUCCESS) {
+    return describe("cuptiRangeProfilerCounterDataImageInitialize", r);
+  }
+  auto set = params<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
+  set.pRangeProfilerObject = profiler;
+  set.configSize = config.size();
+  set.pConfig = config.data();
+  set.counterDataImageSize = counter_data.size();
+  set.pCounterDataImage = counter_data.data();
+  set.range = CUPTI_UserRange;
+  set.replayMode = CUPTI_UserReplay;
+  set.maxRangesPerPass = 1;
+  set.numNestingLevels = 1;
+  set.minNestingLevel = 1;
+  set.passIndex = 0;
+  set.targetNestingLevel = 1;
+  if (CUptiResult r = cuptiRangeProfilerSetConfig(&set); r != CUPTI_SUCCESS) {
+    return describe("cuptiRangeProfilerSetConfig", r);
+  }
+  return "";
+}
 
 RangeMetrics::RangeMetrics(int device, const std::vector<std::string>& metrics) : state_(std::make_unique<State>()) {
   State& s = *state_;
@@ -99,117 +223,11 @@ RangeMetrics::RangeMetrics(int device, const std::vector<std::string>& metrics) 
     error_ = "no current CUDA context for the range profiler";
     return;
   }
-  auto chip = params<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
-  chip.deviceIndex = static_cast<size_t>(device);
-  if (CUptiResult r = cuptiDeviceGetChipName(&chip); r != CUPTI_SUCCESS) {
-    error_ = describe("cuptiDeviceGetChipName", r);
-    return;
-  }
-  auto avail =
-      params<CUpti_Profiler_GetCounterAvailability_Params>(CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
-  avail.ctx = ctx;
-  if (cuptiProfilerGetCounterAvailability(&avail) == CUPTI_SUCCESS && avail.counterAvailabilityImageSize > 0) {
-    s.availability.resize(avail.counterAvailabilityImageSize);
-    avail.pCounterAvailabilityImage = s.availability.data();
-    if (cuptiProfilerGetCounterAvailability(&avail) != CUPTI_SUCCESS) s.availability.clear();
-  }
-  auto host = params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
-  host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-  host.pChipName = chip.pChipName;
-  host.pCounterAvailabilityImage = s.availability.empty() ? nullptr : s.availability.data();
-  if (CUptiResult r = cuptiProfilerHostInitialize(&host); r != CUPTI_SUCCESS) {
-    error_ = describe("cuptiProfilerHostInitialize", r);
-    return;
-  }
-  s.host = host.pHostObject;
-  // One at a time, so that a metric this chip or driver does not know costs
-  // only itself. (Names stay owned by `s.metrics`.)
-  s.metrics.reserve(metrics.size());
-  for (const auto& name : metrics) {
-    const char* p = name.c_str();
-    auto add =
-        params<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
-    add.pHostObject = s.host;
-    add.ppMetricNames = &p;
-    add.numMetrics = 1;
-    if (cuptiProfilerHostConfigAddMetrics(&add) == CUPTI_SUCCESS) {
-      s.metrics.push_back(name);
-    } else {
-      s.unsupported.push_back(name);
-    }
-  }
-  if (s.metrics.empty()) {
-    error_ = "none of the requested metrics is supported on " + std::string(chip.pChipName);
-    return;
-  }
-  for (const auto& m : s.metrics) s.metric_ptrs.push_back(m.c_str());
-  auto size =
-      params<CUpti_Profiler_Host_GetConfigImageSize_Params>(CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
-  size.pHostObject = s.host;
-  if (CUptiResult r = cuptiProfilerHostGetConfigImageSize(&size); r != CUPTI_SUCCESS) {
-    error_ = describe("cuptiProfilerHostGetConfigImageSize", r);
-    return;
-  }
-  s.config.resize(size.configImageSize);
-  auto image = params<CUpti_Profiler_Host_GetConfigImage_Params>(CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
-  image.pHostObject = s.host;
-  image.configImageSize = s.config.size();
-  image.pConfigImage = s.config.data();
-  if (CUptiResult r = cuptiProfilerHostGetConfigImage(&image); r != CUPTI_SUCCESS) {
-    error_ = describe("cuptiProfilerHostGetConfigImage", r);
-    return;
-  }
-  auto passes =
-      params<CUpti_Profiler_Host_GetNumOfPasses_Params>(CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
-  passes.configImageSize = s.config.size();
-  passes.pConfigImage = s.config.data();
-  if (cuptiProfilerHostGetNumOfPasses(&passes) == CUPTI_SUCCESS) s.passes = passes.numOfPasses;
-
-  auto enable = params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
-  enable.ctx = ctx;
-  if (CUptiResult r = cuptiRangeProfilerEnable(&enable); r != CUPTI_SUCCESS) {
-    error_ = describe("cuptiRangeProfilerEnable", r);
-    return;
-  }
-  s.profiler = enable.pRangeProfilerObject;
-  auto data_size =
-      params<CUpti_RangeProfiler_GetCounterDataSize_Params>(CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
-  data_size.pRangeProfilerObject = s.profiler;
-  data_size.pMetricNames = s.metric_ptrs.data();
-  data_size.numMetrics = s.metric_ptrs.size();
-  data_size.maxNumOfRanges = 1;
-  data_size.maxNumRangeTreeNodes = 1;
-  if (CUptiResult r = cuptiRangeProfilerGetCounterDataSize(&data_size); r != CUPTI_SUCCESS) {
-    error_ = describe("cuptiRangeProfilerGetCounterDataSize", r);
-    return;
-  }
-  s.counter_data.resize(data_size.counterDataSize);
-  auto data_init = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
-      CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
-  data_init.pRangeProfilerObject = s.profiler;
-  data_init.counterDataSize = s.counter_data.size();
-  data_init.pCounterData = s.counter_data.data();
-  if (CUptiResult r = cuptiRangeProfilerCounterDataImageInitialize(&data_init); r != CUPTI_SUCCESS) {
-    error_ = describe("cuptiRangeProfilerCounterDataImageInitialize", r);
-    return;
-  }
-  auto config = params<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
-  config.pRangeProfilerObject = s.profiler;
-  config.configSize = s.config.size();
-  config.pConfig = s.config.data();
-  config.counterDataImageSize = s.counter_data.size();
-  config.pCounterDataImage = s.counter_data.data();
-  config.range = CUPTI_UserRange;
-  config.replayMode = CUPTI_UserReplay;
-  config.maxRangesPerPass = 1;
-  config.numNestingLevels = 1;
-  config.minNestingLevel = 1;
-  config.passIndex = 0;
-  config.targetNestingLevel = 1;
-  if (CUptiResult r = cuptiRangeProfilerSetConfig(&config); r != CUPTI_SUCCESS) {
-    error_ = describe("cuptiRangeProfilerSetConfig", r);
-    return;
-  }
+  const char* chip_name = nullptr;
+  error_ = s.open_host(device, ctx, &chip_name);
+  if (error_.empty()) error_ = s.add_metrics(metrics, chip_name);
+  if (error_.empty()) error_ = s.build_config_image();
+  if (error_.empty()) error_ = s.enable_range_profiler(ctx);
 }
 
 RangeMetrics::~RangeMetrics() {

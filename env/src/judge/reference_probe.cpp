@@ -11,8 +11,8 @@
 
 #include "exec_common/deadline.h"
 #include "exec_common/sample_stats.h"
-#include "judge/timing_inputs.h"
 #include "judge/task_fit.h"
+#include "judge/timing_inputs.h"
 #include "judge/timing_protocol.h"
 #include "kforge/core/error.h"
 #include "kforge/core/op_registry.h"
@@ -101,26 +101,17 @@ std::string spread_phrase(const NodeStats& s) {
          " at rms " + fmt(s.spread.rms) + " over " + std::to_string(s.spread.finite) + " elements)";
 }
 
-// Checks one shape case; fills `entry` with every node's statistics and
-// throws TaskInvalid naming the node behind the first problem.
-void check_case(int variant, const TaskSpec& task, JudgeDevice* device, json* entry) {
-  const std::string where = case_description(variant, task);
-  (*entry)["variant"] = variant;
-  (*entry)["label"] = variant < 0 ? std::string("base shape") : "shape variant " + std::to_string(variant);
-  json shapes = json::object();
-  for (const auto& in : task.kernel_inputs()) shapes[in.name] = in.shape;
-  (*entry)["shapes"] = shapes;
-
-  // The same graph with every node's output kept, so that a problem can be
-  // traced to the node that first produced it.
+// Every node's output of one shape case, from the same graph with every node's
+// output kept, so that a problem can be traced to the node that first produced
+// it. A reference that fails is the task's fault: TaskInvalid.
+std::vector<at::Tensor> run_every_node(const TaskSpec& task, JudgeDevice* device, const std::string& where,
+                                       std::map<std::string, TensorType>* types, json* entry) {
   TaskSpec every = task;
   every.outputs.clear();
   for (const auto& n : task.nodes) every.outputs.push_back(n.out);
-  std::vector<at::Tensor> values;
-  std::map<std::string, TensorType> types;
   try {
-    types = infer_graph(every);
-    values = ref::run_reference(every, ref::make_inputs(task, kCheckSeed, device->device()));
+    *types = infer_graph(every);
+    return ref::run_reference(every, ref::make_inputs(task, kCheckSeed, device->device()));
   } catch (const InputError& e) {
     // Shape inference, or ATen rejecting a node at run time (the message
     // names the node), or running out of memory inside one.
@@ -135,7 +126,11 @@ void check_case(int variant, const TaskSpec& task, JudgeDevice* device, json* en
     (*entry)["error"] = "out of memory";
     throw TaskInvalid{"the reference ran out of memory on " + where + "; no candidate could be judged against it"};
   }
+}
 
+// Each node's statistics, in graph order; the report's "nodes" entry.
+std::vector<NodeStats> node_statistics(const TaskSpec& task, const std::vector<at::Tensor>& values,
+                                       const std::map<std::string, TensorType>& types, json* entry) {
   const std::set<std::string> task_outputs(task.outputs.begin(), task.outputs.end());
   std::vector<NodeStats> stats;
   json nodes = json::array();
@@ -155,10 +150,12 @@ void check_case(int variant, const TaskSpec& task, JudgeDevice* device, json* en
                      {"near_constant", s.measurable ? json(s.near_constant) : json(nullptr)}});
   }
   (*entry)["nodes"] = nodes;
-  values.clear();
+  return stats;
+}
 
-  // Task outputs in task order; the blame goes to the first node, in graph
-  // order, among those the output is computed from, that shows the problem.
+// Task outputs in task order; the blame goes to the first node, in graph
+// order, among those the output is computed from, that shows the problem.
+void blame_output_problems(const TaskSpec& task, const std::vector<NodeStats>& stats, const std::string& where) {
   const std::vector<std::set<size_t>> ancestors = node_ancestors(task);
   std::map<std::string, size_t> producer;
   for (size_t i = 0; i < task.nodes.size(); ++i) producer[task.nodes[i].out] = i;
@@ -192,6 +189,25 @@ void check_case(int variant, const TaskSpec& task, JudgeDevice* device, json* en
                   : "task output " + out + " is computed from it and is " + spread_phrase(so) + ", so " + tail)};
     }
   }
+}
+
+// Checks one shape case; fills `entry` with every node's statistics and
+// throws TaskInvalid naming the node behind the first problem.
+void check_case(int variant, const TaskSpec& task, JudgeDevice* device, json* entry) {
+  const std::string where = case_description(variant, task);
+  (*entry)["variant"] = variant;
+  (*entry)["label"] = variant < 0 ? std::string("base shape") : "shape variant " + std::to_string(variant);
+  json shapes = json::object();
+  for (const auto& in : task.kernel_inputs()) shapes[in.name] = in.shape;
+  (*entry)["shapes"] = shapes;
+  std::map<std::string, TensorType> types;
+  std::vector<NodeStats> stats;
+  {
+    // The node outputs are freed before the blame is worked out.
+    const std::vector<at::Tensor> values = run_every_node(task, device, where, &types, entry);
+    stats = node_statistics(task, values, types, entry);
+  }
+  blame_output_problems(task, stats, where);
 }
 
 json time_reference(const TaskSpec& task, const env::EvalOptions& options, JudgeDevice* device,
@@ -254,9 +270,9 @@ env::ReferenceReport probe_reference(const env::ReferenceRequest& request, Judge
     // judge is refused with figures (task_fit.h). The check also asks
     // whether a candidate could be judged (reset's check is what lets
     // candidates be charged for the task).
-    for (auto [asked, work] : {std::pair{request.check, JudgeWork::kReferenceCheck},
-                               std::pair{request.check, JudgeWork::kEvaluation},
-                               std::pair{request.time, JudgeWork::kReferenceTiming}}) {
+    for (auto [asked, work] :
+         {std::pair{request.check, JudgeWork::kReferenceCheck}, std::pair{request.check, JudgeWork::kEvaluation},
+          std::pair{request.time, JudgeWork::kReferenceTiming}}) {
       if (!asked) continue;
       const TaskFit fit = check_task_fit(task, work, request.options, *device);
       if (!fit.fits()) throw TaskInvalid{fit.problem};
