@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -311,9 +312,14 @@ json summarize_rows(const std::vector<json>& rows, size_t evaluated_now, size_t 
       if (best.is_null() || s > best["speedup"].get<double>()) best = {{"speedup", s}, {"label", r["label"]}};
     }
   }
-  json out = {{"pairs", rows.size()},        {"evaluated_now", evaluated_now}, {"from_earlier_results", from_earlier},
-              {"not_evaluated", incomplete}, {"verdicts", verdicts},           {"seconds", seconds},
-              {"judging_seconds", judging_seconds}, {"results", results.string()}};
+  json out = {{"pairs", rows.size()},
+              {"evaluated_now", evaluated_now},
+              {"from_earlier_results", from_earlier},
+              {"not_evaluated", incomplete},
+              {"verdicts", verdicts},
+              {"seconds", seconds},
+              {"judging_seconds", judging_seconds},
+              {"results", results.string()}};
   if (!speedups.empty()) {
     std::sort(speedups.begin(), speedups.end());
     double log_sum = 0;
@@ -342,111 +348,128 @@ std::vector<EvalBatchPair> read_batch_pairs(const EvalBatchOptions& a, SolutionM
   return list_pairs(a, mode);
 }
 
-EvalBatchResult run_eval_batch(const EvalBatchOptions& a, const EnvConfig& config, const EvalBatchObserver& observer) {
-  const auto start = Clock::now();
-  std::vector<EvalBatchPair> pairs = read_batch_pairs(a, config.default_mode);
-  if (pairs.empty()) throw InputError(a.solutions.string() + ": no task/solution pairs found");
-  std::map<std::string, json> earlier = read_results(a.results);
+namespace {
 
-  // Every pair of this input ends with one row: an earlier one, or a new one.
+// Every distinct pair of the input: its row from an earlier run (one that
+// was not a system error), or a place in the to-do list.
+struct Partition {
   std::map<std::string, json> rows;
   std::vector<EvalBatchPair*> todo;
   size_t from_earlier = 0;
+};
+
+Partition partition_pairs(std::vector<EvalBatchPair>& pairs, const std::map<std::string, json>& earlier) {
+  Partition part;
   std::set<std::string> seen;
   for (auto& p : pairs) {
     if (!seen.insert(p.key).second) continue;  // the same content listed twice is evaluated once
     auto it = earlier.find(p.key);
     if (it != earlier.end() && !it->second.value("system_error", false)) {
-      rows[p.key] = it->second;
-      ++from_earlier;
+      part.rows[p.key] = it->second;
+      ++part.from_earlier;
     } else {
-      todo.push_back(&p);
+      part.todo.push_back(&p);
     }
   }
+  return part;
+}
+
+// Each runnable pair as the submit step of an episode of an EnvPool, as many
+// at once as the pool has envs; every result goes to `record`. Returns the
+// seconds from the first request the judges were ready for to the last
+// report: what the batch held the devices for, without process start-up.
+double judge_pairs(const std::vector<EvalBatchPair*>& runnable, const EnvConfig& config, int requested_concurrency,
+                   const std::function<void(json)>& record, size_t* evaluated_now) {
+  std::shared_ptr<Executor> executor = make_executor(executor_config(config));
+  executor->device_name();  // the judges start (libtorch, CUDA context) before the clock
+  const auto judging_start = Clock::now();
+  // The reference checks of every distinct task, queued at once across the
+  // pool's lanes, so that feeding episodes does not wait for them one by one.
+  std::map<std::string, std::shared_future<ReferenceReport>> checks;
+  for (EvalBatchPair* p : runnable) {
+    const std::string id = sha256_hex(to_json(*p->task).dump());
+    if (!checks.count(id)) checks.emplace(id, executor->check_task(*p->task, config.eval));
+  }
+  const int per_device = config.placement.episodes_per_device * placed_device_count(config);
+  const int concurrency = std::max(1, std::min<int>(requested_concurrency > 0 ? requested_concurrency : per_device,
+                                                    static_cast<int>(runnable.size())));
+  EnvPool pool(config, concurrency, {nullptr, executor});
+  std::map<int, EvalBatchPair*> in_flight;
+  size_t next = 0;
+  auto start_next = [&](int env_id) {
+    while (next < runnable.size()) {
+      EvalBatchPair* p = runnable[next++];
+      ResetOptions options;
+      options.reference_check = checks.at(sha256_hex(to_json(*p->task).dump()));
+      try {
+        pool.reset(env_id, *p->task, 0, options);
+      } catch (const InputError& e) {
+        record(input_error_row(*p, "invalid task", e.what()));
+        continue;
+      }
+      Action submit;
+      submit.type = ActionType::kSubmit;
+      submit.solution = *p->solution;
+      pool.send({submit}, {env_id});
+      in_flight[env_id] = p;
+      return;
+    }
+  };
+  for (int e = 0; e < concurrency; ++e) start_next(e);
+  while (!in_flight.empty()) {
+    for (auto& r : pool.recv(1)) {
+      EvalBatchPair* p = in_flight.at(r.env_id);
+      in_flight.erase(r.env_id);
+      json row = result_row(*p, r.result);
+      *evaluated_now += row.value("evaluated", false);
+      record(std::move(row));
+      start_next(r.env_id);
+    }
+  }
+  return std::chrono::duration<double>(Clock::now() - judging_start).count();
+}
+
+}  // namespace
+
+EvalBatchResult run_eval_batch(const EvalBatchOptions& a, const EnvConfig& config, const EvalBatchObserver& observer) {
+  const auto start = Clock::now();
+  std::vector<EvalBatchPair> pairs = read_batch_pairs(a, config.default_mode);
+  if (pairs.empty()) throw InputError(a.solutions.string() + ": no task/solution pairs found");
+  // Every pair of this input ends with one row: an earlier one, or a new one.
+  Partition part = partition_pairs(pairs, read_results(a.results));
 
   drop_torn_tail(a.results);
   JsonlWriter out(a.results, JsonlWriter::Mode::kAppend);
-  if (observer.on_start) observer.on_start(todo.size());
+  if (observer.on_start) observer.on_start(part.todo.size());
   size_t evaluated_now = 0;
-  auto record = [&](json row) {
+  const std::function<void(json)> record = [&](json row) {
     out.write(row);
     if (observer.on_row) observer.on_row(row);
     // The key first: json's operator= takes its argument by value, and C++17
     // initializes that argument (moving row out) before the left side.
     const std::string key = row["key"].get<std::string>();
-    rows[key] = std::move(row);
+    part.rows[key] = std::move(row);
   };
-
   std::vector<EvalBatchPair*> runnable;
-  for (EvalBatchPair* p : todo) {
+  for (EvalBatchPair* p : part.todo) {
     if (p->error.empty()) {
       runnable.push_back(p);
     } else {
       record(input_error_row(*p, "bad input", p->error));
     }
   }
-  // From the first request the judges were ready for to the last report:
-  // what the batch held the devices for, without process start-up.
-  double judging_seconds = 0;
-  if (!runnable.empty()) {
-    std::shared_ptr<Executor> executor = make_executor(executor_config(config));
-    executor->device_name();  // the judges start (libtorch, CUDA context) before the clock
-    const auto judging_start = Clock::now();
-    // The reference checks of every distinct task, queued at once across the
-    // pool's lanes, so that feeding episodes does not wait for them one by one.
-    std::map<std::string, std::shared_future<ReferenceReport>> checks;
-    for (EvalBatchPair* p : runnable) {
-      const std::string id = sha256_hex(to_json(*p->task).dump());
-      if (!checks.count(id)) checks.emplace(id, executor->check_task(*p->task, config.eval));
-    }
-    const int per_device = config.placement.episodes_per_device * placed_device_count(config);
-    const int concurrency =
-        std::max(1, std::min<int>(a.concurrency > 0 ? a.concurrency : per_device, static_cast<int>(runnable.size())));
-    EnvPool pool(config, concurrency, {nullptr, executor});
-    std::map<int, EvalBatchPair*> in_flight;
-    size_t next = 0;
-    auto start_next = [&](int env_id) {
-      while (next < runnable.size()) {
-        EvalBatchPair* p = runnable[next++];
-        ResetOptions options;
-        options.reference_check = checks.at(sha256_hex(to_json(*p->task).dump()));
-        try {
-          pool.reset(env_id, *p->task, 0, options);
-        } catch (const InputError& e) {
-          record(input_error_row(*p, "invalid task", e.what()));
-          continue;
-        }
-        Action submit;
-        submit.type = ActionType::kSubmit;
-        submit.solution = *p->solution;
-        pool.send({submit}, {env_id});
-        in_flight[env_id] = p;
-        return;
-      }
-    };
-    for (int e = 0; e < concurrency; ++e) start_next(e);
-    while (!in_flight.empty()) {
-      for (auto& r : pool.recv(1)) {
-        EvalBatchPair* p = in_flight.at(r.env_id);
-        in_flight.erase(r.env_id);
-        json row = result_row(*p, r.result);
-        evaluated_now += row.value("evaluated", false);
-        record(std::move(row));
-        start_next(r.env_id);
-      }
-    }
-    judging_seconds = std::chrono::duration<double>(Clock::now() - judging_start).count();
-  }
+  const double judging_seconds =
+      runnable.empty() ? 0.0 : judge_pairs(runnable, config, a.concurrency, record, &evaluated_now);
 
   EvalBatchResult result;
-  seen.clear();
+  std::set<std::string> seen;
   for (const auto& p : pairs) {
-    if (seen.insert(p.key).second) result.rows.push_back(rows.at(p.key));
+    if (seen.insert(p.key).second) result.rows.push_back(part.rows.at(p.key));
   }
   result.evaluated_now = evaluated_now;
-  result.from_earlier = from_earlier;
+  result.from_earlier = part.from_earlier;
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  result.summary = summarize_rows(result.rows, evaluated_now, from_earlier, seconds, judging_seconds, a.results);
+  result.summary = summarize_rows(result.rows, evaluated_now, part.from_earlier, seconds, judging_seconds, a.results);
   return result;
 }
 

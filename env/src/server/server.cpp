@@ -26,9 +26,8 @@ constexpr size_t kInvalidTasksNamed = 20;
 
 void default_log(const std::string& line) { std::fprintf(stderr, "kforge serve: %s\n", line.c_str()); }
 
-}  // namespace
-
-Server::Impl::Impl(ServerConfig c, EnvServices services) : config(std::move(c)), ctx(1) {
+// The limits a config sets, refused with the field and the bound.
+void validate(const ServerConfig& config) {
   if (config.num_envs < 1) throw InputError("serve: --envs must be at least 1, got " + std::to_string(config.num_envs));
   if (config.max_inflight_per_client < 1) {
     throw InputError("serve: the in-flight limit per client must be at least 1");
@@ -46,18 +45,20 @@ Server::Impl::Impl(ServerConfig c, EnvServices services) : config(std::move(c)),
   if (config.max_message_bytes < 1 || config.max_message_bytes > (size_t{4} << 30)) {
     throw InputError("serve: max_message_bytes must be in [1, 4 GiB], got " + std::to_string(config.max_message_bytes));
   }
-  // A client's queue is bounded like its requests in flight: beyond it a
-  // request is refused unread (receive_one).
-  server::FairQueueLimits queue_limits;
-  queue_limits.max_queued = 2 * static_cast<size_t>(config.max_inflight_per_client);
-  queue_limits.max_queued_bytes = config.max_message_bytes + (size_t{16} << 20);
-  queue_limits.max_inflight = config.max_inflight_per_client;
-  clients = server::FairQueue<Pending>(queue_limits);
-  for (const auto& t : config.tasks) {
-    if (!task_index.emplace(t.id, &t).second) throw InputError("serve: duplicate task id \"" + t.id + "\"");
-  }
-  // Bind first: a taken port should fail before the judge is started.
-  router = zmq::socket_t(ctx, zmq::socket_type::router);
+}
+
+// A client's queue is bounded like its requests in flight: beyond it a
+// request is refused unread (receive_one).
+server::FairQueueLimits queue_limits_for(const ServerConfig& config) {
+  server::FairQueueLimits limits;
+  limits.max_queued = 2 * static_cast<size_t>(config.max_inflight_per_client);
+  limits.max_queued_bytes = config.max_message_bytes + (size_t{16} << 20);
+  limits.max_inflight = config.max_inflight_per_client;
+  return limits;
+}
+
+zmq::socket_t bind_router(zmq::context_t& ctx, const ServerConfig& config) {
+  zmq::socket_t router(ctx, zmq::socket_type::router);
   // Bounced replies (EHOSTUNREACH) are how a vanished client is noticed at once.
   router.set(zmq::sockopt::router_mandatory, 1);
   // A client that reconnects under the same routing id takes its identity back.
@@ -69,6 +70,48 @@ Server::Impl::Impl(ServerConfig c, EnvServices services) : config(std::move(c)),
   } catch (const zmq::error_t& e) {
     throw InputError("serve: cannot bind " + config.bind + ": " + e.what());
   }
+  return router;
+}
+
+// What `info` answers whatever the state: the server, its device and config.
+json static_info_of(const ServerConfig& config, EnvPool& pool, const std::string& device_name) {
+  const json env_json = to_json(config.env);
+  json modes = json::array();
+  for (SolutionMode m : pool.tools().modes()) modes.push_back(solution_mode_name(m));
+  return {
+      {"server", "kforge"},
+      {"server_version", KFORGE_VERSION},
+      {"protocol_version", rpc::kVersion},
+      {"backend", backend_name(config.env.backend)},
+      {"device", {{"index", config.env.device}, {"name", device_name}}},
+      {"solution_mode", solution_mode_name(config.env.default_mode)},
+      {"modes", modes},
+      {"tools", pool.tools().definitions()},
+      {"reward", env_json["reward"]},
+      {"episode", env_json["episode"]},
+      {"config_source", config.env.source},
+      {"limits",
+       {{"num_envs", config.num_envs},
+        {"max_message_bytes", config.max_message_bytes},
+        {"max_inflight_per_client", config.max_inflight_per_client},
+        {"idle_timeout_s", config.idle_timeout_s},
+        {"reclaim_after_s", config.reclaim_after_s}}},
+      {"tasks", {{"count", config.tasks.size()}, {"source", config.tasks_source}}},
+      {"methods", server::kMethods},
+      {"error_codes", rpc::error_code_names()},
+  };
+}
+
+}  // namespace
+
+Server::Impl::Impl(ServerConfig c, EnvServices services) : config(std::move(c)), ctx(1) {
+  validate(config);
+  clients = server::FairQueue<Pending>(queue_limits_for(config));
+  for (const auto& t : config.tasks) {
+    if (!task_index.emplace(t.id, &t).second) throw InputError("serve: duplicate task id \"" + t.id + "\"");
+  }
+  // Bind first: a taken port should fail before the judge is started.
+  router = bind_router(ctx, config);
   endpoint = router.get(zmq::sockopt::last_endpoint);
   if (!is_local_endpoint(config.bind)) {
     log("warning: " + endpoint +
@@ -96,32 +139,7 @@ Server::Impl::Impl(ServerConfig c, EnvServices services) : config(std::move(c)),
   }
   slots = server::EnvSlots(config.num_envs);
   if (config.check_tasks) check_task_set();
-
-  const json env_json = to_json(config.env);
-  json modes = json::array();
-  for (SolutionMode m : pool->tools().modes()) modes.push_back(solution_mode_name(m));
-  static_info = {
-      {"server", "kforge"},
-      {"server_version", KFORGE_VERSION},
-      {"protocol_version", rpc::kVersion},
-      {"backend", backend_name(config.env.backend)},
-      {"device", {{"index", config.env.device}, {"name", device_name}}},
-      {"solution_mode", solution_mode_name(config.env.default_mode)},
-      {"modes", modes},
-      {"tools", pool->tools().definitions()},
-      {"reward", env_json["reward"]},
-      {"episode", env_json["episode"]},
-      {"config_source", config.env.source},
-      {"limits",
-       {{"num_envs", config.num_envs},
-        {"max_message_bytes", config.max_message_bytes},
-        {"max_inflight_per_client", config.max_inflight_per_client},
-        {"idle_timeout_s", config.idle_timeout_s},
-        {"reclaim_after_s", config.reclaim_after_s}}},
-      {"tasks", {{"count", config.tasks.size()}, {"source", config.tasks_source}}},
-      {"methods", server::kMethods},
-      {"error_codes", rpc::error_code_names()},
-  };
+  static_info = static_info_of(config, *pool, device_name);
 }
 
 void Server::Impl::check_task_set() {
