@@ -8,9 +8,10 @@ comments, string and character literals and preprocessor lines are blanked, then
 matched and each `{` at namespace or class scope is classified by the text before it.
 
 A body's size is counted as clang-tidy counts it: the line of its `}` minus the line of its `{`.
-`scripts/lint/lint.sh --tidy` runs clang-tidy itself; the two agree on this tree (the file
-docs/contributing.md says how that was checked). What the scanner does not see: functions made
-by macros, and bodies split by `#if` branches that each open a brace (none in this tree).
+`scripts/lint/lint.sh --tidy` runs clang-tidy itself; tests/lint runs both on a fixture of the
+constructs that could fool a text reader and requires the same functions with the same sizes.
+What the scanner does not see: functions made by macros, and bodies split by `#if` branches that
+each open a brace (none in this tree).
 """
 import re
 from dataclasses import dataclass

@@ -18,7 +18,7 @@ cd "$(dirname "$0")/../.."
 JOBS=${JOBS:-$(nproc)}
 BUILD=${KFORGE_LINT_BUILD:-build/default}
 # Inputs, not our code: candidates written to test the judge, and fuzz corpora.
-NOT_OURS='^(tests/adversarial/|tests/honest/|fuzz/.*/corpus/)'
+NOT_OURS='^(tests/adversarial/|tests/honest/|tests/lint/fixtures/|fuzz/.*/corpus/)'
 # The modules whose functions are held to the size rule (tests read as scenarios).
 MODULES='^(core|reward|data_synth|env|rollout|cli)/'
 

@@ -117,3 +117,25 @@ def test_the_command_exits_1_on_a_finding_and_0_when_clean(tmp_path):
     write(tmp_path, "env/src/bad.cpp", "namespace pool_detail {\n}\n")
     bad = subprocess.run([sys.executable, script, "--root", tmp_path, "env/src/bad.cpp"], capture_output=True, text=True)
     assert bad.returncode == 1 and "env/src/bad.cpp:1: namespace: `pool_detail`" in bad.stdout
+
+
+def test_the_scanner_measures_the_fixture_as_clang_tidy_does():
+    # The same rule read from the AST: clang-tidy's readability-function-size
+    # with a threshold of 0 reports every function of more than one line,
+    # with its size in a note. The fixture holds what the scanner must get
+    # right (comments, literals, initializer lists, lambdas, templates, extern "C").
+    import re
+    import shutil
+    tidy = shutil.which("clang-tidy")
+    assert tidy, "clang-tidy is missing: ./run deps installs it (Debian package clang-tidy)"
+    fixture = ROOT / "tests" / "lint" / "fixtures" / "functions.cpp"
+    out = subprocess.run(
+        [tidy, str(fixture), "--quiet", "--checks=-*,readability-function-size",
+         "--config={CheckOptions: [{key: readability-function-size.LineThreshold, value: 0}]}", "--", "-std=c++17"],
+        capture_output=True, text=True, timeout=60).stdout
+    names = re.findall(r":(\d+):\d+: warning: function '([^']+)' exceeds", out)
+    sizes_ = re.findall(r": note: (\d+) lines including whitespace", out)
+    by_tidy = {(name, int(n)) for (_, name), n in zip(names, sizes_)}
+    by_scanner = {(f.name, f.lines) for f in cxx_functions.functions(fixture.read_text()) if f.lines > 0}
+    assert len(by_tidy) == 8, out
+    assert by_scanner == by_tidy
