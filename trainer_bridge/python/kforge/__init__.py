@@ -29,6 +29,7 @@ from .policy_server import POLICY_PROTOCOL, PolicyServer
 from .pool import RemoteEnvPool, StepResult
 from .protocol import ERROR_CODES, PROTOCOL_VERSION, Reply
 from .server import LocalServer
+from .step_info import Measurement, StepInfo, StepInfoError
 from .stream import Batch, Delivery, TrajectoryStream
 
 __version__ = "0.1.0"
@@ -41,6 +42,7 @@ __all__ = [
     "KForgeError",
     "KForgeTimeout",
     "LocalServer",
+    "Measurement",
     "POLICY_PROTOCOL",
     "PolicyServer",
     "PROTOCOL_VERSION",
@@ -48,6 +50,8 @@ __all__ = [
     "RemoteEnvPool",
     "Reply",
     "ServerExited",
+    "StepInfo",
+    "StepInfoError",
     "StepResult",
     "TrajectoryStream",
     "action_params",
