@@ -29,7 +29,7 @@ from .policy_server import POLICY_PROTOCOL, PolicyServer
 from .pool import RemoteEnvPool, StepResult
 from .protocol import ERROR_CODES, PROTOCOL_VERSION, Reply
 from .server import LocalServer
-from .step_info import Measurement, StepInfo, StepInfoError
+from .step_info import Measurement, ResetInfo, StepInfo, StepInfoError
 from .stream import Batch, Delivery, TrajectoryStream
 
 __version__ = "0.1.0"
@@ -49,6 +49,7 @@ __all__ = [
     "RemoteEnv",
     "RemoteEnvPool",
     "Reply",
+    "ResetInfo",
     "ServerExited",
     "StepInfo",
     "StepInfoError",

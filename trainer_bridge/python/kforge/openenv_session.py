@@ -8,7 +8,7 @@ import uuid
 from typing import Any, Dict, List, Mapping, Optional
 
 from .env import RemoteEnv
-from .step_info import StepInfo
+from .step_info import ResetInfo, StepInfo
 from .openenv_wire import (
     EXECUTION_ERROR,
     RESET_KEYS,
@@ -78,13 +78,14 @@ class Session:
         with self._lock:
             obs, info = self.env.reset(task=task, task_id=task_id, seed=seed, options=options)
             self.episode_id = episode_id or str(uuid.uuid4())
-            self.task_id = info.get("task_id")
+            reset_info = ResetInfo.from_dict(info)
+            self.task_id = reset_info.task_id
             self.seed = seed
             self.step_count = 0
             self.total_reward = 0.0
             self.terminated = self.truncated = False
             self.stop_reason = None
-            return reset_observation(obs, info, self.episode_id, ignored)
+            return reset_observation(obs, reset_info, self.episode_id, ignored)
 
     def step(self, action: Mapping[str, Any]) -> Dict[str, Any]:
         params = tool_call_of(action)

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .env import END_REASONS
 from .errors import KForgeError
-from .step_info import Measurement, StepInfo, doc, json_schema
+from .step_info import Measurement, ResetInfo, StepInfo, doc, json_schema
 
 ENV_NAME = "kforge"
 # A message or request body larger than this is refused before it is parsed
@@ -207,7 +207,7 @@ def step_observation(obs: Mapping[str, Any], reward: float, terminated: bool, tr
     return {"observation": observation.to_dict(), "reward": float(reward), "done": bool(terminated or truncated)}
 
 
-def reset_observation(obs: Mapping[str, Any], info: Mapping[str, Any], episode_id: str,
+def reset_observation(obs: Mapping[str, Any], info: ResetInfo, episode_id: str,
                       ignored_keys: Optional[List[str]] = None) -> Dict[str, Any]:
     data = obs.get("data") if isinstance(obs.get("data"), Mapping) else {}
     observation = OpenEnvObservation(
@@ -216,8 +216,8 @@ def reset_observation(obs: Mapping[str, Any], info: Mapping[str, Any], episode_i
         messages=list(data.get("messages", [])),
         tools=list(data.get("tools", [])),
         episode_id=episode_id,
-        task_id=info.get("task_id"),
-        seed=info.get("seed"),
+        task_id=info.task_id,
+        seed=info.seed,
         turn=0,
         turns_left=(data.get("budgets") or {}).get("max_turns"),
         ignored_keys=list(ignored_keys or []),

@@ -128,6 +128,8 @@ _OMITTED_WHEN = {
     "StepInfo": {"tool_call": None, "tool_call_preview": None, "eval_report": None, "final_evaluation": None,
                  "truncation_reason": ""},
     "FinalEvaluation": {"eval_ms": None, "eval_report": None, "system_error": None},
+    "ResetInfo": {"resumed": None},
+    "ReferenceCheck": {"problem": None},
     "Measurement": {name: None for name in (
         "candidate_ms", "eager_ms", "compile_ms", "speedup_eager", "speedup_compile", "speedup_eager_lo",
         "speedup_eager_hi", "speedup_confidence", "own_kernel_fraction", "energy_j")},
@@ -178,6 +180,62 @@ class StepInfo:
         """The measurement the episode's verdict is about: a truncated or
         ended episode's final evaluation, else the step's own."""
         return self.final_evaluation.measurement if self.final_evaluation else self.measurement
+
+
+@dataclass
+class ResetBudgets:
+    max_turns: int = 0
+    time_budget_s: float = 0.0
+
+
+@dataclass
+class ResetReward:
+    function: str = ""
+    source: str = ""
+
+
+@dataclass
+class Resumed:
+    """What a reset with ``resume`` restored."""
+
+    turns_used: int = 0
+    time_used_s: float = 0.0
+    compile_errors: int = 0
+    episode_return: float = 0.0
+    has_solution: bool = False
+
+
+@dataclass
+class ReferenceCheck:
+    status: str = doc("ok, or error when the check could not run (the episode starts anyway)", default="ok")
+    problem: Optional[str] = None
+
+
+@dataclass
+class ResetInfo:
+    """A reset's info: the Python twin of the C++ ``ResetInfo``
+    (env/include/kforge/env/step_result.h), the ``info`` of the server's reset
+    reply. Read and written like StepInfo."""
+
+    env_id: int = -1
+    episode: int = 0
+    task_id: str = ""
+    seed: int = 0
+    backend: str = ""
+    solution_mode: str = ""
+    budgets: ResetBudgets = field(default_factory=ResetBudgets)
+    tools: List[Any] = field(default_factory=list)
+    reward: ResetReward = field(default_factory=ResetReward)
+    reward_components: Dict[str, float] = field(default_factory=lambda: {"total": 0.0})
+    resumed: Optional[Resumed] = None
+    reference_check: ReferenceCheck = field(default_factory=ReferenceCheck)
+
+    @classmethod
+    def from_dict(cls, info: Mapping[str, Any], where: str = "info") -> "ResetInfo":
+        return _read(cls, info, where)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return _write(self)
 
 
 # --- reading and writing, driven by the field types ---------------------------------------------

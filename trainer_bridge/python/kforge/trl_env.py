@@ -53,7 +53,7 @@ import weakref
 from typing import Any, Dict, List, Optional
 
 from .env import RemoteEnv
-from .step_info import Measurement, StepInfo
+from .step_info import Measurement, ResetInfo, StepInfo
 
 
 class KForgeToolEnv:
@@ -127,7 +127,7 @@ class KForgeToolEnv:
         seed = example.get(self._seed_key)
         self.seed = int(seed) if seed is not None else secrets.randbits(63)
         obs, info = self._env.reset(task_id=task_id, seed=self.seed)
-        self.task_id = info.get("task_id", task_id)
+        self.task_id = ResetInfo.from_dict(info).task_id or task_id
         self.rewards, self.observations = [], []
         self.info = None
         self.done, self.stop_reason = False, None

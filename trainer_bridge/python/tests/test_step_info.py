@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterator, List
 import pytest
 
 from conftest import REPO, small_task
-from kforge import Measurement, RemoteEnv, StepInfo, StepInfoError
+from kforge import Measurement, RemoteEnv, ResetInfo, StepInfo, StepInfoError
 from kforge.openenv_wire import OBSERVATION_SCHEMA, STATE_SCHEMA, OpenEnvObservation, OpenEnvState, step_observation
 from kforge.step_info import FinalEvaluation, StepBudget, json_schema
 
@@ -75,6 +75,15 @@ def test_wrong_types_raise_naming_the_field() -> None:
         StepInfo.from_dict([])  # type: ignore[arg-type]
 
 
+def test_a_reset_info_names_its_wrong_fields_too() -> None:
+    with pytest.raises(StepInfoError, match=r"info/budgets/max_turns: expected an integer"):
+        ResetInfo.from_dict({"budgets": {"max_turns": 2.5}})
+    resumed = {"turns_used": 2, "time_used_s": 1.5, "compile_errors": 0, "episode_return": 0.5, "has_solution": True}
+    info = ResetInfo.from_dict({"task_id": "t", "resumed": resumed, "reference_check": {"status": "ok"}})
+    assert info.resumed is not None and info.resumed.turns_used == 2
+    assert info.to_dict()["resumed"] == resumed and info.to_dict()["reference_check"] == {"status": "ok"}
+
+
 def test_missing_keys_read_as_defaults_and_unknown_keys_are_ignored() -> None:
     info = StepInfo.from_dict({"turn": 2, "a_key_of_a_later_version": {"x": 1}})
     assert info.turn == 2 and info.budget == StepBudget() and info.error is None
@@ -118,7 +127,11 @@ def test_a_step_observation_carries_exactly_the_schemas_keys() -> None:
 
 def test_a_live_step_reads_as_a_step_info(server: Any) -> None:
     with RemoteEnv(server.endpoint) as env:
-        env.reset(task=small_task(), seed=3)
+        _, raw_reset = env.reset(task=small_task(), seed=3)
+        reset = ResetInfo.from_dict(raw_reset)
+        assert reset.to_dict() == raw_reset
+        assert reset.seed == 3 and reset.task_id == small_task()["id"] and reset.budgets.max_turns > 0
+        assert reset.reference_check.status == "ok" and reset.resumed is None
         _, reward, _, _, raw = env.step({"name": "verify", "arguments": {"source": "this is not C++"}})
         info = StepInfo.from_dict(raw)
         assert info.to_dict() == raw
