@@ -31,7 +31,7 @@ struct Item {
   std::optional<TaskSpec> task;
   std::optional<Solution> solution;
   std::string error;  // why it could not be evaluated
-  std::optional<StepResult> result;
+  std::optional<env::StepResult> result;
 };
 
 bool gpu_present() {

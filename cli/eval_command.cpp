@@ -52,7 +52,7 @@ int run_eval(const EvalArgs& a) {
   Action submit;
   submit.type = ActionType::kSubmit;
   submit.solution = solution;
-  const StepResult step = environment.step(submit);
+  const env::StepResult step = environment.step(submit);
   const std::string backend = env::backend_name(config.backend);
   if (a.json_output) {
     std::cout << report_json(task, solution, backend, step).dump(2) << "\n";
@@ -61,8 +61,7 @@ int run_eval(const EvalArgs& a) {
   }
   if (summarize(step).system_error) {
     std::cerr << "kforge eval: the environment failed: "
-              << env::step_info_from_json(step.info)
-                     .error.value_or(env::StepError{env::StepErrorKind::kSystem, "unknown error"})
+              << step.info.error.value_or(env::StepError{env::StepErrorKind::kSystem, "unknown error"})
                      .message
               << "\n";
     return kExitSystem;

@@ -43,9 +43,8 @@ std::string indent(const std::string& text, const std::string& pad) {
 
 }  // namespace
 
-EvalSummary summarize(const StepResult& step) { return summarize(step, env::step_info_from_json(step.info)); }
-
-EvalSummary summarize(const StepResult& step, const env::StepInfo& info) {
+EvalSummary summarize(const env::StepResult& step) {
+  const env::StepInfo& info = step.info;
   EvalSummary s;
   s.reward = step.reward;
   s.verdict = env::step_verdict(info);
@@ -59,11 +58,11 @@ EvalSummary summarize(const StepResult& step, const env::StepInfo& info) {
 }
 
 std::string format_report(const TaskSpec& task, const Solution& solution, const std::string& backend,
-                          const StepResult& step) {
-  const env::StepInfo info = env::step_info_from_json(step.info);
+                          const env::StepResult& step) {
+  const env::StepInfo& info = step.info;
   const Measurement& m = info.measurement;
   const json& data = step.observation.data;
-  const EvalSummary sum = summarize(step, info);
+  const EvalSummary sum = summarize(step);
   std::ostringstream o;
   auto row = [&o](const std::string& key, const std::string& value) {
     char head[16];
@@ -119,9 +118,9 @@ std::string format_report(const TaskSpec& task, const Solution& solution, const 
   return o.str();
 }
 
-json report_json(const TaskSpec& task, const Solution& solution, const std::string& backend, const StepResult& step) {
-  const env::StepInfo info = env::step_info_from_json(step.info);
-  const EvalSummary s = summarize(step, info);
+json report_json(const TaskSpec& task, const Solution& solution, const std::string& backend, const env::StepResult& step) {
+  const env::StepInfo& info = step.info;
+  const EvalSummary s = summarize(step);
   return {{"task_id", task.id},
           {"solution", {{"origin", solution.origin}, {"mode", solution_mode_name(solution.mode)}}},
           {"backend", backend},

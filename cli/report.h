@@ -5,9 +5,8 @@
 #include <string>
 
 #include "kforge/core/solution.h"
-#include "kforge/core/step.h"
 #include "kforge/core/task_spec.h"
-#include "kforge/env/step_info.h"
+#include "kforge/env/step_result.h"
 
 namespace kforge::cli {
 
@@ -21,12 +20,10 @@ struct EvalSummary {
   bool system_error = false;
 };
 
-EvalSummary summarize(const StepResult& step);
-// The same from the step's info already read (env/step_info.h).
-EvalSummary summarize(const StepResult& step, const env::StepInfo& info);
+EvalSummary summarize(const env::StepResult& step);
 
 std::string format_report(const TaskSpec& task, const Solution& solution, const std::string& backend,
-                          const StepResult& step);
-json report_json(const TaskSpec& task, const Solution& solution, const std::string& backend, const StepResult& step);
+                          const env::StepResult& step);
+json report_json(const TaskSpec& task, const Solution& solution, const std::string& backend, const env::StepResult& step);
 
 }  // namespace kforge::cli

@@ -40,7 +40,7 @@
 #include "kforge/core/action.h"
 #include "kforge/core/document.h"
 #include "kforge/env/env.h"
-#include "kforge/env/step_info.h"
+#include "kforge/env/step_result.h"
 #include "kforge/reward/reward.h"
 #include "kforge/rollout/policy/template_policy.h"
 
@@ -107,8 +107,8 @@ class Evaluator {
     s.mode = g_backend == "cuda" ? SolutionMode::kCuda : SolutionMode::kCpp;
     s.source = source;
     a.solution = s;
-    const StepResult r = env_.step(a);
-    const env::StepInfo info = env::step_info_from_json(r.info);
+    const env::StepResult r = env_.step(a);
+    const env::StepInfo& info = r.info;
     Eval e;
     e.m = info.measurement;
     if (info.eval_report && info.eval_report->timing) {

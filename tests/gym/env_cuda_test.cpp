@@ -37,16 +37,16 @@ TEST(EnvCudaTest, CorrectKernelEarnsAPositiveReward) {
   compile.type = ActionType::kCompile;
   compile.solution = load_solution(testing::data_dir() / "correct.cu", SolutionMode::kCuda);
   const StepResult c = env.step(compile);
-  EXPECT_EQ(c.info["measurement"]["compiled"], true) << c.observation.text;
+  EXPECT_EQ(c.info.measurement.compiled, true) << c.observation.text;
   EXPECT_TRUE(has(c.observation.text, "registers")) << c.observation.text;
 
   const StepResult a = env.step_tool_call({{"name", "resource_usage"}, {"arguments", "{}"}});
-  EXPECT_EQ(a.info["action"], "analyze");
+  EXPECT_EQ(a.info.action, "analyze");
   EXPECT_FALSE(a.observation.data["analysis"]["result"]["text"].get<std::string>().empty());
 
   const StepResult s = env.step_tool_call({{"name", "submit"}, {"arguments", "{}"}});
   EXPECT_TRUE(s.terminated);
-  EXPECT_EQ(s.info["measurement"]["outcome"], "correct") << s.observation.text;
+  EXPECT_EQ(outcome_name(s.info.measurement.outcome), "correct") << s.observation.text;
   EXPECT_GT(s.reward, 0.0);
 }
 

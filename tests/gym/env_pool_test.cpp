@@ -77,31 +77,30 @@ TEST_F(EnvPoolTest, ManyEpisodesInFlightEachResultOnceAndInOrder) {
     ASSERT_EQ(steps.size(), 3u);
     const std::vector<std::string> actions = {"compile", "verify", "submit"};
     for (size_t t = 0; t < 3; ++t) {
-      EXPECT_EQ(steps[t].info["turn"], t);
-      EXPECT_EQ(steps[t].info["action"], actions[t]);
-      EXPECT_EQ(steps[t].info["env_id"], env_id);
+      EXPECT_EQ(steps[t].info.turn, t);
+      EXPECT_EQ(steps[t].info.action, actions[t]);
+      EXPECT_EQ(steps[t].info.env_id, env_id);
     }
     EXPECT_TRUE(steps[2].terminated);
     const std::string kind = kinds[static_cast<size_t>(env_id) % kinds.size()];
-    const std::string outcome = steps[2].info["measurement"]["outcome"];
+    const std::string outcome = outcome_name(steps[2].info.measurement.outcome);
     if (kind == "correct") {
       EXPECT_EQ(outcome, "correct") << steps[2].observation.text;
       // Never the failure value. A speed tier needs usable timing, which a
       // loaded CI machine does not always give (eight episodes in flight on
       // two cores): the tiered term then pays 0 (docs/rewards.md) and only
       // the turn cost remains; with a usable speedup the reward is positive.
-      const json& parts = steps[2].info["reward_components"];
+      const json parts = steps[2].info.reward_components.to_json();
       EXPECT_GE(parts.value("tiered", -1.0), 0.0) << parts.dump();
-      const json& m = steps[2].info["measurement"];
-      const double speedup = m.value("speedup_eager", json()).is_number() ? m["speedup_eager"].get<double>() : 0.0;
-      if (m.value("timed", false) && speedup > 0) {
+      const Measurement& m = steps[2].info.measurement;
+      if (m.timed && m.speedup_eager.value_or(0.0) > 0) {
         EXPECT_GT(steps[2].reward, 0.0) << parts.dump();
       }
     } else {
       EXPECT_EQ(outcome, kind) << steps[2].observation.text;
       EXPECT_LT(steps[2].reward, 0.0);
     }
-    EXPECT_EQ(steps[1].info["measurement"]["outcome"], outcome) << "verify and submit agree";
+    EXPECT_EQ(outcome_name(steps[1].info.measurement.outcome), outcome) << "verify and submit agree";
   }
 }
 
@@ -140,8 +139,8 @@ TEST_F(EnvPoolTest, StepQueuedBehindASubmitReportsTheFinishedEpisode) {
     for (auto& r : pool.recv(2)) got.push_back(std::move(r));
   }
   EXPECT_TRUE(got[0].result.terminated);
-  EXPECT_EQ(got[1].result.info["error"]["kind"], "episode_finished");
-  EXPECT_FALSE(got[1].result.info["counted_turn"].get<bool>());
+  EXPECT_EQ(testing::error_kind(got[1].result.info), "episode_finished");
+  EXPECT_FALSE(got[1].result.info.counted_turn);
   EXPECT_DOUBLE_EQ(got[1].result.reward, 0.0);
   EXPECT_TRUE(got[1].result.terminated) << "the flags describe the episode";
 }
@@ -153,7 +152,7 @@ TEST_F(EnvPoolTest, RecvReturnsAtOnceWhenNothingIsInFlight) {
   pool.send({make_action(ActionType::kCompile, "compile_error")}, {0});
   const auto r = pool.recv(5);  // only one can come: returns with it
   ASSERT_EQ(r.size(), 1u);
-  EXPECT_EQ(r[0].result.info["measurement"]["outcome"], "compile_error");
+  EXPECT_EQ(outcome_name(r[0].result.info.measurement.outcome), "compile_error");
 }
 
 TEST_F(EnvPoolTest, PoolsShareServices) {
@@ -170,8 +169,8 @@ TEST_F(EnvPoolTest, PoolsShareServices) {
   second.send({make_action(ActionType::kCompile, "correct")}, {0});
   const auto b = second.recv(1);
   ASSERT_EQ(b.size(), 1u);
-  EXPECT_TRUE(b[0].result.info["cache_hit"].get<bool>()) << "the on-disk cache is shared";
-  EXPECT_EQ(b[0].result.info["solution_hash"], a[0].result.info["solution_hash"]);
+  EXPECT_TRUE(b[0].result.info.cache_hit) << "the on-disk cache is shared";
+  EXPECT_EQ(b[0].result.info.solution_hash, a[0].result.info.solution_hash);
 }
 
 TEST_F(EnvPoolTest, AnEnergyRewardTermTurnsOnTheEnergyMeasurement) {

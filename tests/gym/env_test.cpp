@@ -59,22 +59,28 @@ void register_source_stats() {
   (void)registered;
 }
 
-// Every step's info carries the same bookkeeping, whatever happened.
+// Every step's info carries the same bookkeeping, whatever happened, and its
+// wire form (the server's reply) has every key and reads back to an equal
+// struct.
 void expect_complete_info(const StepResult& r) {
-  const json& info = r.info;
-  ASSERT_TRUE(info.contains("reward_components")) << info.dump(2);
-  EXPECT_DOUBLE_EQ(info["reward_components"]["total"].get<double>(), r.reward);
-  EXPECT_TRUE(info["measurement"].contains("outcome"));
+  const StepInfo& info = r.info;
+  EXPECT_DOUBLE_EQ(info.reward_components.total, r.reward);
+  EXPECT_EQ(info.final, r.terminated || r.truncated);
+  EXPECT_GE(info.timings.step_ms, 0.0);
+  EXPECT_GE(info.budget.max_turns, info.budget.turns_used);
+  const json wire = to_json(r);
+  ASSERT_TRUE(wire["info"].contains("reward_components")) << wire.dump(2);
+  EXPECT_DOUBLE_EQ(wire["info"]["reward_components"]["total"].get<double>(), r.reward);
+  EXPECT_TRUE(wire["info"]["measurement"].contains("outcome"));
   for (const char* key : {"compile_ms", "eval_ms", "step_ms", "env_ms", "queue_ms"}) {
-    EXPECT_TRUE(info["timings"][key].is_number()) << key;
+    EXPECT_TRUE(wire["info"]["timings"][key].is_number()) << key;
   }
-  EXPECT_TRUE(info["cache_hit"].is_boolean());
-  EXPECT_TRUE(info["budget"]["turns_used"].is_number());
-  // The typed StepInfo reads back exactly what the engine wrote.
-  const StepInfo typed = step_info_from_json(info);
-  EXPECT_EQ(to_json(typed), info);
-  EXPECT_DOUBLE_EQ(typed.reward_components.total, r.reward);
-  EXPECT_EQ(typed.final, r.terminated || r.truncated);
+  EXPECT_TRUE(wire["info"]["cache_hit"].is_boolean());
+  EXPECT_TRUE(wire["info"]["budget"]["turns_used"].is_number());
+  EXPECT_EQ(wire["reward"], r.reward);
+  EXPECT_EQ(wire["observation"]["text"], r.observation.text);
+  // What the server sent reads back to the same struct and the same bytes.
+  EXPECT_EQ(to_json(step_info_from_json(wire["info"])), wire["info"]);
 }
 
 class EnvTest : public ::testing::Test {
@@ -110,8 +116,8 @@ TEST_F(EnvTest, ResetProducesACompletePrompt) {
   ASSERT_GE(tools.size(), 4u);
   EXPECT_EQ(std::vector<std::string>(tools.begin(), tools.begin() + 4),
             (std::vector<std::string>{"compile", "verify", "profile", "submit"}));
-  EXPECT_EQ(r.info["seed"], 7);
-  EXPECT_EQ(r.info["task_id"], "test/scale_bias_relu");
+  EXPECT_EQ(r.info.seed, 7);
+  EXPECT_EQ(r.info.task_id, "test/scale_bias_relu");
 }
 
 TEST_F(EnvTest, CorrectSubmitEarnsAPositiveRewardAndEndsTheEpisode) {
@@ -121,12 +127,14 @@ TEST_F(EnvTest, CorrectSubmitEarnsAPositiveRewardAndEndsTheEpisode) {
   EXPECT_TRUE(r.terminated);
   EXPECT_FALSE(r.truncated);
   EXPECT_GT(r.reward, 0.0) << r.observation.text;
-  EXPECT_EQ(r.info["measurement"]["outcome"], "correct");
-  EXPECT_GT(r.info["measurement"]["speedup_eager"].get<double>(), 0.0);
-  EXPECT_TRUE(r.info["eval_report"]["timing"]["candidate"].contains("p25_ms"));
+  EXPECT_EQ(outcome_name(r.info.measurement.outcome), "correct");
+  ASSERT_TRUE(r.info.measurement.speedup_eager.has_value());
+  EXPECT_GT(*r.info.measurement.speedup_eager, 0.0);
+  ASSERT_TRUE(r.info.eval_report && r.info.eval_report->timing);
+  EXPECT_TRUE(to_json(r.info)["eval_report"]["timing"]["candidate"].contains("p25_ms"));
   EXPECT_TRUE(has(r.observation.text, "Correct")) << r.observation.text;
   EXPECT_TRUE(has(r.observation.text, "p25-p75")) << r.observation.text;
-  EXPECT_TRUE(r.info["final"].get<bool>());
+  EXPECT_TRUE(r.info.final);
   // Gymnasium: the episode is over; stepping it again is the caller's error.
   EXPECT_THROW(env().step(make_action(ActionType::kCompile, "correct")), InputError);
 }
@@ -136,27 +144,28 @@ TEST_F(EnvTest, WrongCandidateGetsMismatchStatistics) {
   const StepResult r = env().step(make_action(ActionType::kVerify, "wrong"));
   expect_complete_info(r);
   EXPECT_FALSE(r.terminated);
-  EXPECT_EQ(r.info["measurement"]["outcome"], "wrong");
+  EXPECT_EQ(outcome_name(r.info.measurement.outcome), "wrong");
   EXPECT_TRUE(has(r.observation.text, "Mismatch in")) << r.observation.text;
   ASSERT_TRUE(r.observation.data.contains("correctness")) << r.observation.data.dump(2);
   const json& failure = r.observation.data["correctness"]["failures"][0];
   EXPECT_GT(failure["max_abs_err"].get<double>(), 1e-5);
   // Only the per-step shaping is paid before the episode ends.
   EXPECT_LE(r.reward, 0.0);
-  EXPECT_EQ(r.info["reward_components"].size(), 2u) << "total and turn_cost";
+  EXPECT_EQ(r.info.reward_components.components.size(), 1u) << "total and turn_cost";
+  EXPECT_EQ(r.info.reward_components.to_json().size(), 2u) << "total and turn_cost";
 
   const StepResult s = env().step(make_action(ActionType::kSubmit));  // acts on the wrong solution
   EXPECT_TRUE(s.terminated);
   EXPECT_LT(s.reward, 0.0);
-  EXPECT_EQ(s.info["measurement"]["outcome"], "wrong");
+  EXPECT_EQ(outcome_name(s.info.measurement.outcome), "wrong");
 }
 
 TEST_F(EnvTest, CompileErrorReturnsDiagnostics) {
   env().reset(task_);
   const StepResult r = env().step(make_action(ActionType::kCompile, "compile_error"));
   expect_complete_info(r);
-  EXPECT_EQ(r.info["measurement"]["outcome"], "compile_error");
-  EXPECT_EQ(r.info["measurement"]["compile_errors_so_far"], 1);
+  EXPECT_EQ(outcome_name(r.info.measurement.outcome), "compile_error");
+  EXPECT_EQ(r.info.measurement.compile_errors_so_far, 1);
   EXPECT_TRUE(has(r.observation.text, "Compilation failed")) << r.observation.text;
   EXPECT_TRUE(has(r.observation.text, "undeclared_scale")) << r.observation.text;
   EXPECT_FALSE(r.observation.data["compile"]["diagnostics"].get<std::string>().empty());
@@ -165,30 +174,30 @@ TEST_F(EnvTest, CompileErrorReturnsDiagnostics) {
 TEST_F(EnvTest, CrashIsAnObservationAndTheEnvKeepsWorking) {
   env().reset(task_);
   const StepResult r = env().step(make_action(ActionType::kVerify, "crash"));
-  EXPECT_EQ(r.info["measurement"]["outcome"], "crash") << r.observation.text;
+  EXPECT_EQ(outcome_name(r.info.measurement.outcome), "crash") << r.observation.text;
   EXPECT_TRUE(r.observation.data.contains("crash")) << r.observation.data.dump(2);
   const StepResult next = env().step(make_action(ActionType::kVerify, "correct"));
-  EXPECT_EQ(next.info["measurement"]["outcome"], "correct") << next.observation.text;
+  EXPECT_EQ(outcome_name(next.info.measurement.outcome), "correct") << next.observation.text;
 }
 
 TEST_F(EnvTest, ActionsWithoutSourceActOnTheLastSolution) {
   env().reset(task_);
   const StepResult first =
       env().step_tool_call({{"name", "compile"}, {"arguments", json{{"source", candidate("correct").source}}.dump()}});
-  EXPECT_EQ(first.info["measurement"]["compiled"], true) << first.observation.text;
+  EXPECT_EQ(first.info.measurement.compiled, true) << first.observation.text;
   const StepResult second = env().step_tool_call({{"name", "verify"}, {"arguments", "{}"}});
-  EXPECT_EQ(second.info["measurement"]["outcome"], "correct") << second.observation.text;
-  EXPECT_EQ(second.info["solution_hash"], first.info["solution_hash"]);
-  EXPECT_TRUE(second.info["cache_hit"].get<bool>()) << "the same solution is not compiled twice";
+  EXPECT_EQ(outcome_name(second.info.measurement.outcome), "correct") << second.observation.text;
+  EXPECT_EQ(second.info.solution_hash, first.info.solution_hash);
+  EXPECT_TRUE(second.info.cache_hit) << "the same solution is not compiled twice";
 }
 
 TEST_F(EnvTest, NoSolutionYetIsAnObservationThatCostsATurn) {
   env().reset(task_);
   const StepResult r = env().step_tool_call({{"name", "verify"}, {"arguments", "{}"}});
   expect_complete_info(r);
-  EXPECT_EQ(r.info["error"]["kind"], "no_solution");
+  EXPECT_EQ(testing::error_kind(r.info), "no_solution");
   EXPECT_TRUE(has(r.observation.text, "source")) << r.observation.text;
-  EXPECT_EQ(r.info["budget"]["turns_used"], 1);
+  EXPECT_EQ(r.info.budget.turns_used, 1);
   EXPECT_FALSE(r.terminated);
 }
 
@@ -196,15 +205,15 @@ TEST_F(EnvTest, MalformedToolCallIsAnErrorObservation) {
   env().reset(task_);
   const StepResult r = env().step_tool_call({{"name", "verify"}, {"arguments", "{\"source\": \"int x"}});
   expect_complete_info(r);
-  EXPECT_EQ(r.info["error"]["kind"], "invalid_action");
+  EXPECT_EQ(testing::error_kind(r.info), "invalid_action");
   EXPECT_TRUE(has(r.observation.text, "Invalid tool call")) << r.observation.text;
   EXPECT_TRUE(has(r.observation.text, "not valid JSON")) << r.observation.text;
-  EXPECT_EQ(r.info["budget"]["turns_used"], 1);
+  EXPECT_EQ(r.info.budget.turns_used, 1);
 
   const StepResult u = env().step_tool_call({{"name", "sumbit"}, {"arguments", "{}"}});
   EXPECT_TRUE(has(u.observation.text, "did you mean \"submit\"")) << u.observation.text;
   EXPECT_FALSE(u.terminated);
-  EXPECT_EQ(u.info["budget"]["turns_used"], 2);
+  EXPECT_EQ(u.info.budget.turns_used, 2);
 }
 
 // The call is echoed in info for small calls only: a 400 KB one doubled
@@ -212,13 +221,14 @@ TEST_F(EnvTest, MalformedToolCallIsAnErrorObservation) {
 TEST_F(EnvTest, LargeToolCallsAreEchoedAsTheirSizeAndAPreview) {
   env().reset(task_);
   const json small = {{"name", "verify"}, {"arguments", "{}"}};
-  EXPECT_EQ(env().step_tool_call(small).info["tool_call"], small);
+  EXPECT_EQ(env().step_tool_call(small).info.tool_call, small);
   const std::string deep = std::string(200000, '[') + std::string(200000, ']');
   const json large = {{"name", "compile"}, {"arguments", "\u00e9" + deep}};
   const StepResult r = env().step_tool_call(large);
-  EXPECT_EQ(r.info["error"]["kind"], "invalid_action");
-  EXPECT_FALSE(r.info.contains("tool_call"));
-  const json& preview = r.info["tool_call_preview"];
+  EXPECT_EQ(testing::error_kind(r.info), "invalid_action");
+  EXPECT_TRUE(r.info.tool_call.is_null());
+  EXPECT_FALSE(to_json(r.info).contains("tool_call"));
+  const json& preview = r.info.tool_call_preview;
   EXPECT_EQ(preview["name"], "compile");
   const std::string& arguments = large["arguments"].get_ref<const std::string&>();
   EXPECT_EQ(preview["arguments_bytes"], arguments.size());
@@ -237,18 +247,18 @@ TEST_F(EnvTest, TruncationAtMaxTurnsScoresTheLastSolution) {
   EXPECT_TRUE(b.truncated);
   EXPECT_FALSE(b.terminated);
   expect_complete_info(b);
-  EXPECT_EQ(b.info["truncation_reason"], "max_turns");
-  EXPECT_TRUE(b.info["final_evaluation"]["auto_submitted"].get<bool>());
-  EXPECT_EQ(b.info["final_evaluation"]["measurement"]["outcome"], "correct");
+  EXPECT_EQ(b.info.truncation_reason, "max_turns");
+  ASSERT_TRUE(b.info.final_evaluation.has_value());
+  EXPECT_TRUE(b.info.final_evaluation->auto_submitted);
+  EXPECT_EQ(outcome_name(b.info.final_evaluation->measurement.outcome), "correct");
   // Scored as a submission, never as a failure. A speed tier needs usable
   // timing, which a loaded CI machine does not always give (seen in a full
   // `./run test` on two cores): the tiered term then pays 0 (docs/rewards.md)
   // and only the turn cost remains; with a usable speedup the reward is positive.
-  const json& parts = b.info["reward_components"];
+  const json parts = b.info.reward_components.to_json();
   EXPECT_GE(parts.value("tiered", -1.0), 0.0) << parts.dump();
-  const json& m = b.info["final_evaluation"]["measurement"];
-  const double speedup = m.value("speedup_eager", json()).is_number() ? m["speedup_eager"].get<double>() : 0.0;
-  if (m.value("timed", false) && speedup > 0) {
+  const Measurement& m = b.info.final_evaluation->measurement;
+  if (m.timed && m.speedup_eager.value_or(0.0) > 0) {
     EXPECT_GT(b.reward, 0.0) << b.observation.text;
   }
   EXPECT_TRUE(has(b.observation.text, "evaluated as your submission")) << b.observation.text;
@@ -262,7 +272,8 @@ TEST_F(EnvTest, TruncationWithoutAutoSubmitCountsAsFailure) {
   const StepResult r = env().step(make_action(ActionType::kVerify, "correct"));
   EXPECT_TRUE(r.truncated);
   expect_complete_info(r);
-  EXPECT_FALSE(r.info["final_evaluation"]["auto_submitted"].get<bool>());
+  ASSERT_TRUE(r.info.final_evaluation.has_value());
+  EXPECT_FALSE(r.info.final_evaluation->auto_submitted);
   EXPECT_LT(r.reward, 0.0);
   EXPECT_TRUE(has(r.observation.text, "counts as failed")) << r.observation.text;
 }
@@ -272,8 +283,8 @@ TEST_F(EnvTest, TimeBudgetTruncates) {
   env().reset(task_);
   const StepResult r = env().step(make_action(ActionType::kVerify, "correct"));
   EXPECT_TRUE(r.truncated);
-  EXPECT_EQ(r.info["truncation_reason"], "time_budget");
-  EXPECT_GT(r.info["budget"]["time_used_s"].get<double>(), 0.0001);
+  EXPECT_EQ(r.info.truncation_reason, "time_budget");
+  EXPECT_GT(r.info.budget.time_used_s, 0.0001);
 }
 
 TEST_F(EnvTest, EveryStepPaysItsFullRewardWhenConfigured) {
@@ -284,7 +295,8 @@ TEST_F(EnvTest, EveryStepPaysItsFullRewardWhenConfigured) {
   const StepResult r = env().step(make_action(ActionType::kProfile, "wrong"));
   EXPECT_FALSE(r.terminated);
   EXPECT_LT(r.reward, -0.5);
-  EXPECT_EQ(r.info["reward_components"], r.info["step_reward"]);
+  ASSERT_TRUE(r.info.step_reward.has_value());
+  EXPECT_EQ(r.info.reward_components.to_json(), r.info.step_reward->to_json());
 }
 
 TEST_F(EnvTest, AnalysisToolsFromTheRegistryAreOfferedAndRun) {
@@ -298,7 +310,7 @@ TEST_F(EnvTest, AnalysisToolsFromTheRegistryAreOfferedAndRun) {
   env().step(make_action(ActionType::kCompile, "correct"));
   const StepResult r = env().step_tool_call({{"name", "source_stats"}, {"arguments", {{"verbose", true}}}});
   expect_complete_info(r);
-  EXPECT_EQ(r.info["action"], "analyze");
+  EXPECT_EQ(r.info.action, "analyze");
   EXPECT_TRUE(has(r.observation.text, "source_stats: 19 lines")) << r.observation.text;
   EXPECT_TRUE(has(r.observation.text, "keep kf_forward short")) << r.observation.text;
   EXPECT_GT(r.observation.data["analysis"]["result"]["facts"]["artifact_bytes"].get<int64_t>(), 0);
@@ -316,10 +328,10 @@ TEST_F(EnvTest, SystemFailureIsNotTheCandidatesFault) {
   env().reset(task_);
   const StepResult r = env().step(make_action(ActionType::kSubmit, "correct"));
   expect_complete_info(r);
-  EXPECT_EQ(r.info["error"]["kind"], "system") << r.observation.text;
+  EXPECT_EQ(testing::error_kind(r.info), "system") << r.observation.text;
   EXPECT_FALSE(r.terminated);
-  EXPECT_FALSE(r.info["counted_turn"].get<bool>());
-  EXPECT_EQ(r.info["budget"]["turns_used"], 0);
+  EXPECT_FALSE(r.info.counted_turn);
+  EXPECT_EQ(r.info.budget.turns_used, 0);
   EXPECT_DOUBLE_EQ(r.reward, 0.0);
   EXPECT_TRUE(has(r.observation.text, "not your fault")) << r.observation.text;
 }
@@ -335,11 +347,11 @@ TEST_F(EnvTest, AnAutoSubmitTheSystemCannotEvaluateIsNotScored) {
   const StepResult r = env().step(make_action(ActionType::kCompile, "correct"));
   expect_complete_info(r);
   EXPECT_TRUE(r.truncated);
-  const StepInfo info = step_info_from_json(r.info);
+  const StepInfo& info = r.info;
   EXPECT_FALSE(info.error.has_value()) << "the compile itself worked";
   ASSERT_TRUE(info.final_evaluation.has_value());
   EXPECT_TRUE(info.final_evaluation->auto_submitted);
-  ASSERT_TRUE(info.final_evaluation->system_error.has_value()) << r.info.dump(2);
+  ASSERT_TRUE(info.final_evaluation->system_error.has_value()) << to_json(r.info).dump(2);
   EXPECT_TRUE(info.final_evaluation->eval_ms.has_value());
   EXPECT_DOUBLE_EQ(r.reward, 0.0);
   EXPECT_TRUE(has(r.observation.text, "not your fault")) << r.observation.text;
@@ -349,11 +361,11 @@ TEST_F(EnvTest, ResetStartsAFreshEpisode) {
   env().reset(task_);
   env().step(make_action(ActionType::kSubmit, "correct"));
   const ResetResult again = env().reset(task_, 1);
-  EXPECT_EQ(again.info["episode"], 2);
+  EXPECT_EQ(again.info.episode, 2u);
   // The new episode has no solution yet.
   const StepResult r = env().step(make_action(ActionType::kVerify));
-  EXPECT_EQ(r.info["error"]["kind"], "no_solution");
-  EXPECT_EQ(r.info["turn"], 0);
+  EXPECT_EQ(testing::error_kind(r.info), "no_solution");
+  EXPECT_EQ(r.info.turn, 0);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "kforge/core/solution.h"
 #include "kforge/core/task_spec.h"
 #include "kforge/env/env_config.h"
+#include "kforge/env/step_info.h"
 
 namespace kforge::env::testing {
 
@@ -31,6 +32,11 @@ inline EnvConfig fast_config() {
   EnvConfig c = load_env_config((data_dir() / "fast.yaml").string());
   c.compile.cache_dir = std::filesystem::path(KFORGE_BINARY_DIR) / "tests/gym/compile-cache";
   return c;
+}
+
+// The step error's kind name, "" when the step had none.
+inline std::string error_kind(const StepInfo& info) {
+  return info.error ? step_error_kind_name(info.error->kind) : "";
 }
 
 inline Action make_action(ActionType type, const std::string& candidate_name = "") {

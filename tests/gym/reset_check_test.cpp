@@ -55,7 +55,8 @@ TEST_F(ResetCheckTest, ConstantOutputIsRefusedNamingTheNode) {
 TEST_F(ResetCheckTest, EachDistinctTaskIsCheckedOnce) {
   const TaskSpec task = testing::test_task();
   const ResetResult first = pool_->reset(0, task, 1);
-  EXPECT_EQ(first.info["reference_check"]["status"], "ok") << first.info.dump();
+  EXPECT_EQ(first.info.reference_check_status, "ok") << first.info.reference_check_problem;
+  EXPECT_EQ(to_json(first.info)["reference_check"], json({{"status", "ok"}}));
   pool_->reset(1, task, 2);
   pool_->reset(0, task, 3);
   // Observed where the work happens: the judge counts the reference requests it served.

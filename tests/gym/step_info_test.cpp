@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "kforge/env/step_result.h"
+
 namespace kforge::env {
 namespace {
 
@@ -114,6 +116,65 @@ namespace {
 // The one verdict rule that kforge eval's report and eval-batch rows both
 // show (step_verdict): an error names its kind whatever was measured, and a
 // truncated episode is judged on its final evaluation, not its last step.
+// The server's reply to a step is to_json(StepResult): the shape it had when
+// the info was JSON (trainer_bridge/PROTOCOL.md), the info its JSON form, and a
+// reader of the reply gets the struct back.
+TEST(StepResultTest, TheWireShapeIsTheResultWithItsInfosJsonForm) {
+  StepResult r;
+  r.observation.text = "Correct.";
+  r.observation.data = {{"type", "step"}};
+  r.reward = 1.5;
+  r.truncated = true;
+  r.info = truncated_step();
+  const json wire = to_json(r);
+  EXPECT_EQ(wire, json({{"observation", {{"text", "Correct."}, {"data", {{"type", "step"}}}}},
+                        {"reward", 1.5},
+                        {"terminated", false},
+                        {"truncated", true},
+                        {"info", to_json(r.info)}}));
+  const StepInfo back = step_info_from_json(json::parse(wire.dump())["info"]);
+  EXPECT_EQ(to_json(back), to_json(r.info));
+  EXPECT_EQ(back.seed, 18446744073709551615ull);
+}
+
+TEST(ResetInfoTest, TheWireShapeHasEveryKeyAndResumedOnlyAfterAResume) {
+  ResetInfo info;
+  info.env_id = 2;
+  info.episode = 5;
+  info.task_id = "test/affine";
+  info.seed = 9;
+  info.backend = "cpu";
+  info.solution_mode = "cpp";
+  info.max_turns = 4;
+  info.time_budget_s = 60.0;
+  info.tools = json::array({{{"type", "function"}}});
+  info.reward_function = "tiered";
+  info.reward_source = "configs/rewards/tiered.yaml";
+  info.reference_check_status = "ok";
+  const json j = to_json(info);
+  EXPECT_EQ(j, json({{"env_id", 2},
+                     {"episode", 5},
+                     {"task_id", "test/affine"},
+                     {"seed", 9},
+                     {"backend", "cpu"},
+                     {"solution_mode", "cpp"},
+                     {"budgets", {{"max_turns", 4}, {"time_budget_s", 60.0}}},
+                     {"tools", info.tools},
+                     {"reward", {{"function", "tiered"}, {"source", "configs/rewards/tiered.yaml"}}},
+                     {"reward_components", {{"total", 0.0}}},
+                     {"reference_check", {{"status", "ok"}}}}));
+  info.resumed = ResumedInfo{2, 1.5, 1, 0.25, true};
+  info.reference_check_status = "error";
+  info.reference_check_problem = "system error: judge down";
+  const json resumed = to_json(info);
+  EXPECT_EQ(resumed["resumed"], json({{"turns_used", 2},
+                                      {"time_used_s", 1.5},
+                                      {"compile_errors", 1},
+                                      {"episode_return", 0.25},
+                                      {"has_solution", true}}));
+  EXPECT_EQ(resumed["reference_check"], json({{"status", "error"}, {"problem", "system error: judge down"}}));
+}
+
 TEST(StepVerdictTest, AnErrorFirstThenTheScoredMeasurementsOutcome) {
   StepInfo s;
   s.measurement.outcome = Outcome::kCorrect;

@@ -17,6 +17,7 @@
 #include "kforge/reward/reward.h"
 #include "kforge/rollout/jsonl_sink.h"
 #include "kforge/rollout/policy/template_policy.h"
+#include "kforge/rollout/trajectory_info.h"
 #include "rollout_test_util.h"
 
 namespace kforge::rollout {
@@ -137,6 +138,14 @@ TEST_F(RolloutRunnerTest, GroupsCompleteAndCarryTheirRewardsAndThePolicysTokens)
     EXPECT_TRUE(t.turns[0].timings.contains("policy_ms"));
     const bool wrong = t.id.back() == '2';
     EXPECT_EQ(t.turns[0].info["env"]["measurement"]["outcome"], wrong ? "wrong" : "correct") << t.id;
+    // The typed readers (trajectory_info.h) read back exactly what the worker wrote.
+    EXPECT_EQ(to_json(trajectory_info_from_json(t.info, t.id)), t.info);
+    const TurnInfo turn = turn_info_from_json(t.turns[0].info, t.id);
+    EXPECT_EQ(to_json(turn), t.turns[0].info);
+    ASSERT_TRUE(turn.policy && turn.state && turn.env);
+    EXPECT_EQ(turn.policy->token_ids, (std::vector<int64_t>{101, 102, 103}));
+    EXPECT_EQ(turn.state->solution_turn, 0);
+    EXPECT_TRUE(turn.env->tool_call.is_null()) << "the turn's action holds the call";
   }
   for (const auto& [id, members] : groups) {
     ASSERT_EQ(members.size(), 3u) << id;
@@ -384,6 +393,25 @@ TEST_F(RolloutRunnerTest, AForkContinuesARecordedTurnWithTheRestoredState) {
   RolloutRunner again(fc, forked, {});
   EXPECT_THROW(again.add_fork(parent, 2, 1), InputError);
   EXPECT_THROW(again.add_fork(parent, 7, 1), InputError);
+  // A parent whose recorded infos are not what a worker writes is refused
+  // with the field named, before anything runs.
+  auto fork_error = [&](const Trajectory& p) -> std::string {
+    try {
+      again.add_fork(p, 0, 1);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  Trajectory broken = parent;
+  broken.turns[0].info["state"]["turns_used"] = "one";
+  EXPECT_NE(fork_error(broken).find("turn 0 info: field /state/turns_used"), std::string::npos) << fork_error(broken);
+  broken = parent;
+  broken.turns[0].info["state"]["solution_turn"] = 5;
+  EXPECT_NE(fork_error(broken).find("solution_turn is 5"), std::string::npos) << fork_error(broken);
+  broken = parent;
+  broken.info.erase("prompt");
+  EXPECT_NE(fork_error(broken).find("info.prompt"), std::string::npos) << fork_error(broken);
 }
 
 TEST_F(RolloutRunnerTest, TheSeedSelectsTheVerificationInputs) {
@@ -400,7 +428,8 @@ TEST_F(RolloutRunnerTest, TheSeedSelectsTheVerificationInputs) {
     pool.send({verify}, {0});
     const env::EnvStep step = pool.recv(1)[0];
     std::set<uint64_t> seeds;
-    for (const auto& c : step.result.info["eval_report"]["verification"]) {
+    if (!step.result.info.eval_report) return seeds;
+    for (const auto& c : step.result.info.eval_report->verification) {
       seeds.insert(c.value("input_seed", c["seed"].get<uint64_t>()));
     }
     return seeds;

@@ -241,7 +241,7 @@ void EnvPool::Impl::worker() {
       info.budget = {state->turns, config.max_turns, state->time_used_ms / 1000.0, config.time_budget_s,
                      state->compile_errors};
       info.error = StepError{StepErrorKind::kSystem, e.what()};
-      step.result.info = to_json(info);
+      step.result.info = std::move(info);
     }
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -321,6 +321,58 @@ int EnvPool::size() const { return static_cast<int>(impl_->slots.size()); }
 const EnvConfig& EnvPool::config() const { return impl_->config; }
 const Toolset& EnvPool::tools() const { return *impl_->toolset; }
 
+namespace {
+
+// The phases of reset that need no slot: a resumed episode's state, checked
+// against the budgets, and the reset's info.
+ResumedInfo resume_episode(EpisodeState& state, const EpisodeResume& r, const EnvConfig& c, const Toolset& toolset) {
+  if (r.turns_used < 0 || r.compile_errors < 0 || r.compile_errors > r.turns_used) {
+    throw InputError("reset: resume.turns_used (" + std::to_string(r.turns_used) + ") and resume.compile_errors (" +
+                     std::to_string(r.compile_errors) + ") must be >= 0, with compile_errors <= turns_used");
+  }
+  if (r.turns_used >= c.max_turns) {
+    throw InputError("reset: resume.turns_used is " + std::to_string(r.turns_used) + " but episodes have " +
+                     std::to_string(c.max_turns) + " turns (episode.max_turns): nothing is left to continue");
+  }
+  if (!std::isfinite(r.time_used_s) || r.time_used_s < 0 || (c.time_budget_s > 0 && r.time_used_s >= c.time_budget_s)) {
+    throw InputError("reset: resume.time_used_s must be finite, >= 0 and below the time budget (" +
+                     std::to_string(c.time_budget_s) + " s, episode.time_budget_s)");
+  }
+  if (!std::isfinite(r.episode_return)) throw InputError("reset: resume.episode_return must be finite");
+  if (r.last_solution) {
+    Action probe;
+    probe.solution = r.last_solution;
+    if (std::string why = toolset.check(probe); !why.empty()) throw InputError("reset: resume.last_solution: " + why);
+  }
+  state.turns = r.turns_used;
+  state.time_used_ms = r.time_used_s * 1000.0;
+  state.compile_errors = r.compile_errors;
+  state.episode_return = r.episode_return;
+  state.last_solution = r.last_solution;
+  return {r.turns_used, r.time_used_s, r.compile_errors, r.episode_return, r.last_solution.has_value()};
+}
+
+ResetInfo describe_reset(int env_id, const EpisodeState& state, const EnvConfig& config, const Toolset& toolset,
+                         const reward::RewardFunction& reward, const ReferenceReport& check) {
+  ResetInfo info;
+  info.env_id = env_id;
+  info.episode = state.episode;
+  info.task_id = state.task.id;
+  info.seed = state.seed;
+  info.backend = backend_name(config.backend);
+  info.solution_mode = solution_mode_name(config.default_mode);
+  info.max_turns = config.max_turns;
+  info.time_budget_s = config.time_budget_s;
+  info.tools = toolset.definitions();
+  info.reward_function = reward.name();
+  info.reward_source = reward.source();
+  info.reference_check_status = reference_status_name(check.status);
+  if (!check.ok()) info.reference_check_problem = check.problem;
+  return info;
+}
+
+}  // namespace
+
 ResetResult EnvPool::reset(int env_id, const TaskSpec& task, uint64_t seed, const ResetOptions& options) {
   auto check_idle = [&](Impl::Slot& slot) {
     if (slot.unreceived > 0) {
@@ -357,42 +409,8 @@ ResetResult EnvPool::reset(int env_id, const TaskSpec& task, uint64_t seed, cons
   state->seed = seed;
   state->task = task;
   for (const auto& e : options.exemplars) state->reward_context.exemplar_speedups.push_back(e.speedup_eager);
-  json resumed = nullptr;
-  if (options.resume) {
-    const EpisodeResume& r = *options.resume;
-    const EnvConfig& c = impl_->config;
-    if (r.turns_used < 0 || r.compile_errors < 0 || r.compile_errors > r.turns_used) {
-      throw InputError("reset: resume.turns_used (" + std::to_string(r.turns_used) + ") and resume.compile_errors (" +
-                       std::to_string(r.compile_errors) + ") must be >= 0, with compile_errors <= turns_used");
-    }
-    if (r.turns_used >= c.max_turns) {
-      throw InputError("reset: resume.turns_used is " + std::to_string(r.turns_used) + " but episodes have " +
-                       std::to_string(c.max_turns) + " turns (episode.max_turns): nothing is left to continue");
-    }
-    if (!std::isfinite(r.time_used_s) || r.time_used_s < 0 ||
-        (c.time_budget_s > 0 && r.time_used_s >= c.time_budget_s)) {
-      throw InputError("reset: resume.time_used_s must be finite, >= 0 and below the time budget (" +
-                       std::to_string(c.time_budget_s) + " s, episode.time_budget_s)");
-    }
-    if (!std::isfinite(r.episode_return)) throw InputError("reset: resume.episode_return must be finite");
-    if (r.last_solution) {
-      Action probe;
-      probe.solution = r.last_solution;
-      if (std::string why = impl_->toolset->check(probe); !why.empty()) {
-        throw InputError("reset: resume.last_solution: " + why);
-      }
-    }
-    state->turns = r.turns_used;
-    state->time_used_ms = r.time_used_s * 1000.0;
-    state->compile_errors = r.compile_errors;
-    state->episode_return = r.episode_return;
-    state->last_solution = r.last_solution;
-    resumed = {{"turns_used", r.turns_used},
-               {"time_used_s", r.time_used_s},
-               {"compile_errors", r.compile_errors},
-               {"episode_return", r.episode_return},
-               {"has_solution", r.last_solution.has_value()}};
-  }
+  std::optional<ResumedInfo> resumed;
+  if (options.resume) resumed = resume_episode(*state, *options.resume, impl_->config, *impl_->toolset);
 
   ResetResult out;
   out.observation = prompt_observation(prompt, in);
@@ -405,19 +423,8 @@ ResetResult EnvPool::reset(int env_id, const TaskSpec& task, uint64_t seed, cons
     slot.done = false;
     slot.last_solution = state->last_solution;
   }
-  out.info = {{"env_id", env_id},
-              {"episode", state->episode},
-              {"task_id", task.id},
-              {"seed", seed},
-              {"backend", backend_name(impl_->config.backend)},
-              {"solution_mode", solution_mode_name(impl_->config.default_mode)},
-              {"budgets", {{"max_turns", impl_->config.max_turns}, {"time_budget_s", impl_->config.time_budget_s}}},
-              {"tools", impl_->toolset->definitions()},
-              {"reward", {{"function", impl_->reward->name()}, {"source", impl_->reward->source()}}},
-              {"reward_components", {{"total", 0.0}}}};
-  if (!resumed.is_null()) out.info["resumed"] = resumed;
-  out.info["reference_check"] = {{"status", reference_status_name(check.status)}};
-  if (!check.ok()) out.info["reference_check"]["problem"] = check.problem;
+  out.info = describe_reset(env_id, *state, impl_->config, *impl_->toolset, *impl_->reward, check);
+  out.info.resumed = resumed;
   return out;
 }
 

@@ -278,7 +278,7 @@ json input_error_row(const EvalBatchPair& p, const std::string& verdict, const s
 
 json result_row(const EvalBatchPair& p, const StepResult& step) {
   json row = base_row(p);
-  const StepInfo info = step_info_from_json(step.info);
+  const StepInfo& info = step.info;
   const bool system_error = info.system_error();
   row["verdict"] = step_verdict(info);
   row["reward"] = step.reward;

@@ -239,7 +239,7 @@ StepResult StepEngine::run(EpisodeState& ep, StepJob& job) const {
     StepResult out = end(ep, job, work);
     out.reward = work.paid.total;
     ep.episode_return += out.reward;
-    out.info = to_json(describe(ep, job, work, out, started));
+    out.info = describe(ep, job, work, out, started);
     return out;
   }
   if (work.rec.error == StepErrorKind::kNone) {
@@ -257,7 +257,7 @@ StepResult StepEngine::run(EpisodeState& ep, StepJob& job) const {
   if (out.observation.text.empty()) out.observation = step_observation(work.rec);
   out.reward = work.paid.total;
   ep.episode_return += out.reward;
-  out.info = to_json(describe(ep, job, work, out, started));
+  out.info = describe(ep, job, work, out, started);
   return out;
 }
 

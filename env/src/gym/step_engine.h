@@ -13,7 +13,7 @@
 
 #include "kforge/core/action.h"
 #include "kforge/core/measurement.h"
-#include "kforge/core/step.h"
+#include "kforge/env/step_result.h"
 #include "kforge/core/task_spec.h"
 #include "kforge/env/analysis.h"
 #include "kforge/env/compile_service.h"

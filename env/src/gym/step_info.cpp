@@ -168,7 +168,11 @@ json to_json(const StepInfo& s) {
 
 StepInfo step_info_from_json(const json& j, const std::string& where) {
   const Document doc = Document::from_value(j, where);
-  ObjectReader r = doc.root_object();
+  return step_info_from(Field(doc, doc.root, ""));
+}
+
+StepInfo step_info_from(const Field& f) {
+  ObjectReader r = f.as_object();
   StepInfo s;
   if (auto v = r.optional("env_id")) s.env_id = integer(*v);
   if (auto v = r.optional("episode")) s.episode = unsigned_integer(*v);

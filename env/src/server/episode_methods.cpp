@@ -185,7 +185,7 @@ Server::Impl::ResetDone Server::Impl::run_reset(const ResetJob& job) {
                                        job.task ? "/params/task" : "/params/task_id");
     }
     done.payload =
-        protocol::encode_result(job.request_id, {{"observation", to_json(r.observation)}, {"info", std::move(r.info)}});
+        protocol::encode_result(job.request_id, {{"observation", to_json(r.observation)}, {"info", to_json(r.info)}});
     done.ok = true;
   } catch (const ProtocolError& e) {
     done.payload = protocol::encode_error(job.request_id, e);

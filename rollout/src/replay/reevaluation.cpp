@@ -212,7 +212,7 @@ ReevalReport reevaluate(const std::vector<RecordedEpisode>& episodes, const Task
         ReevalRow& row = report.rows[job.row];
         ++report.runs;
         ++done;
-        const env::StepInfo info = env::step_info_from_json(step.result.info);
+        const env::StepInfo& info = step.result.info;
         if (info.system_error()) {
           ++job.system_errors;
           job.last_system_error = info.error->message;

@@ -17,6 +17,14 @@ constexpr size_t kExemplarPool = 16;
 
 }  // namespace
 
+// The one JSON form of the episode's typed infos, for its sinks.
+Trajectory RolloutRunner::Impl::Record::written() && {
+  Trajectory out = std::move(traj);
+  out.info = to_json(info);
+  for (size_t i = 0; i < out.turns.size() && i < turn_info.size(); ++i) out.turns[i].info = to_json(turn_info[i]);
+  return out;
+}
+
 double RolloutRunner::Impl::ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
@@ -38,17 +46,11 @@ int64_t RolloutRunner::Impl::lag(const std::string& version, const std::string& 
 }
 
 void RolloutRunner::Impl::remember_exemplar(const Episode& ep) {
-  if (ep.traj.turns.empty() || ep.solution_turn < 0) return;
-  // The last turn's info (a fork's may be its parent's, read from a file).
-  const json& env_info = ep.traj.turns.back().info.value("env", json(nullptr));
-  if (!env_info.is_object()) return;
-  std::optional<Measurement> scored;
-  try {
-    scored = env::step_info_from_json(env_info).scored_measurement();
-  } catch (const InputError&) {
-    return;
-  }
-  const Measurement& m = *scored;
+  if (ep.turn_info.empty() || ep.solution_turn < 0) return;
+  // The last turn's step info (a fork's may be its parent's, from its file).
+  const std::optional<env::StepInfo>& last = ep.turn_info.back().env;
+  if (!last) return;
+  const Measurement& m = last->scored_measurement();
   if (!m.correct() || !m.speedup_eager) return;
   // The scored solution is the episode's latest one (submit or auto-submit).
   env::Exemplar e;
@@ -78,14 +80,11 @@ void RolloutRunner::Impl::finish(Episode& ep, bool terminated, const std::string
   const size_t member = static_cast<size_t>(spec.member);
   ep.traj.terminated = terminated;
   ep.traj.truncated = !terminated;
-  if (!terminated) ep.traj.info["truncation_reason"] = truncation_reason;
+  if (!terminated) ep.info.truncation_reason = truncation_reason;
   double total = 0;
   for (const auto& t : ep.traj.turns) total += t.reward;
   ep.traj.total_reward = total;
-  ep.traj.info["timings"] = {{"reset_ms", ep.reset_ms},
-                             {"episode_ms", ms_since(ep.started)},
-                             {"policy_ms", ep.policy_total_ms},
-                             {"env_step_ms", ep.env_total_ms}};
+  ep.info.timings = EpisodeTimings{ep.reset_ms, ms_since(ep.started), ep.policy_total_ms, ep.env_total_ms};
   const int env_id = ep.env_id;
   const std::string start_version = ep.traj.policy_version_start;
   // Staleness: judged against the newest version seen when it finishes.
@@ -111,7 +110,7 @@ void RolloutRunner::Impl::finish(Episode& ep, bool terminated, const std::string
     ++stats.truncated;
   }
   remember_exemplar(ep);
-  g.done[member] = std::move(ep.traj);
+  g.done[member] = Record{std::move(ep.traj), std::move(ep.info), std::move(ep.turn_info)};
   ++g.finished;
   slots[static_cast<size_t>(env_id)].reset();
   maybe_complete(spec.group);

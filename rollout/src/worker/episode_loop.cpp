@@ -126,7 +126,7 @@ PolicyRequest RolloutRunner::Impl::request_for(const Episode& ep) const {
   r.tools = ep.tools;
   r.sampling = config.policy.sampling;
   if (!r.sampling.seed) r.sampling.seed = ep.sampling_seed;
-  r.task = ep.traj.info.at("task");
+  r.task = ep.info.task;
   return r;
 }
 
@@ -134,9 +134,9 @@ PolicyRequest RolloutRunner::Impl::request_for(const Episode& ep) const {
 // add up over the episode in info.usage, so a trainer can budget tokens
 // per trajectory without summing turns.
 void RolloutRunner::Impl::add_usage(Episode& ep, const json& usage) {
-  ep.policy_meta["usage"] = usage;
-  json& total = ep.traj.info["usage"];
-  if (!total.is_object()) total = json::object();
+  ep.policy_meta.usage = usage;
+  if (!ep.info.usage) ep.info.usage = json::object();
+  json& total = *ep.info.usage;
   for (auto it = usage.begin(); it != usage.end(); ++it) {
     if (!it.value().is_number_integer()) continue;
     total[it.key()] = total.value(it.key(), int64_t{0}) + it.value().get<int64_t>();
@@ -157,14 +157,16 @@ void RolloutRunner::Impl::on_reply(Episode& ep, PolicyReply reply, double batch_
   note_version(ep, reply.policy_version);
   ep.policy_ms = reply.latency_ms > 0 ? reply.latency_ms : batch_ms;
   ep.policy_total_ms += ep.policy_ms;
-  ep.policy_meta = {
-      {"version", reply.policy_version}, {"finish_reason", reply.finish_reason}, {"latency_ms", ep.policy_ms}};
-  if (reply.token_ids) ep.policy_meta["token_ids"] = *reply.token_ids;
-  if (reply.logprobs) ep.policy_meta["logprobs"] = *reply.logprobs;
+  ep.policy_meta = PolicyTurnInfo{};
+  ep.policy_meta.version = reply.policy_version;
+  ep.policy_meta.finish_reason = reply.finish_reason;
+  ep.policy_meta.latency_ms = ep.policy_ms;
+  ep.policy_meta.token_ids = std::move(reply.token_ids);
+  ep.policy_meta.logprobs = std::move(reply.logprobs);
   if (!reply.usage.is_null()) add_usage(ep, reply.usage);
   if (!reply.error.empty()) {
     ++stats.policy_errors;
-    ep.traj.info["policy_error"] = reply.error;
+    ep.info.policy_error = reply.error;
     finish(ep, false, "policy_error");
     return;
   }
@@ -203,45 +205,48 @@ bool RolloutRunner::Impl::supplies_solution(const json& call, const env::StepInf
   }
 }
 
-void RolloutRunner::Impl::on_step(Episode& ep, StepResult result) {
+json RolloutRunner::Impl::turn_messages(const Episode& ep, const Observation& observation) const {
+  json messages = json::array({ep.assistant});
+  if (ep.call_id.empty()) {
+    messages.push_back({{"role", "user"}, {"content", observation.text}});
+  } else {
+    messages.push_back({{"role", "tool"}, {"tool_call_id", ep.call_id}, {"content", observation.text}});
+  }
+  for (const auto& extra : ep.extra_calls) {
+    messages.push_back({{"role", "tool"},
+                        {"tool_call_id", extra.is_object() ? extra.value("id", std::string()) : ""},
+                        {"content", "Not run: one tool call is executed per turn; call it again next turn."}});
+  }
+  return messages;
+}
+
+void RolloutRunner::Impl::on_step(Episode& ep, env::StepResult result) {
   ++stats.steps;
-  env::StepInfo info = env::step_info_from_json(result.info);
+  env::StepInfo& info = result.info;
   stats.env_step_ms += info.timings.step_ms;
   ep.env_total_ms += info.timings.step_ms;
   const int turn = static_cast<int>(ep.traj.turns.size());
   Turn t;
-  t.messages = json::array({ep.assistant});
-  if (ep.call_id.empty()) {
-    t.messages.push_back({{"role", "user"}, {"content", result.observation.text}});
-  } else {
-    t.messages.push_back({{"role", "tool"}, {"tool_call_id", ep.call_id}, {"content", result.observation.text}});
-  }
-  for (const auto& extra : ep.extra_calls) {
-    t.messages.push_back({{"role", "tool"},
-                          {"tool_call_id", extra.is_object() ? extra.value("id", std::string()) : ""},
-                          {"content", "Not run: one tool call is executed per turn; call it again next turn."}});
-  }
+  t.messages = turn_messages(ep, result.observation);
   t.action = ep.call;
-  t.observation = result.observation;
+  t.observation = std::move(result.observation);
   t.reward = result.reward;
   t.reward_components = info.reward_components.to_json();
   t.timings = env::to_json(info.timings);
   t.timings["policy_ms"] = ep.policy_ms;
   if (supplies_solution(ep.call, info)) ep.solution_turn = turn;
   info.tool_call = nullptr;  // the turn's action
-  t.info = {{"env", env::to_json(info)},
-            {"policy", ep.policy_meta},
-            {"state",
-             {{"turns_used", info.budget.turns_used},
-              {"time_used_s", info.budget.time_used_s},
-              {"compile_errors", info.budget.compile_errors},
-              {"episode_return", info.episode_return},
-              {"solution_turn", ep.solution_turn}}}};
+  TurnInfo ti;
+  ti.policy = ep.policy_meta;
+  ti.state = TurnState{info.budget.turns_used, info.budget.time_used_s, info.budget.compile_errors,
+                       info.episode_return, ep.solution_turn};
+  const std::string truncation = info.truncation_reason.empty() ? "budget" : info.truncation_reason;
+  ti.env = std::move(info);
   for (const auto& m : t.messages) ep.messages.push_back(m);
   ep.traj.turns.push_back(std::move(t));
+  ep.turn_info.push_back(std::move(ti));
   if (result.terminated || result.truncated) {
-    const std::string reason = info.truncation_reason.empty() ? "budget" : info.truncation_reason;
-    finish(ep, result.terminated, result.truncated ? reason : "");
+    finish(ep, result.terminated, result.truncated ? truncation : "");
     return;
   }
   ep.state = State::kNeedPolicy;

@@ -33,30 +33,12 @@ std::string random_run_id() {
   return s;
 }
 
-json exemplar_json(const env::Exemplar& e) {
-  return {{"speedup_eager", e.speedup_eager}, {"note", e.note}, {"solution", to_json(e.solution)}};
-}
-
-env::Exemplar exemplar_from_json(const json& j) {
-  env::Exemplar e;
-  e.speedup_eager = j.at("speedup_eager").get<double>();
-  e.note = j.value("note", "");
-  e.solution = parse_solution(Document::from_value(j.at("solution"), "<exemplar>"));
-  return e;
-}
-
 // The speed evidence of the measurement a trajectory was scored on (its last
 // turn's step info), for tie-aware group normalization; none when that turn
-// has no readable step info or its measurement no interval.
-std::optional<reward::SpeedEvidence> scored_speed_evidence(const Trajectory& t) {
-  if (t.turns.empty()) return std::nullopt;
-  const json& env_info = t.turns.back().info.value("env", json(nullptr));
-  if (!env_info.is_object()) return std::nullopt;
-  try {
-    return reward::speed_evidence(env::step_info_from_json(env_info).scored_measurement());
-  } catch (const InputError&) {
-    return std::nullopt;
-  }
+// has no step info or its measurement no interval.
+std::optional<reward::SpeedEvidence> scored_speed_evidence(const std::vector<TurnInfo>& turns) {
+  if (turns.empty() || !turns.back().env) return std::nullopt;
+  return reward::speed_evidence(turns.back().env->scored_measurement());
 }
 
 // An explicit `group_normalization` of the rollout config: sample standard
@@ -182,9 +164,7 @@ bool RolloutRunner::Impl::plan_group() {
     const std::string task_id = g.fork->parent.task_id;
     g.size = fork_sizes[index];
     g.task = 0;
-    for (const auto& e : g.fork->parent.info.value("exemplars", json::array())) {
-      g.exemplars.push_back(exemplar_from_json(e));
-    }
+    g.exemplars = g.fork->parent_info.exemplars;
   } else {
     // Tasks the environment refused are not drawn again.
     size_t t = draw_task();
@@ -215,47 +195,20 @@ void RolloutRunner::Impl::start(const Spec& spec, int env_id) {
   ep.spec = spec;
   ep.env_id = env_id;
   const auto reset_at = Clock::now();
-  ep.traj.id =
-      g.id + "-e" + std::to_string(spec.member) +
-      (g.requeues[static_cast<size_t>(spec.member)] ? "r" + std::to_string(g.requeues[static_cast<size_t>(spec.member)])
-                                                    : "");
+  const int requeues = g.requeues[static_cast<size_t>(spec.member)];
+  ep.traj.id = g.id + "-e" + std::to_string(spec.member) + (requeues ? "r" + std::to_string(requeues) : "");
   ep.traj.group_id = g.id;
-  env::ResetOptions options;
-  options.exemplars = g.exemplars;
   TaskSpec task;
-  json prompt_messages;
+  env::ResetOptions options;
   if (g.fork) {
-    const Trajectory& parent = g.fork->parent;
-    const int k = g.fork->turn;
-    task = parse_task(Document::from_value(parent.info.at("task"), "<trajectory " + parent.id + " task>"));
-    ep.env_seed = parent.info.at("seed").get<uint64_t>();
-    ep.sampling_seed =
-        splitmix64(ep.env_seed ^ splitmix64(static_cast<uint64_t>(spec.member) + 1) ^ std::hash<std::string>{}(g.id));
-    const json& state = parent.turns[static_cast<size_t>(k)].info.at("state");
-    env::EpisodeResume resume;
-    resume.turns_used = state.at("turns_used").get<int>();
-    resume.time_used_s = state.at("time_used_s").get<double>();
-    resume.compile_errors = state.at("compile_errors").get<int>();
-    resume.episode_return = state.at("episode_return").get<double>();
-    ep.solution_turn = state.value("solution_turn", -1);
-    if (ep.solution_turn >= 0) {
-      const Action a = pool->tools().decode(parent.turns[static_cast<size_t>(ep.solution_turn)].action);
-      resume.last_solution = a.solution;
-    }
-    options.resume = resume;
-    ep.messages = parent.info.at("prompt").at("messages");
-    for (int i = 0; i <= k; ++i) {
-      for (const auto& m : parent.turns[static_cast<size_t>(i)].messages) ep.messages.push_back(m);
-      ep.traj.turns.push_back(parent.turns[static_cast<size_t>(i)]);
-    }
-    ep.traj.policy_version_start = parent.policy_version_start;
-    ep.traj.info["fork"] = {{"parent", parent.id}, {"parent_group", parent.group_id}, {"turn", k}};
+    options = continue_fork(*g.fork, spec, g.id, ep, task);
   } else {
     task = tasks[g.task];
     ep.env_seed = splitmix64(config.seed ^ splitmix64(spec.group * 1024 + static_cast<uint64_t>(spec.member)) ^
-                             static_cast<uint64_t>(g.requeues[static_cast<size_t>(spec.member)]) * 7919);
+                             static_cast<uint64_t>(requeues) * 7919);
     ep.sampling_seed = ep.env_seed;
   }
+  options.exemplars = g.exemplars;
   env::ResetResult rr;
   try {
     rr = pool->reset(env_id, task, ep.env_seed, options);
@@ -271,25 +224,62 @@ void RolloutRunner::Impl::start(const Spec& spec, int env_id) {
   }
   ep.started = Clock::now();
   ep.reset_ms = std::chrono::duration<double, std::milli>(ep.started - reset_at).count();
-  if (!g.fork) ep.messages = rr.observation.data.value("messages", json::array());
-  prompt_messages = g.fork ? g.fork->parent.info.at("prompt").at("messages") : ep.messages;
-  ep.tools = rr.observation.data.value("tools", json::array());
-  ep.traj.task_id = task.id;
-  json exemplars = json::array();
-  for (const auto& e : g.exemplars) exemplars.push_back(exemplar_json(e));
-  ep.traj.info["run_id"] = run_id;
-  ep.traj.info["seed"] = ep.env_seed;
-  ep.traj.info["sampling_seed"] = ep.sampling_seed;
-  ep.traj.info["task"] = to_json(task);
-  ep.traj.info["exemplars"] = exemplars;
-  ep.traj.info["prompt"] = {{"messages", prompt_messages}, {"tools", ep.tools}};
-  ep.traj.info["env"] = {{"backend", rr.info.value("backend", "")},
-                         {"solution_mode", rr.info.value("solution_mode", "")},
-                         {"budgets", rr.info.value("budgets", json::object())},
-                         {"reward", rr.info.value("reward", json::object())}};
-  ep.traj.info["policy"] = policy->describe();
+  describe_start(g, task, rr, ep);
   ++stats.episodes_started;
   slots[static_cast<size_t>(env_id)] = std::move(ep);
+}
+
+// A fork's episode: the parent's task and seed, a sampling seed of its own,
+// the parent's turns up to the fork's, and the state after it to resume from.
+env::ResetOptions RolloutRunner::Impl::continue_fork(const Fork& fork, const Spec& spec, const std::string& group_id,
+                                                     Episode& ep, TaskSpec& task) const {
+  const Trajectory& parent = fork.parent;
+  const TrajectoryInfo& parent_info = fork.parent_info;
+  const int k = fork.turn;
+  task = parent_info.task_spec("trajectory " + parent.id);
+  ep.env_seed = *parent_info.seed;
+  ep.sampling_seed = splitmix64(ep.env_seed ^ splitmix64(static_cast<uint64_t>(spec.member) + 1) ^
+                                std::hash<std::string>{}(group_id));
+  const TurnState& state = *fork.parent_turns[static_cast<size_t>(k)].state;
+  env::EpisodeResume resume;
+  resume.turns_used = state.turns_used;
+  resume.time_used_s = state.time_used_s;
+  resume.compile_errors = state.compile_errors;
+  resume.episode_return = state.episode_return;
+  ep.solution_turn = state.solution_turn;
+  if (ep.solution_turn >= 0) {
+    resume.last_solution = pool->tools().decode(parent.turns[static_cast<size_t>(ep.solution_turn)].action).solution;
+  }
+  ep.messages = *parent_info.prompt_messages;
+  for (int i = 0; i <= k; ++i) {
+    for (const auto& m : parent.turns[static_cast<size_t>(i)].messages) ep.messages.push_back(m);
+    ep.traj.turns.push_back(parent.turns[static_cast<size_t>(i)]);
+    ep.turn_info.push_back(fork.parent_turns[static_cast<size_t>(i)]);
+  }
+  ep.traj.policy_version_start = parent.policy_version_start;
+  ep.info.fork = ForkInfo{parent.id, parent.group_id, k};
+  env::ResetOptions options;
+  options.resume = resume;
+  return options;
+}
+
+// What the trajectory records of the episode's start (TrajectoryInfo).
+void RolloutRunner::Impl::describe_start(const Group& g, const TaskSpec& task, const env::ResetResult& reset,
+                                         Episode& ep) const {
+  if (!g.fork) ep.messages = reset.observation.data.value("messages", json::array());
+  ep.tools = reset.observation.data.value("tools", json::array());
+  ep.traj.task_id = task.id;
+  TrajectoryInfo& info = ep.info;
+  info.run_id = run_id;
+  info.seed = ep.env_seed;
+  info.sampling_seed = ep.sampling_seed;
+  info.task = to_json(task);
+  info.exemplars = g.exemplars;
+  info.prompt_messages = g.fork ? *g.fork->parent_info.prompt_messages : ep.messages;
+  info.prompt_tools = ep.tools;
+  info.env = EpisodeEnvInfo{reset.info.backend, reset.info.solution_mode, reset.info.budgets_json(),
+                            reset.info.reward_json()};
+  info.policy = policy->describe();
 }
 
 void RolloutRunner::Impl::abandon_group(size_t index) {
@@ -308,10 +298,10 @@ void RolloutRunner::Impl::maybe_complete(size_t index) {
   std::vector<reward::GroupMember> evidence;
   for (size_t m = 0; m < g.done.size(); ++m) {
     if (!g.done[m]) continue;
-    if (!g.done[m]->info.contains("policy_error")) {
+    if (!g.done[m]->info.policy_error) {
       members.push_back(m);
-      totals.push_back(g.done[m]->total_reward);
-      evidence.push_back({g.done[m]->total_reward, scored_speed_evidence(*g.done[m])});
+      totals.push_back(g.done[m]->traj.total_reward);
+      evidence.push_back({g.done[m]->traj.total_reward, scored_speed_evidence(g.done[m]->turn_info)});
     }
   }
   // The reward's own normalization sees each member's speed evidence, so
@@ -320,22 +310,17 @@ void RolloutRunner::Impl::maybe_complete(size_t index) {
       normalize_as_reward ? reward->normalize_group(evidence) : normalize(normalization, totals);
   json rewards = json::array();
   for (size_t m = 0; m < g.done.size(); ++m)
-    rewards.push_back(g.done[m] ? json(g.done[m]->total_reward) : json(nullptr));
+    rewards.push_back(g.done[m] ? json(g.done[m]->traj.total_reward) : json(nullptr));
   int written = 0;
   for (size_t m = 0; m < g.done.size(); ++m) {
     if (!g.done[m]) continue;
-    Trajectory& t = *g.done[m];
-    json advantage = nullptr;
+    std::optional<double> advantage;
     for (size_t i = 0; i < members.size(); ++i) {
       if (members[i] == m) advantage = advantages[i];
     }
-    t.info["group"] = {{"id", g.id},
-                       {"size", g.size},
-                       {"index", m},
-                       {"rewards", rewards},
-                       {"advantage", advantage},
-                       {"normalization", group_normalization_name(normalization)},
-                       {"members_normalized", members.size()}};
+    g.done[m]->info.group = GroupInfo{g.id, g.size, m, rewards, advantage, group_normalization_name(normalization),
+                                      members.size()};
+    const Trajectory t = std::move(*g.done[m]).written();
     for (TrajectorySink* sink : sinks) sink->write(t);
     reward_sum += t.total_reward;
     ++stats.episodes_written;
@@ -364,18 +349,28 @@ void RolloutRunner::add_fork(const Trajectory& parent, int turn, int n) {
     throw InputError(what + ": turn " + std::to_string(turn) + " does not exist (it has " +
                      std::to_string(parent.turns.size()) + " turns, numbered from 0)");
   }
-  for (const char* key : {"task", "seed", "prompt"}) {
-    if (!parent.info.contains(key)) {
-      throw InputError(what + ": info." + key + " is missing (trajectories written by kforge rollout have it)");
-    }
+  // The reader of recorded files: the parent's info and every turn's, read
+  // once here, with errors naming the field.
+  TrajectoryInfo info = trajectory_info_from_json(parent.info, what + ": info");
+  if (info.task.is_null() || !info.seed || !info.prompt_messages) {
+    throw InputError(what + ": info.task, info.seed and info.prompt are needed (trajectories written by kforge rollout "
+                            "have them)");
   }
-  const json& state = parent.turns[static_cast<size_t>(turn)].info.value("state", json(nullptr));
-  if (!state.is_object()) throw InputError(what + ": turn " + std::to_string(turn) + " has no info.state");
-  const json& env_info = parent.turns[static_cast<size_t>(turn)].info.value("env", json::object());
-  if (env::step_info_from_json(env_info, what + ": turn " + std::to_string(turn) + " info.env").final) {
+  std::vector<TurnInfo> turns;
+  for (size_t i = 0; i < parent.turns.size(); ++i) {
+    turns.push_back(turn_info_from_json(parent.turns[i].info, what + ": turn " + std::to_string(i) + " info"));
+  }
+  const TurnInfo& at = turns[static_cast<size_t>(turn)];
+  if (!at.state) throw InputError(what + ": turn " + std::to_string(turn) + " has no info.state");
+  if (at.state->solution_turn < -1 || at.state->solution_turn > turn) {
+    throw InputError(what + ": turn " + std::to_string(turn) + " info.state.solution_turn is " +
+                     std::to_string(at.state->solution_turn) + "; expected -1 (none) or a turn up to " +
+                     std::to_string(turn));
+  }
+  if (at.env && at.env->final) {
     throw InputError(what + ": the episode ended at turn " + std::to_string(turn) + "; fork from an earlier turn");
   }
-  impl_->forks.push_back({parent, turn});
+  impl_->forks.push_back({parent, std::move(info), std::move(turns), turn});
   impl_->fork_sizes.push_back(n);
 }
 

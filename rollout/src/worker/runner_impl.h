@@ -25,6 +25,7 @@
 #include "kforge/env/step_info.h"
 #include "kforge/reward/reward.h"
 #include "kforge/rollout/policy/policy.h"
+#include "kforge/rollout/trajectory_info.h"
 #include "kforge/rollout/worker/rollout_config.h"
 #include "kforge/rollout/worker/rollout_runner.h"
 #include "kforge/core/trajectory_sink.h"
@@ -34,9 +35,23 @@ namespace kforge::rollout {
 struct RolloutRunner::Impl {
   using Clock = std::chrono::steady_clock;
 
+  // A recorded episode to continue after one of its turns: the trajectory as
+  // read from its file, its info parts read once by the readers of recorded
+  // files (trajectory_info.h) when the fork is added.
   struct Fork {
     Trajectory parent;
+    TrajectoryInfo parent_info;
+    std::vector<TurnInfo> parent_turns;
     int turn = 0;
+  };
+  // A finished episode: its trajectory with the info parts typed beside it
+  // (traj.info and traj.turns[i].info stay empty), until its group completes
+  // and written() makes the one JSON form its sinks get.
+  struct Record {
+    Trajectory traj;
+    TrajectoryInfo info;
+    std::vector<TurnInfo> turn_info;  // one per turn
+    Trajectory written() &&;
   };
   struct Group {
     std::string id;
@@ -44,7 +59,7 @@ struct RolloutRunner::Impl {
     int size = 0;
     std::vector<env::Exemplar> exemplars;
     std::optional<Fork> fork;
-    std::vector<std::optional<Trajectory>> done;
+    std::vector<std::optional<Record>> done;
     std::vector<bool> abandoned;
     std::vector<int> requeues;
     int finished = 0;  // members done or abandoned
@@ -61,7 +76,9 @@ struct RolloutRunner::Impl {
     uint64_t sampling_seed = 0;
     json messages = json::array();
     json tools = json::array();
-    Trajectory traj;
+    Trajectory traj;              // its turns' info and its own stay empty: see `info`
+    TrajectoryInfo info;          // traj.info, typed
+    std::vector<TurnInfo> turn_info;  // traj.turns[i].info, typed
     State state = State::kNeedPolicy;
     // When the first observation was ready: the episode's wall clock
     // (wall_time_s) starts there, so a slow reset (the task's reference check
@@ -73,7 +90,7 @@ struct RolloutRunner::Impl {
     json call;
     std::string call_id;
     json extra_calls = json::array();
-    json policy_meta;
+    PolicyTurnInfo policy_meta;
     double policy_ms = 0.0;
     bool have_version = false;
     int solution_turn = -1;
@@ -114,6 +131,11 @@ struct RolloutRunner::Impl {
   size_t draw_task();
   bool plan_group();
   void start(const Spec& spec, int env_id);
+  // The parts of start(): a fork's episode continues its parent after the
+  // fork's turn, a fresh one starts at turn 0; both then describe themselves.
+  env::ResetOptions continue_fork(const Fork& fork, const Spec& spec, const std::string& group_id, Episode& ep,
+                                  TaskSpec& task) const;
+  void describe_start(const Group& g, const TaskSpec& task, const env::ResetResult& reset, Episode& ep) const;
   void abandon_group(size_t index);
   void maybe_complete(size_t index);
 
@@ -121,11 +143,13 @@ struct RolloutRunner::Impl {
   RolloutStats run();
   bool all_done() const;
   PolicyRequest request_for(const Episode& ep) const;
-  void add_usage(Episode& ep, const json& usage);
+  static void add_usage(Episode& ep, const json& usage);
   void note_version(Episode& ep, const std::string& version);
   void on_reply(Episode& ep, PolicyReply reply, double batch_ms);
   bool supplies_solution(const json& call, const env::StepInfo& info) const;
-  void on_step(Episode& ep, StepResult result);
+  void on_step(Episode& ep, env::StepResult result);
+  // The parts of on_step(): the turn's chat messages, and its info.
+  json turn_messages(const Episode& ep, const Observation& observation) const;
 
   // runner/episode_end.cpp
   void remember_exemplar(const Episode& ep);

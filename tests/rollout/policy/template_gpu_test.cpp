@@ -10,6 +10,7 @@
 #include "kforge/env/env_pool.h"
 #include "kforge/rollout/jsonl_sink.h"
 #include "kforge/rollout/policy/template_policy.h"
+#include "kforge/rollout/trajectory_info.h"
 #include "kforge/rollout/worker/rollout_runner.h"
 #include "rollout_test_util.h"
 
@@ -57,12 +58,12 @@ TEST(TemplateGpuTest, AllVariantsAreCorrectOnTheGpuAndTheirSpeedsDiffer) {
     for (auto& r : pool.recv(1)) {
       ++got;
       const auto& [task, variant] = items[static_cast<size_t>(r.env_id)];
-      const json& m = r.result.info["measurement"];
-      const double s = m.value("speedup_eager", 0.0);
-      std::printf("[template-gpu] %-20s %-62s %-8s %6.2fx\n", task.c_str(), variant.c_str(),
-                  m.value("outcome", "?").c_str(), s);
-      EXPECT_EQ(m.value("outcome", ""), "correct")
-          << task << " / " << variant << ": " << r.result.info["eval_report"].value("summary", "") << "\n"
+      const env::StepInfo& info = r.result.info;
+      const double s = info.measurement.speedup_eager.value_or(0.0);
+      const std::string outcome = outcome_name(info.measurement.outcome);
+      std::printf("[template-gpu] %-20s %-62s %-8s %6.2fx\n", task.c_str(), variant.c_str(), outcome.c_str(), s);
+      EXPECT_EQ(outcome, "correct")
+          << task << " / " << variant << ": " << (info.eval_report ? info.eval_report->summary : "") << "\n"
           << r.result.observation.text;
       if (s > 0) {
         auto [it, fresh] = range.emplace(task, std::make_pair(s, s));
@@ -93,8 +94,9 @@ TEST(TemplateGpuTest, ARolloutWithTheTemplatePolicyOnTheGpuCompletes) {
   EXPECT_EQ(stats.policy_errors, 0);
   int correct = 0;
   for (const Trajectory& t : read_trajectories(c.output)) {
-    const json& env = t.turns.back().info["env"];
-    correct += env["measurement"].value("outcome", "") == "correct";
+    const TurnInfo last = turn_info_from_json(t.turns.back().info, "trajectory " + t.id + ": last turn info");
+    ASSERT_TRUE(last.env.has_value());
+    correct += last.env->measurement.correct();
     // auto picked the CUDA templates: the tools offer a mode choice there.
     EXPECT_NE(t.turns[0].action["function"]["arguments"].get<std::string>().find("__global__"), std::string::npos);
   }

@@ -57,11 +57,11 @@ std::vector<Judged> judge_all(const std::vector<std::pair<std::string, std::stri
   for (size_t got = 0; got < items.size();) {
     for (auto& r : pool.recv(1)) {
       Judged& j = out[static_cast<size_t>(r.env_id)];
-      const json& m = r.result.info["measurement"];
-      j.outcome = m.value("outcome", "?");
-      j.speedup = m.value("speedup_eager", 0.0);
-      j.summary = r.result.info.contains("eval_report") ? r.result.info["eval_report"].value("summary", "") : "";
-      if (r.result.info["error"].is_object()) j.summary += " " + r.result.info["error"].dump();
+      const env::StepInfo& info = r.result.info;
+      j.outcome = outcome_name(info.measurement.outcome);
+      j.speedup = info.measurement.speedup_eager.value_or(0.0);
+      j.summary = info.eval_report ? info.eval_report->summary : "";
+      if (info.error) j.summary += " " + step_error_kind_name(info.error->kind) + ": " + info.error->message;
       ++got;
     }
   }

@@ -95,7 +95,7 @@ json record_episode(env::Env& env, const TaskSpec& task, uint64_t seed, const st
   t.policy_version_end = tags.policy_version;
   t.info = {
       {"seed", seed},
-      {"env", {{"backend", env::backend_name(env.config().backend)}, {"reward", reset.info.value("reward", json())}}}};
+      {"env", {{"backend", env::backend_name(env.config().backend)}, {"reward", reset.info.reward_json()}}}};
   if (tags.carry_task) t.info["task"] = to_json(task);
   std::vector<json> turn_info;
   for (size_t i = 0; i < calls.size(); ++i) {
@@ -107,7 +107,7 @@ json record_episode(env::Env& env, const TaskSpec& task, uint64_t seed, const st
     } catch (const InputError&) {
       turn.action = nullptr;  // the env shows the policy why; the recorder keeps no parsed action
     }
-    const StepResult r = env.step_tool_call(call);
+    const env::StepResult r = env.step_tool_call(call);
     turn.messages =
         json::array({{{"role", "assistant"},
                       {"content", ""},
@@ -115,11 +115,11 @@ json record_episode(env::Env& env, const TaskSpec& task, uint64_t seed, const st
                      {{"role", "tool"}, {"tool_call_id", call_id}, {"content", r.observation.text}}});
     turn.observation = r.observation;
     turn.reward = r.reward;
-    turn.reward_components = r.info["reward_components"];
-    turn.timings = r.info["timings"];
+    turn.reward_components = r.info.reward_components.to_json();
+    turn.timings = env::to_json(r.info.timings);
     t.total_reward += r.reward;
     t.turns.push_back(std::move(turn));
-    turn_info.push_back({{"env", r.info}, {"policy", {{"policy_version", tags.policy_version}}}});
+    turn_info.push_back({{"env", env::to_json(r.info)}, {"policy", {{"policy_version", tags.policy_version}}}});
     if (r.terminated || r.truncated) {
       t.terminated = r.terminated;
       t.truncated = r.truncated;

@@ -29,6 +29,7 @@ from .policy_server import POLICY_PROTOCOL, PolicyServer
 from .pool import RemoteEnvPool, StepResult
 from .protocol import ERROR_CODES, PROTOCOL_VERSION, Reply
 from .server import LocalServer
+from .step_info import Measurement, ResetInfo, StepInfo, StepInfoError
 from .stream import Batch, Delivery, TrajectoryStream
 
 __version__ = "0.1.0"
@@ -41,13 +42,17 @@ __all__ = [
     "KForgeError",
     "KForgeTimeout",
     "LocalServer",
+    "Measurement",
     "POLICY_PROTOCOL",
     "PolicyServer",
     "PROTOCOL_VERSION",
     "RemoteEnv",
     "RemoteEnvPool",
     "Reply",
+    "ResetInfo",
     "ServerExited",
+    "StepInfo",
+    "StepInfoError",
     "StepResult",
     "TrajectoryStream",
     "action_params",

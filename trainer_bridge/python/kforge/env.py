@@ -75,17 +75,6 @@ def reset_params(
 END_REASONS = ("policy_stopped", "context_length", "turn_limit")
 
 
-def scored_measurement(info: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
-    """The measurement an episode's verdict is about: a truncated or ended
-    episode's final evaluation (its latest solution scored as the
-    submission), else the step's own. None when the step has none."""
-    final = info.get("final_evaluation")
-    if isinstance(final, Mapping) and isinstance(final.get("measurement"), Mapping):
-        return dict(final["measurement"])
-    measurement = info.get("measurement")
-    return dict(measurement) if isinstance(measurement, Mapping) else None
-
-
 def tool_message(tool_call: Mapping[str, Any], observation: Observation) -> Dict[str, Any]:
     """The chat message that answers ``tool_call`` with a step's observation."""
     message: Dict[str, Any] = {"role": "tool", "content": observation["text"]}
@@ -243,7 +232,7 @@ class RemoteEnv:
         scored as the submission, or, with none, a failed submission is paid,
         and the turns left are paid as idle turns, so stopping early never
         beats trying. ``reason``: one of END_REASONS. Returns the step tuple
-        (``truncated`` set; ``scored_measurement(info)`` is the verdict)."""
+        (``truncated`` set; ``StepInfo.from_dict(info).scored_measurement()`` is the verdict)."""
         if reason not in END_REASONS:
             raise ValueError(f"unknown reason {reason!r}; the reasons are {', '.join(END_REASONS)}")
         return self._step_call({"end": reason})

@@ -81,7 +81,6 @@ from .openenv_wire import (  # noqa: F401
     _depth,
     _kforge_error_data,
     _only_keys,
-    _stop_reason,
     parse_message,
     reset_observation,
     step_observation,

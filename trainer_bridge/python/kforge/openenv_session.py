@@ -8,9 +8,11 @@ import uuid
 from typing import Any, Dict, List, Mapping, Optional
 
 from .env import RemoteEnv
+from .step_info import ResetInfo, StepInfo
 from .openenv_wire import (
     EXECUTION_ERROR,
     RESET_KEYS,
+    OpenEnvState,
     VALIDATION_ERROR,
     RequestError,
     reset_observation,
@@ -76,13 +78,14 @@ class Session:
         with self._lock:
             obs, info = self.env.reset(task=task, task_id=task_id, seed=seed, options=options)
             self.episode_id = episode_id or str(uuid.uuid4())
-            self.task_id = info.get("task_id")
+            reset_info = ResetInfo.from_dict(info)
+            self.task_id = reset_info.task_id
             self.seed = seed
             self.step_count = 0
             self.total_reward = 0.0
             self.terminated = self.truncated = False
             self.stop_reason = None
-            return reset_observation(obs, info, self.episode_id, ignored)
+            return reset_observation(obs, reset_info, self.episode_id, ignored)
 
     def step(self, action: Mapping[str, Any]) -> Dict[str, Any]:
         params = tool_call_of(action)
@@ -96,7 +99,7 @@ class Session:
             self.step_count += 1
             self.total_reward += reward
             self.terminated, self.truncated = terminated, truncated
-            out = step_observation(obs, reward, terminated, truncated, info, self.episode_id)
+            out = step_observation(obs, reward, terminated, truncated, StepInfo.from_dict(info), self.episode_id)
             self.stop_reason = out["observation"]["stop_reason"]
             return out
 
@@ -110,17 +113,17 @@ class Session:
         return self.step({"tool": name, "arguments": arguments})
 
     def state(self) -> Dict[str, Any]:
-        return {
-            "episode_id": self.episode_id,
-            "step_count": self.step_count,
-            "task_id": self.task_id,
-            "seed": self.seed,
-            "total_reward": self.total_reward,
-            "terminated": self.terminated,
-            "truncated": self.truncated,
-            "stop_reason": self.stop_reason,
-            "env_id": self.env.env_id,
-        }
+        return OpenEnvState(
+            episode_id=self.episode_id,
+            step_count=self.step_count,
+            task_id=self.task_id,
+            seed=self.seed,
+            total_reward=self.total_reward,
+            terminated=self.terminated,
+            truncated=self.truncated,
+            stop_reason=self.stop_reason,
+            env_id=self.env.env_id,
+        ).to_dict()
 
     def close(self) -> None:
         with self._lock:

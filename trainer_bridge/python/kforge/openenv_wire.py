@@ -4,10 +4,12 @@ results turned into OpenEnv's typed observations, and the /schema answer.
 """
 
 import json
+from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from .env import END_REASONS, scored_measurement
+from .env import END_REASONS
 from .errors import KForgeError
+from .step_info import Measurement, ResetInfo, StepInfo, doc, json_schema
 
 ENV_NAME = "kforge"
 # A message or request body larger than this is refused before it is parsed
@@ -132,80 +134,95 @@ def tool_call_of(action: Mapping[str, Any], where: str = "data") -> Dict[str, An
     return {"tool_call": call}
 
 
-def _stop_reason(terminated: bool, truncated: bool, data: Mapping[str, Any]) -> Optional[str]:
-    if terminated:
-        return "submitted"
-    if truncated:
-        episode = data.get("episode") if isinstance(data.get("episode"), Mapping) else {}
-        return str(episode.get("reason") or "truncated")
-    return None
+STOP_REASONS = (None, "submitted", "max_turns", "time_budget", *END_REASONS)
 
 
-def turns_used(info: Mapping[str, Any], data: Mapping[str, Any]) -> Optional[int]:
-    """Turns the episode has used after a step (0 at reset)."""
-    budget = info.get("budget")
-    if isinstance(budget, Mapping) and isinstance(budget.get("turns_used"), int):
-        return int(budget["turns_used"])
-    turn = data.get("turn")
-    return turn + 1 if isinstance(turn, int) else None
+@dataclass
+class OpenEnvObservation:
+    """The observation of a reset or a step as the OpenEnv server sends it:
+    typed fields, since OpenEnv's ``metadata`` does not survive the wire.
+    OBSERVATION_SCHEMA is generated from it."""
+
+    text: str = ""
+    data: Dict[str, Any] = doc("docs/environment.md, 'Observation data'", default_factory=dict)
+    episode_id: str = ""
+    task_id: Optional[str] = None
+    turn: Optional[int] = doc("turns used so far (0 at reset)", default=None)
+    turns_left: Optional[int] = None
+    reward_components: Dict[str, float] = doc("what the step paid: total (= reward) and each term",
+                                              default_factory=dict)
+    measurement: Optional[Measurement] = doc("the scored evaluation: the step's, or an ended episode's final one",
+                                             default=None)
+    outcome: Optional[str] = None
+    correct: Optional[bool] = None
+    speedup_eager: Optional[float] = None
+    terminated: bool = False
+    truncated: bool = False
+    stop_reason: Optional[str] = field(default=None, metadata={"enum": STOP_REASONS})
+    error_kind: Optional[str] = None
+    error_message: Optional[str] = None
+    # Reset only: absent from a step's observation.
+    messages: Optional[List[Any]] = field(default=None, metadata={"doc": "reset only: the chat prompt",
+                                                                  "absent_when_none": True})
+    tools: Optional[List[Any]] = field(default=None, metadata={"doc": "reset only: OpenAI tool definitions",
+                                                               "absent_when_none": True})
+    seed: Optional[int] = field(default=None, metadata={"absent_when_none": True})
+    ignored_keys: Optional[List[str]] = field(default=None, metadata={
+        "doc": "reset only: reset keys this environment does not take", "absent_when_none": True})
+
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None and f.metadata.get("absent_when_none"):
+                continue
+            out[f.name] = value.to_dict() if isinstance(value, Measurement) else value
+        return out
 
 
 def step_observation(obs: Mapping[str, Any], reward: float, terminated: bool, truncated: bool,
-                     info: Mapping[str, Any], episode_id: str) -> Dict[str, Any]:
-    """OpenEnv's serialized observation of a kforge step: typed fields, since
-    ``metadata`` does not survive the wire."""
+                     info: StepInfo, episode_id: str) -> Dict[str, Any]:
+    """OpenEnv's serialized observation of a kforge step."""
     data = obs.get("data") if isinstance(obs.get("data"), Mapping) else {}
-    # The scored evaluation: a truncated or ended episode's final evaluation.
-    measurement = scored_measurement(info)
-    error = data.get("error") if isinstance(data.get("error"), Mapping) else None
-    outcome = (measurement or {}).get("outcome", data.get("outcome"))
-    observation = {
-        "text": obs.get("text", ""),
-        "data": dict(data),
-        "episode_id": episode_id,
-        "task_id": info.get("task_id"),
-        "turn": turns_used(info, data),
-        "turns_left": data.get("turns_left"),
-        "reward_components": dict(info.get("reward_components") or {}),
-        "measurement": measurement,
-        "outcome": outcome,
-        "correct": None if outcome is None else outcome == "correct",
-        "speedup_eager": (measurement or {}).get("speedup_eager"),
-        "terminated": terminated,
-        "truncated": truncated,
-        "stop_reason": _stop_reason(terminated, truncated, data),
-        "error_kind": error.get("kind") if error else None,
-        "error_message": error.get("message") if error else None,
-    }
-    return {"observation": observation, "reward": float(reward), "done": bool(terminated or truncated)}
+    measurement = info.scored_measurement()
+    stop_reason = "submitted" if terminated else (info.truncation_reason or "truncated") if truncated else None
+    observation = OpenEnvObservation(
+        text=obs.get("text", ""),
+        data=dict(data),
+        episode_id=episode_id,
+        task_id=info.task_id,
+        turn=info.budget.turns_used,
+        turns_left=data.get("turns_left"),
+        reward_components=dict(info.reward_components),
+        measurement=measurement,
+        outcome=measurement.outcome,
+        correct=measurement.outcome == "correct",
+        speedup_eager=measurement.speedup_eager,
+        terminated=terminated,
+        truncated=truncated,
+        stop_reason=stop_reason,
+        error_kind=info.error.kind if info.error else None,
+        error_message=info.error.message if info.error else None,
+    )
+    return {"observation": observation.to_dict(), "reward": float(reward), "done": bool(terminated or truncated)}
 
 
-def reset_observation(obs: Mapping[str, Any], info: Mapping[str, Any], episode_id: str,
+def reset_observation(obs: Mapping[str, Any], info: ResetInfo, episode_id: str,
                       ignored_keys: Optional[List[str]] = None) -> Dict[str, Any]:
     data = obs.get("data") if isinstance(obs.get("data"), Mapping) else {}
-    observation = {
-        "text": obs.get("text", ""),
-        "data": dict(data),
-        "messages": list(data.get("messages", [])),
-        "tools": list(data.get("tools", [])),
-        "episode_id": episode_id,
-        "task_id": info.get("task_id"),
-        "seed": info.get("seed"),
-        "turn": 0,
-        "turns_left": (data.get("budgets") or {}).get("max_turns"),
-        "reward_components": {},
-        "measurement": None,
-        "outcome": None,
-        "correct": None,
-        "speedup_eager": None,
-        "terminated": False,
-        "truncated": False,
-        "stop_reason": None,
-        "error_kind": None,
-        "error_message": None,
-        "ignored_keys": list(ignored_keys or []),
-    }
-    return {"observation": observation, "reward": None, "done": False}
+    observation = OpenEnvObservation(
+        text=obs.get("text", ""),
+        data=dict(data),
+        messages=list(data.get("messages", [])),
+        tools=list(data.get("tools", [])),
+        episode_id=episode_id,
+        task_id=info.task_id,
+        seed=info.seed,
+        turn=0,
+        turns_left=(data.get("budgets") or {}).get("max_turns"),
+        ignored_keys=list(ignored_keys or []),
+    )
+    return {"observation": observation.to_dict(), "reward": None, "done": False}
 
 
 def _kforge_error_data(e: KForgeError) -> Dict[str, Any]:
@@ -233,45 +250,26 @@ ACTION_SCHEMA = {
     },
     "additionalProperties": False,
 }
-OBSERVATION_SCHEMA = {
-    "title": "KForgeObservation",
-    "type": "object",
-    "properties": {
-        "text": {"type": "string"},
-        "data": {"type": "object", "description": "docs/environment.md, 'Observation data'"},
-        "messages": {"type": "array", "description": "reset only: the chat prompt"},
-        "tools": {"type": "array", "description": "reset only: OpenAI tool definitions"},
-        "episode_id": {"type": "string"},
-        "task_id": {"type": ["string", "null"]},
-        "seed": {"type": ["integer", "null"]},
-        "turn": {"type": ["integer", "null"], "description": "turns used so far (0 at reset)"},
-        "turns_left": {"type": ["integer", "null"]},
-        "reward_components": {"type": "object", "additionalProperties": {"type": "number"}},
-        "measurement": {"type": ["object", "null"]},
-        "outcome": {"type": ["string", "null"]},
-        "correct": {"type": ["boolean", "null"]},
-        "speedup_eager": {"type": ["number", "null"]},
-        "terminated": {"type": "boolean"},
-        "truncated": {"type": "boolean"},
-        "stop_reason": {"type": ["string", "null"],
-                        "enum": [None, "submitted", "max_turns", "time_budget", *END_REASONS]},
-        "ignored_keys": {"type": "array", "description": "reset only: reset keys this environment does not take"},
-        "error_kind": {"type": ["string", "null"]},
-        "error_message": {"type": ["string", "null"]},
-    },
-}
-STATE_SCHEMA = {
-    "title": "KForgeState",
-    "type": "object",
-    "properties": {
-        "episode_id": {"type": ["string", "null"]},
-        "step_count": {"type": "integer", "minimum": 0},
-        "task_id": {"type": ["string", "null"]},
-        "seed": {"type": ["integer", "null"]},
-        "total_reward": {"type": "number"},
-        "terminated": {"type": "boolean"},
-        "truncated": {"type": "boolean"},
-        "stop_reason": {"type": ["string", "null"]},
-        "env_id": {"type": ["integer", "null"]},
-    },
-}
+@dataclass
+class OpenEnvState:
+    """GET /state and the session's state: the episode so far. STATE_SCHEMA
+    is generated from it."""
+
+    episode_id: Optional[str] = None
+    step_count: int = field(default=0, metadata={"minimum": 0})
+    task_id: Optional[str] = None
+    seed: Optional[int] = None
+    total_reward: float = 0.0
+    terminated: bool = False
+    truncated: bool = False
+    stop_reason: Optional[str] = None
+    env_id: Optional[int] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+# /schema: generated from the dataclasses above, so what is published and
+# what is sent cannot drift apart.
+OBSERVATION_SCHEMA = json_schema(OpenEnvObservation, "KForgeObservation")
+STATE_SCHEMA = json_schema(OpenEnvState, "KForgeState")

@@ -52,7 +52,8 @@ import secrets
 import weakref
 from typing import Any, Dict, List, Optional
 
-from .env import RemoteEnv, scored_measurement
+from .env import RemoteEnv
+from .step_info import Measurement, ResetInfo, StepInfo
 
 
 class KForgeToolEnv:
@@ -64,10 +65,11 @@ class KForgeToolEnv:
     dataset columns read by ``reset``: ``task_key`` (a task id of the
     server's ``--tasks`` set), ``seed_key`` (optional; a fresh random seed
     otherwise). Attributes after a rollout: ``rewards`` (per step),
-    ``reward_components`` of the last step, ``measurement``, ``outcome``,
-    ``correct`` and ``speedup_eager`` of the scored evaluation (the submit,
-    or the final evaluation of an ended episode), ``stop_reason``,
-    ``observations``.
+    ``info``, the last step's ``kforge.StepInfo``, and from it
+    ``reward_components`` and the scored evaluation's ``measurement`` (a
+    ``kforge.Measurement``: the submit's, or the final evaluation of an ended
+    episode) with its ``outcome``, ``correct`` and ``speedup_eager``;
+    ``stop_reason``, ``observations``.
     """
 
     def __init__(
@@ -87,16 +89,23 @@ class KForgeToolEnv:
         self._seed_key = seed_key
         self.rewards: List[float] = []
         self.observations: List[Dict[str, Any]] = []
-        self.reward_components: Dict[str, float] = {}
-        self.measurement: Optional[Dict[str, Any]] = None
+        self.info: Optional[StepInfo] = None
         self.done = False
         self.stop_reason: Optional[str] = None
         self.task_id: Optional[str] = None
         self.seed: Optional[int] = None
 
     @property
+    def reward_components(self) -> Dict[str, float]:
+        return dict(self.info.reward_components) if self.info else {}
+
+    @property
+    def measurement(self) -> Optional[Measurement]:
+        return self.info.scored_measurement() if self.info else None
+
+    @property
     def outcome(self) -> Optional[str]:
-        return (self.measurement or {}).get("outcome")
+        return self.measurement.outcome if self.measurement else None
 
     @property
     def correct(self) -> bool:
@@ -104,7 +113,7 @@ class KForgeToolEnv:
 
     @property
     def speedup_eager(self) -> Optional[float]:
-        return (self.measurement or {}).get("speedup_eager")
+        return self.measurement.speedup_eager if self.measurement else None
 
     def reset(self, **example: Any) -> str:
         """Starts an episode on the row's task; returns the task's prompt
@@ -118,9 +127,9 @@ class KForgeToolEnv:
         seed = example.get(self._seed_key)
         self.seed = int(seed) if seed is not None else secrets.randbits(63)
         obs, info = self._env.reset(task_id=task_id, seed=self.seed)
-        self.task_id = info.get("task_id", task_id)
+        self.task_id = ResetInfo.from_dict(info).task_id or task_id
         self.rewards, self.observations = [], []
-        self.reward_components, self.measurement = {}, None
+        self.info = None
         self.done, self.stop_reason = False, None
         messages = obs["data"].get("messages", [])
         return "\n\n".join(m["content"] for m in messages if m.get("content"))
@@ -181,11 +190,10 @@ class KForgeToolEnv:
     def _record(self, obs: Dict[str, Any], reward: float, terminated: bool, truncated: bool, info: Dict[str, Any]) -> str:
         self.rewards.append(float(reward))
         self.observations.append(obs)
-        self.reward_components = dict(info.get("reward_components") or {})
-        self.measurement = scored_measurement(info)
+        self.info = StepInfo.from_dict(info)
         self.done = bool(terminated or truncated)
         if self.done:
-            self.stop_reason = "submitted" if terminated else str(info.get("truncation_reason") or "truncated")
+            self.stop_reason = "submitted" if terminated else self.info.truncation_reason or "truncated"
         return str(obs.get("text", ""))
 
     def _close(self) -> None:

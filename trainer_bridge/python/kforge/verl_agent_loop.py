@@ -58,7 +58,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 from uuid import uuid4
 
-from .env import END_REASONS, RemoteEnv, scored_measurement
+from .env import END_REASONS, RemoteEnv
+from .step_info import StepInfo
 
 try:  # the real base class when verl is installed
     from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
@@ -191,7 +192,7 @@ class KForgeAgentLoop(AgentLoopBase):
         prompt_ids = await self.apply_chat_template(obs["data"]["messages"], tools=env.tools)
         t = _Transcript(list(prompt_ids))
         rewards: List[float] = []
-        last_info: Dict[str, Any] = {}
+        last_info: Optional[StepInfo] = None
         stop: Optional[str] = None
         request_id = uuid4().hex
         # verl's tool loop's order: generate; stop at the response length or
@@ -214,11 +215,12 @@ class KForgeAgentLoop(AgentLoopBase):
                 stop = "policy_stopped"
                 break
             started = time.monotonic()
-            obs, reward, terminated, truncated, last_info = await loop.run_in_executor(None, env.step, call)
+            obs, reward, terminated, truncated, info = await loop.run_in_executor(None, env.step, call)
             t.metrics["tool_calls"] += time.monotonic() - started
+            last_info = StepInfo.from_dict(info)
             rewards.append(reward)
             if terminated or truncated:
-                stop = "submitted" if terminated else str(last_info.get("truncation_reason") or "truncated")
+                stop = "submitted" if terminated else last_info.truncation_reason or "truncated"
                 break
             tool_ids = await self.apply_chat_template([{"role": "tool", "content": obs["text"]}],
                                                       remove_system_prompt=True)
@@ -229,13 +231,15 @@ class KForgeAgentLoop(AgentLoopBase):
         if stop in END_REASONS:
             # Cut short by verl's limits or the policy: the environment's own
             # truncation rule, on the server.
-            _, reward, _, _, last_info = await loop.run_in_executor(None, env.end_episode, stop)
+            _, reward, _, _, info = await loop.run_in_executor(None, env.end_episode, stop)
+            last_info = StepInfo.from_dict(info)
             rewards.append(reward)
         return self._output(t, task_id, seed, rewards, last_info, stop)
 
-    def _output(self, t: "_Transcript", task_id: str, seed: int, rewards: List[float], last_info: Dict[str, Any],
-                stop: Optional[str]) -> AgentLoopOutput:
-        measurement = scored_measurement(last_info) or {}
+    def _output(self, t: "_Transcript", task_id: str, seed: int, rewards: List[float],
+                last_info: Optional[StepInfo], stop: Optional[str]) -> AgentLoopOutput:
+        # The scored evaluation: the submit's, or an ended episode's final one.
+        measurement = last_info.scored_measurement() if last_info else None
         n = len(t.prompt_ids)
         return AgentLoopOutput(
             prompt_ids=list(t.prompt_ids),
@@ -251,10 +255,10 @@ class KForgeAgentLoop(AgentLoopBase):
                 "kforge_task_id": task_id,
                 "kforge_seed": seed,
                 "kforge_rewards": rewards,
-                "kforge_reward_components": last_info.get("reward_components", {}),
-                "kforge_outcome": measurement.get("outcome"),
-                "kforge_correct": measurement.get("outcome") == "correct",
-                "kforge_speedup_eager": measurement.get("speedup_eager"),
+                "kforge_reward_components": dict(last_info.reward_components) if last_info else {},
+                "kforge_outcome": measurement.outcome if measurement else None,
+                "kforge_correct": measurement is not None and measurement.outcome == "correct",
+                "kforge_speedup_eager": measurement.speedup_eager if measurement else None,
                 "kforge_stop_reason": stop,
             },
         )

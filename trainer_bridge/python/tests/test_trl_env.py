@@ -90,12 +90,12 @@ def test_grpo_rollouts_through_the_environment_factory(small_task_server: Any) -
     assert "kf_forward" in transcripts[0][0]["content"]
     assert "Compiled" in transcripts[0][2]["content"] or "compile" in transcripts[0][2]["content"].lower()
     assert "over" in transcripts[0][-1]["content"]  # a call after the submit is not run
-    assert pool[0].measurement["outcome"] == "correct" and rewards[0] > 0
+    assert pool[0].measurement.outcome == "correct" and rewards[0] > 0
     # Ended by the environment's rule: the latest solution scored as the
     # submission; the typed fields describe that evaluation.
-    assert pool[1].measurement["outcome"] == "correct" and rewards[1] > 0 and len(pool[1].rewards) == 2
-    assert pool[1].correct and pool[1].stop_reason == "policy_stopped" and pool[1].measurement["action"] == "submit"
-    assert pool[2].measurement["outcome"] == "wrong" and rewards[2] < 0
+    assert pool[1].measurement.outcome == "correct" and rewards[1] > 0 and len(pool[1].rewards) == 2
+    assert pool[1].correct and pool[1].stop_reason == "policy_stopped" and pool[1].measurement.action == "submit"
+    assert pool[2].measurement.outcome == "wrong" and rewards[2] < 0
     assert abs(sum(pool[0].rewards) - rewards[0]) < 1e-12
     assert "total" in pool[0].reward_components
 

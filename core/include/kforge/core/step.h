@@ -1,4 +1,7 @@
-// Observations and step results (Gymnasium semantics, docs/architecture.md#environment).
+// Observations (Gymnasium semantics, docs/architecture.md#environment). The
+// step and reset results that carry them, with their typed infos, are the
+// environment's (env/include/kforge/env/step_result.h): core cannot name the
+// env and reward types a step's info is made of.
 #pragma once
 
 #include <string>
@@ -12,17 +15,6 @@ struct Observation {
   json data = json::object();  // the same facts, structured
 };
 
-struct StepResult {
-  Observation observation;
-  double reward = 0.0;
-  bool terminated = false;  // the episode ended by submit
-  bool truncated = false;   // turn or time budget reached
-  // Always holds "reward_components" (name -> value) plus timings and the
-  // measurement the reward was computed from.
-  json info = json::object();
-};
-
 json to_json(const Observation& obs);
-json to_json(const StepResult& step);
 
 }  // namespace kforge

@@ -32,7 +32,9 @@ struct Turn {
   // The rest of what the turn established, for replay and forking (schema:
   // docs/rollout.md): the environment's step info under "env", the policy's
   // reply metadata (version, finish reason, token ids, logprobs) under
-  // "policy", the episode's state after the turn under "state".
+  // "policy", the episode's state after the turn under "state". JSON here
+  // because core cannot name env::StepInfo; the typed view is
+  // rollout::TurnInfo (rollout/include/kforge/rollout/trajectory_info.h).
   json info = json::object();
 };
 
@@ -47,7 +49,7 @@ struct Trajectory {
   double total_reward = 0.0;
   bool terminated = false;
   bool truncated = false;
-  json info = json::object();
+  json info = json::object();  // typed view: rollout::TrajectoryInfo (trajectory_info.h)
 };
 
 json to_json(const Turn& turn);

@@ -4,14 +4,12 @@
 //   Env env(load_env_config("cpu"));
 //   auto [obs, info] = env.reset(task, /*seed=*/0);
 //   StepResult r = env.step_tool_call(call);   // or env.step(action)
-//   // r.reward, r.terminated, r.truncated; r.info read as a StepInfo:
-//   // step_info_from_json(r.info).reward_components (step_info.h)
+//   // r.reward, r.terminated, r.truncated, r.info.reward_components (step_result.h)
 #pragma once
 
 #include <memory>
 
 #include "kforge/core/action.h"
-#include "kforge/core/step.h"
 #include "kforge/core/task_spec.h"
 #include "kforge/env/env_config.h"
 #include "kforge/env/env_pool.h"

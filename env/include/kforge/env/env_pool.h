@@ -35,12 +35,12 @@
 
 #include "kforge/core/action.h"
 #include "kforge/core/solution.h"
-#include "kforge/core/step.h"
 #include "kforge/core/task_spec.h"
 #include "kforge/env/compile_service.h"
 #include "kforge/env/env_config.h"
 #include "kforge/env/executor.h"
 #include "kforge/env/prompt.h"
+#include "kforge/env/step_result.h"
 #include "kforge/env/tools.h"
 
 namespace kforge::env {
@@ -50,13 +50,13 @@ namespace kforge::env {
 // before it (best-of-n from an intermediate state, tree search). Together with
 // the task, the seed and the exemplars of the original reset, it is the whole
 // state the environment keeps for an episode; the policy's side (the chat so
-// far) is the caller's. Step infos carry it (info["budget"], and the solution
+// far) is the caller's. Step infos carry it (StepInfo::budget, and the solution
 // is the latest one an action supplied).
 struct EpisodeResume {
-  int turns_used = 0;           // turns counted so far (info["budget"]["turns_used"])
-  double time_used_s = 0.0;     // environment time charged (info["budget"]["time_used_s"])
-  int compile_errors = 0;       // compiles that failed so far (info["budget"]["compile_errors"])
-  double episode_return = 0.0;  // rewards paid so far (info["episode_return"])
+  int turns_used = 0;           // turns counted so far (StepInfo::budget.turns_used)
+  double time_used_s = 0.0;     // environment time charged (StepInfo::budget.time_used_s)
+  int compile_errors = 0;       // compiles that failed so far (StepInfo::budget.compile_errors)
+  double episode_return = 0.0;  // rewards paid so far (StepInfo::episode_return)
   // The episode's most recent solution, which actions without a source act on
   // and truncation auto-submits.
   std::optional<Solution> last_solution;
@@ -79,10 +79,8 @@ struct ResetOptions {
 
 struct ResetResult {
   Observation observation;  // the complete prompt (prompt.h)
-  // {"env_id", "episode", "task_id", "seed", "budgets", "tools", "reward"},
-  // plus "resumed" ({turns_used, time_used_s, compile_errors, episode_return,
-  // has_solution}) after a reset with ResetOptions::resume.
-  json info = json::object();
+  // ResetInfo::resumed is set after a reset with ResetOptions::resume.
+  ResetInfo info;
 };
 
 struct EnvStep {

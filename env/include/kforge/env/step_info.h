@@ -1,11 +1,13 @@
 // StepInfo: everything a step established besides its observation, as the
-// step engine (env/src/gym/step_engine.cpp) produces it. Its JSON form is the
-// step result's `info` (StepResult::info, kept JSON because it crosses the
-// server's wire to Python trainers), the `turns[].info.env` of every recorded
-// trajectory (docs/rollout.md) and what replay reads back. This struct is that
-// schema's source of truth: C++ code reads its fields, never keys of `info`.
+// step engine (env/src/gym/step_engine.cpp) produces it and StepResult::info
+// (step_result.h) carries it to the caller, typed. Its JSON form is written
+// only where it leaves the process: the `info` of the env server's step reply
+// (to Python trainers, whose kforge.StepInfo mirrors this struct), the
+// `turns[].info.env` of every recorded trajectory (docs/rollout.md), which
+// replay and forks read back. This struct is that schema's source of truth:
+// C++ code reads its fields, never keys of `info`.
 //
-//   const StepInfo info = step_info_from_json(result.info);
+//   const StepInfo& info = result.info;
 //   if (info.error && info.error->kind == StepErrorKind::kSystem) ...;
 //   use(info.measurement.speedup_eager, info.timings.step_ms, info.budget.turns_used);
 //
@@ -116,6 +118,9 @@ json to_json(const StepTimings& timings);
 json to_json(const FinalEvaluation& final_evaluation);
 // InputError "<where>: field /<pointer>: ..." for a value of the wrong type.
 StepInfo step_info_from_json(const json& j, const std::string& where = "<step info>");
+// The same for a step info inside a larger document (a recorded turn's
+// info.env), its errors naming the field's place in that document.
+StepInfo step_info_from(const Field& f);
 
 // What a step's verdict is called, wherever one is shown (kforge eval's
 // report, eval-batch rows and their tally): "error: <kind>" when the step
