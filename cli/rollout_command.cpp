@@ -41,7 +41,8 @@ struct RolloutArgs {
   bool quiet = false;
 };
 
-int run_rollout(const RolloutArgs& a) {
+// The rollout config with the command line's overrides applied.
+rollout::RolloutConfig rollout_config(const RolloutArgs& a) {
   rollout::RolloutConfig config = rollout::load_rollout_config(a.config);
   // Not progress: --quiet keeps them, since the config must be edited.
   for (const std::string& w : config.warnings) std::cerr << "kforge rollout: warning: " << w << std::endl;
@@ -59,12 +60,21 @@ int run_rollout(const RolloutArgs& a) {
   if (!a.stream.empty()) config.stream.endpoint = a.stream;
   if (!a.stream_worker.empty()) config.stream.worker_id = a.stream_worker;
   if (!a.stream_spool.empty()) config.stream.spool_dir = a.stream_spool;
+  return config;
+}
+
+// Where the trajectories go: the JSONL file, the stream, or both.
+struct RolloutSinks {
   std::unique_ptr<rollout::JsonlTrajectorySink> jsonl;
   std::unique_ptr<rollout::TrajectorySender> sender;
-  std::vector<TrajectorySink*> sinks;
+  std::vector<TrajectorySink*> all;
+};
+
+RolloutSinks open_sinks(const rollout::RolloutConfig& config, bool quiet) {
+  RolloutSinks sinks;
   if (!config.output.empty()) {
-    jsonl = std::make_unique<rollout::JsonlTrajectorySink>(config.output);
-    sinks.push_back(jsonl.get());
+    sinks.jsonl = std::make_unique<rollout::JsonlTrajectorySink>(config.output);
+    sinks.all.push_back(sinks.jsonl.get());
   }
   if (!config.stream.endpoint.empty()) {
     rollout::SenderConfig sc;
@@ -72,59 +82,79 @@ int run_rollout(const RolloutArgs& a) {
     sc.worker_id = config.stream.worker_id;
     sc.spool_dir = config.stream.spool_path();
     sc.curve = rollout::curve_client_options(config.stream.curve_server_key, config.stream.curve_secret_key);
-    if (a.quiet) sc.log = [](const std::string&) {};
-    sender = std::make_unique<rollout::TrajectorySender>(std::move(sc));
-    sinks.push_back(sender.get());
+    if (quiet) sc.log = [](const std::string&) {};
+    sinks.sender = std::make_unique<rollout::TrajectorySender>(std::move(sc));
+    sinks.all.push_back(sinks.sender.get());
   }
+  return sinks;
+}
+
+// --fork-file/--fork-id: the recorded trajectory's forks join the run.
+void add_forks(const RolloutArgs& a, rollout::RolloutRunner* runner) {
+  if (a.fork_file.empty()) return;
+  bool found = false;
+  for (const Trajectory& t : rollout::read_trajectories(a.fork_file)) {
+    if (t.id != a.fork_id) continue;
+    runner->add_fork(t, a.fork_turn, a.fork_n);
+    found = true;
+  }
+  if (!found) throw InputError("--fork-id: no trajectory \"" + a.fork_id + "\" in " + a.fork_file);
+}
+
+json stream_stats_json(const rollout::RolloutConfig& config, const rollout::TrajectorySender& sender) {
+  const rollout::SenderStats ss = sender.stats();
+  return {{"endpoint", config.stream.endpoint},
+          {"worker_id", sender.worker_id()},
+          {"spool_dir", config.stream.spool_path().string()},
+          {"written", ss.written},
+          {"acked", ss.acked},
+          {"unacked", ss.unacked},
+          {"resent", ss.resent},
+          {"reconnects", ss.reconnects},
+          {"ack_latency_p99_ms", ss.ack_latency_p99_ms}};
+}
+
+// The summary for a reader (without --json).
+void print_rollout_summary(const rollout::RolloutStats& stats, const json& out, const rollout::RolloutConfig& config,
+                           const rollout::Policy& policy, const rollout::TrajectorySender* sender) {
+  std::printf("%d groups, %d trajectories (%d submitted, %d truncated, %d policy errors, %d stale dropped)\n",
+              stats.groups_completed, stats.episodes_written, stats.terminated, stats.truncated, stats.policy_errors,
+              stats.stale_dropped);
+  std::printf("%lld steps in %.1f s: %.2f steps/s; mean reward %.3f\n", static_cast<long long>(stats.steps),
+              stats.wall_s, out["steps_per_s"].get<double>(), stats.mean_reward);
+  std::printf("policy: %s, %lld batches, %.1f s answering; environment: %.1f s of steps (%s backend)\n",
+              policy.describe().c_str(), static_cast<long long>(stats.policy_batches), stats.policy_ms / 1000.0,
+              stats.env_step_ms / 1000.0, out["backend"].get<std::string>().c_str());
+  if (!config.output.empty()) std::printf("trajectories: %s\n", config.output.string().c_str());
+  if (sender) {
+    std::printf("stream: %lld of %lld trajectories acknowledged by %s (worker %s)\n",
+                static_cast<long long>(out["stream"]["acked"].get<uint64_t>()),
+                static_cast<long long>(out["stream"]["written"].get<uint64_t>()), config.stream.endpoint.c_str(),
+                sender->worker_id().c_str());
+  }
+}
+
+int run_rollout(const RolloutArgs& a) {
+  const rollout::RolloutConfig config = rollout_config(a);
+  RolloutSinks sinks = open_sinks(config, a.quiet);
   std::shared_ptr<rollout::Policy> policy = rollout::make_policy(config.policy);
-  rollout::RolloutRunner runner(config, policy, sinks);
+  rollout::RolloutRunner runner(config, policy, sinks.all);
   if (!a.quiet) runner.set_log([](const std::string& line) { std::cerr << "kforge rollout: " << line << std::endl; });
-  if (!a.fork_file.empty()) {
-    bool found = false;
-    for (const Trajectory& t : rollout::read_trajectories(a.fork_file)) {
-      if (t.id != a.fork_id) continue;
-      runner.add_fork(t, a.fork_turn, a.fork_n);
-      found = true;
-    }
-    if (!found) throw InputError("--fork-id: no trajectory \"" + a.fork_id + "\" in " + a.fork_file);
-  }
+  add_forks(a, &runner);
   const rollout::RolloutStats stats = runner.run();
   json out = stats.to_json();
   out["output"] = config.output.string();
   out["policy"] = policy->describe();
   out["backend"] = env::backend_name(runner.env_config().backend);
   uint64_t unacked = 0;
-  if (sender) {
-    const rollout::SenderStats ss = sender->stats();
-    unacked = ss.unacked;
-    out["stream"] = {{"endpoint", config.stream.endpoint},
-                     {"worker_id", sender->worker_id()},
-                     {"spool_dir", config.stream.spool_path().string()},
-                     {"written", ss.written},
-                     {"acked", ss.acked},
-                     {"unacked", ss.unacked},
-                     {"resent", ss.resent},
-                     {"reconnects", ss.reconnects},
-                     {"ack_latency_p99_ms", ss.ack_latency_p99_ms}};
+  if (sinks.sender) {
+    out["stream"] = stream_stats_json(config, *sinks.sender);
+    unacked = out["stream"]["unacked"].get<uint64_t>();
   }
   if (a.json_output) {
     std::cout << out.dump(2) << std::endl;
   } else {
-    std::printf("%d groups, %d trajectories (%d submitted, %d truncated, %d policy errors, %d stale dropped)\n",
-                stats.groups_completed, stats.episodes_written, stats.terminated, stats.truncated, stats.policy_errors,
-                stats.stale_dropped);
-    std::printf("%lld steps in %.1f s: %.2f steps/s; mean reward %.3f\n", static_cast<long long>(stats.steps),
-                stats.wall_s, out["steps_per_s"].get<double>(), stats.mean_reward);
-    std::printf("policy: %s, %lld batches, %.1f s answering; environment: %.1f s of steps (%s backend)\n",
-                policy->describe().c_str(), static_cast<long long>(stats.policy_batches), stats.policy_ms / 1000.0,
-                stats.env_step_ms / 1000.0, out["backend"].get<std::string>().c_str());
-    if (!config.output.empty()) std::printf("trajectories: %s\n", config.output.string().c_str());
-    if (sender) {
-      std::printf("stream: %lld of %lld trajectories acknowledged by %s (worker %s)\n",
-                  static_cast<long long>(out["stream"]["acked"].get<uint64_t>()),
-                  static_cast<long long>(out["stream"]["written"].get<uint64_t>()), config.stream.endpoint.c_str(),
-                  sender->worker_id().c_str());
-    }
+    print_rollout_summary(stats, out, config, *policy, sinks.sender.get());
   }
   if (unacked > 0) {
     std::cerr << "kforge rollout: " << unacked << " trajectories not acknowledged by " << config.stream.endpoint

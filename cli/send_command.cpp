@@ -170,8 +170,7 @@ std::set<std::string> rejected_ids(const fs::path& spool) {
   return ids;
 }
 
-int run_send(const SendArgs& a) {
-  if (!fs::is_regular_file(a.input)) throw InputError("send: " + a.input + " is not a file");
+rollout::SenderConfig sender_config(const SendArgs& a) {
   rollout::SenderConfig config;
   config.endpoint = a.to;
   config.worker_id = a.worker;
@@ -181,30 +180,39 @@ int run_send(const SendArgs& a) {
   config.heartbeat_timeout = std::chrono::milliseconds(a.heartbeat_timeout_ms);
   config.fsync = a.fsync;
   config.curve = rollout::curve_client_options(a.curve_server_key, a.curve_secret);
-  rollout::TrajectorySender sender(config);
-  SendLedger ledger(a.spool, sender.stats().next_seq, a.fsync);
+  return config;
+}
 
-  uint64_t record = 0, written = 0, already = 0, repeated = 0;
+// What spooling the input did, line by line.
+struct SpoolCounts {
+  uint64_t records = 0, written = 0, already = 0, repeated = 0;
   std::unordered_map<std::string, size_t> first_line;  // id -> its first line in this input
   std::vector<std::string> conflicts;
+};
+
+// Spools each trajectory of the input whose id the ledger does not hold yet;
+// the others are counted, and an id sent before with other content is a
+// conflict.
+SpoolCounts spool_input(const SendArgs& a, rollout::TrajectorySender& sender, SendLedger& ledger) {
+  SpoolCounts c;
   for_each_jsonl_line(a.input, [&](const Document& doc, size_t line) {
-    ++record;
+    ++c.records;
     if (!doc.root.is_object() || !doc.root.contains("id") || !doc.root["id"].is_string()) {
       throw InputError(a.input + ":" + std::to_string(line) + ": a trajectory must be an object with a string \"id\"");
     }
     const std::string id = doc.root["id"].get<std::string>();
     const std::string payload = msgpack::encode(doc.root);
     const std::string sha = sha256_hex(payload);
-    const auto [first, inserted] = first_line.emplace(id, line);
+    const auto [first, inserted] = c.first_line.emplace(id, line);
     if (const LedgerEntry* e = ledger.find(id)) {
       if (e->sha256 != sha) {
-        conflicts.push_back(a.input + ":" + std::to_string(line) + ": trajectory id \"" + id +
-                            "\" was already sent (seq " + std::to_string(e->seq) +
-                            ") with other content; not sent again (give it a new id)");
+        c.conflicts.push_back(a.input + ":" + std::to_string(line) + ": trajectory id \"" + id +
+                              "\" was already sent (seq " + std::to_string(e->seq) +
+                              ") with other content; not sent again (give it a new id)");
       } else if (inserted) {
-        ++already;
+        ++c.already;
       } else {
-        ++repeated;
+        ++c.repeated;
       }
       return;
     }
@@ -216,33 +224,35 @@ int run_send(const SendArgs& a) {
       throw SystemError("send: the spool gave trajectory \"" + id + "\" seq " + std::to_string(seq) + ", not " +
                         std::to_string(expected) + "; is another process writing to " + a.spool + "?");
     }
-    ++written;
+    ++c.written;
   });
-  const bool flushed = sender.flush(std::chrono::milliseconds(static_cast<int64_t>(a.flush_timeout_s * 1000)));
-  const rollout::SenderStats s = sender.stats();
-  // Set-aside records of this input's trajectories: never delivered.
-  std::vector<std::string> rejected;
-  for (const std::string& id : rejected_ids(a.spool)) {
-    if (first_line.count(id) > 0) rejected.push_back(id);
-  }
-  const bool complete = flushed && rejected.empty() && conflicts.empty();
-  const nlohmann::ordered_json summary = {{"records", record},
-                                          {"written", written},
-                                          {"already_sent", already},
-                                          {"duplicate_ids", repeated},
-                                          {"id_conflicts", conflicts.size()},
-                                          {"acked", s.acked},
-                                          {"unacked", s.unacked},
-                                          {"rejected", rejected.size()},
-                                          {"rejected_total", s.rejected},
-                                          {"resent", s.resent},
-                                          {"reconnects", s.reconnects},
-                                          {"ack_latency_p50_ms", s.ack_latency_p50_ms},
-                                          {"ack_latency_p99_ms", s.ack_latency_p99_ms},
-                                          {"delivery_latency_p99_ms", s.delivery_latency_p99_ms},
-                                          {"complete", complete}};
-  std::cout << summary.dump() << std::endl;
-  for (const std::string& c : conflicts) std::cerr << "kforge send: " << c << std::endl;
+  return c;
+}
+
+nlohmann::ordered_json send_summary(const SpoolCounts& c, const rollout::SenderStats& s, size_t rejected,
+                                    bool complete) {
+  return {{"records", c.records},
+          {"written", c.written},
+          {"already_sent", c.already},
+          {"duplicate_ids", c.repeated},
+          {"id_conflicts", c.conflicts.size()},
+          {"acked", s.acked},
+          {"unacked", s.unacked},
+          {"rejected", rejected},
+          {"rejected_total", s.rejected},
+          {"resent", s.resent},
+          {"reconnects", s.reconnects},
+          {"ack_latency_p50_ms", s.ack_latency_p50_ms},
+          {"ack_latency_p99_ms", s.ack_latency_p99_ms},
+          {"delivery_latency_p99_ms", s.delivery_latency_p99_ms},
+          {"complete", complete}};
+}
+
+// On stderr: the id conflicts, the set-aside trajectories, what is still
+// waiting for an ack.
+void report_send_problems(const SendArgs& a, const SpoolCounts& c, const std::vector<std::string>& rejected,
+                          bool flushed, const rollout::SenderStats& s) {
+  for (const std::string& conflict : c.conflicts) std::cerr << "kforge send: " << conflict << std::endl;
   if (!rejected.empty()) {
     std::cerr << "kforge send: " << rejected.size() << " trajectories of " << a.input
               << " were set aside, never delivered (the receiver rejected them or they exceed its message size; "
@@ -254,7 +264,24 @@ int run_send(const SendArgs& a) {
     std::cerr << "kforge send: " << s.unacked << " trajectories not acknowledged within " << a.flush_timeout_s
               << " s; they stay in " << a.spool << " (run the same command again to resume)" << std::endl;
   }
-  if (!conflicts.empty()) return kExitBadInput;
+}
+
+int run_send(const SendArgs& a) {
+  if (!fs::is_regular_file(a.input)) throw InputError("send: " + a.input + " is not a file");
+  rollout::TrajectorySender sender(sender_config(a));
+  SendLedger ledger(a.spool, sender.stats().next_seq, a.fsync);
+  const SpoolCounts counts = spool_input(a, sender, ledger);
+  const bool flushed = sender.flush(std::chrono::milliseconds(static_cast<int64_t>(a.flush_timeout_s * 1000)));
+  const rollout::SenderStats s = sender.stats();
+  // Set-aside records of this input's trajectories: never delivered.
+  std::vector<std::string> rejected;
+  for (const std::string& id : rejected_ids(a.spool)) {
+    if (counts.first_line.count(id) > 0) rejected.push_back(id);
+  }
+  const bool complete = flushed && rejected.empty() && counts.conflicts.empty();
+  std::cout << send_summary(counts, s, rejected.size(), complete).dump() << std::endl;
+  report_send_problems(a, counts, rejected, flushed, s);
+  if (!counts.conflicts.empty()) return kExitBadInput;
   return complete ? kExitOk : kExitIncomplete;
 }
 

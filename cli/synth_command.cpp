@@ -157,11 +157,12 @@ std::string add_dataset_extras(const SynthArgs& a, const synth::SynthConfig& con
   }
   std::vector<TaskSpec> tasks;
   if (a.reach_sample > 0 || split) {
-    for_each_jsonl_line(fs::path(a.out) / "tasks.jsonl", [&](const Document& d, size_t) { tasks.push_back(parse_task(d)); });
+    for_each_jsonl_line(fs::path(a.out) / "tasks.jsonl",
+                        [&](const Document& d, size_t) { tasks.push_back(parse_task(d)); });
   }
   if (a.reach_sample > 0) {
-    const synth::KernelBenchSignatures signatures =
-        synth::KernelBenchSignatures::load(config.signatures.empty() ? synth::default_signature_path() : config.signatures);
+    const synth::KernelBenchSignatures signatures = synth::KernelBenchSignatures::load(
+        config.signatures.empty() ? synth::default_signature_path() : config.signatures);
     const synth::DeviceProfile& profile = a.backend == "cuda" ? synth::cuda_profile() : synth::cpu_profile();
     synth::ReachEstimate r = synth::estimate_reach(config.seed, a.reach_sample, config.compose, config.shapes, profile,
                                                    signatures, config.workers);
@@ -188,8 +189,8 @@ std::string add_dataset_extras(const SynthArgs& a, const synth::SynthConfig& con
   return done;
 }
 
-int run_synth(const SynthArgs& a) {
-  if (a.out.empty()) throw InputError("--out: a directory for the synthesized tasks is required");
+// The synthesizer's configuration from the command line, each option checked.
+synth::SynthConfig synth_config(const SynthArgs& a) {
   synth::SynthConfig config;
   config.n = a.n;
   config.seed = a.seed;
@@ -206,11 +207,71 @@ int run_synth(const SynthArgs& a) {
   if (!a.signatures.empty()) config.signatures = a.signatures;
   if (!a.headroom.empty()) {
     if (a.headroom.size() != 2 || !(a.headroom[0] >= 0) || !(a.headroom[1] > a.headroom[0])) {
-      throw InputError("--headroom: expected two numbers LO,HI with 0 <= LO < HI (e.g. 2,20: predicted eager time over "
-                       "the roofline bound)");
+      throw InputError(
+          "--headroom: expected two numbers LO,HI with 0 <= LO < HI (e.g. 2,20: predicted eager time over "
+          "the roofline bound)");
     }
     config.headroom_range = a.headroom;
   }
+  return config;
+}
+
+// Exports the dataset. With torch.compile baselines the KernelBench files
+// come first, since the baselines compile them, and the card and reports
+// once those are merged. Leaves `eo` exporting everything; `compile_note`
+// says what the baselines did.
+synth::ExportSummary export_with_compile_baselines(const SynthArgs& a, const synth::SynthConfig& config,
+                                                   synth::ExportOptions* eo, std::string* compile_note) {
+  const bool compile = a.compile_baselines != "off" && !g_cancel.load();
+  eo->python_files_only = compile;
+  synth::ExportSummary summary = synth::export_dataset(a.out, *eo);
+  *compile_note = "off";
+  if (!compile) return summary;
+  CompileBaselineOptions co;
+  co.python = python_interpreter();
+  co.script = python_script("compile_baselines.py");
+  co.backend = a.backend;
+  co.workers = config.workers;
+  co.sample = a.compile_sample;
+  co.time_limit_s = a.compile_time_s;
+  co.required = a.compile_baselines == "on";
+  eo->python_files_only = false;
+  try {
+    *compile_note = add_compile_baselines(a.out, co);
+  } catch (const std::exception&) {
+    synth::export_dataset(a.out, *eo);  // the card and reports all the same
+    throw;
+  }
+  if (!a.quiet) std::cerr << "kforge synth: torch.compile baselines: " << *compile_note << "\n";
+  return synth::export_dataset(a.out, *eo);
+}
+
+// The JSON line on stdout that sums up the run.
+json synth_summary_line(const SynthArgs& a, const synth::SynthProgress& result, const synth::ExportSummary& summary,
+                        const std::string& eager_baselines, const std::string& compile_note,
+                        const std::string& extras) {
+  const double made = static_cast<double>(result.accepted - result.resumed);
+  return {{"out", a.out},
+          {"tasks", summary.tasks},
+          {"target", a.n},
+          {"complete", result.done},
+          {"interrupted", result.cancelled},
+          {"new_tasks", result.accepted - result.resumed},
+          {"attempts", result.attempts},
+          {"rejected", result.rejected},
+          {"rejections", result.rejections},
+          {"judge_retries", result.judge_retries},
+          {"elapsed_s", result.elapsed_s},
+          {"tasks_per_hour", result.elapsed_s > 0 ? made * 3600.0 / result.elapsed_s : 0.0},
+          {"eager_baselines", eager_baselines},
+          {"compile_baselines", compile_note},
+          {"extras", extras},
+          {"plots", summary.plots}};
+}
+
+int run_synth(const SynthArgs& a) {
+  if (a.out.empty()) throw InputError("--out: a directory for the synthesized tasks is required");
+  synth::SynthConfig config = synth_config(a);
   // Checked before the run, not after it.
   const std::optional<synth::SplitFractions> split =
       a.split.empty() ? std::nullopt : std::optional<synth::SplitFractions>(synth::parse_split(a.split));
@@ -237,51 +298,12 @@ int run_synth(const SynthArgs& a) {
   eo.plot_script = python_script("dataset_card_plots.py");
   eo.device = judge ? judge->device() : a.backend;
   eo.elapsed_s = result.elapsed_s;
-  const bool compile = a.compile_baselines != "off" && !g_cancel.load();
-  // The KernelBench files first when torch.compile baselines compile them;
-  // the card and reports once those are merged.
-  eo.python_files_only = compile;
-  synth::ExportSummary summary = synth::export_dataset(a.out, eo);
-  std::string compile_note = "off";
-  if (compile) {
-    CompileBaselineOptions co;
-    co.python = python_interpreter();
-    co.script = python_script("compile_baselines.py");
-    co.backend = a.backend;
-    co.workers = config.workers;
-    co.sample = a.compile_sample;
-    co.time_limit_s = a.compile_time_s;
-    co.required = a.compile_baselines == "on";
-    eo.python_files_only = false;
-    try {
-      compile_note = add_compile_baselines(a.out, co);
-    } catch (const std::exception&) {
-      synth::export_dataset(a.out, eo);  // the card and reports all the same
-      throw;
-    }
-    if (!a.quiet) std::cerr << "kforge synth: torch.compile baselines: " << compile_note << "\n";
-    summary = synth::export_dataset(a.out, eo);
-  }
+  std::string compile_note;
+  synth::ExportSummary summary = export_with_compile_baselines(a, config, &eo, &compile_note);
   const std::string extras = add_dataset_extras(a, config, split);
   if (!extras.empty()) summary = synth::export_dataset(a.out, eo);
-  const double made = static_cast<double>(result.accepted - result.resumed);
-  const json line = {{"out", a.out},
-                     {"tasks", summary.tasks},
-                     {"target", a.n},
-                     {"complete", result.done},
-                     {"interrupted", result.cancelled},
-                     {"new_tasks", result.accepted - result.resumed},
-                     {"attempts", result.attempts},
-                     {"rejected", result.rejected},
-                     {"rejections", result.rejections},
-                     {"judge_retries", result.judge_retries},
-                     {"elapsed_s", result.elapsed_s},
-                     {"tasks_per_hour", result.elapsed_s > 0 ? made * 3600.0 / result.elapsed_s : 0.0},
-                     {"eager_baselines", judge ? judge->describe() : "none"},
-                     {"compile_baselines", compile_note},
-                     {"extras", extras},
-                     {"plots", summary.plots}};
-  std::cout << line.dump() << std::endl;
+  std::cout << synth_summary_line(a, result, summary, judge ? judge->describe() : "none", compile_note, extras).dump()
+            << std::endl;
   if (result.cancelled) {
     if (!a.quiet) {
       std::cerr << "kforge synth: stopped at " << result.accepted << " of " << a.n

@@ -14,6 +14,21 @@ from kernelbench_trace import recorder_init
 from kernelbench_vocab import ACTIVATION_MODULES, BINARY, REDUCTIONS, UNARY_FUNCTIONS, function_name
 
 
+CONV_MODULES = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d",
+                nn.ConvTranspose1d: "conv_transpose1d", nn.ConvTranspose2d: "conv_transpose2d",
+                nn.ConvTranspose3d: "conv_transpose3d"}
+NORM_MODULES = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.InstanceNorm1d, nn.InstanceNorm2d,
+                nn.InstanceNorm3d, nn.GroupNorm, nn.LayerNorm)
+POOL_MODULES = {nn.MaxPool1d: "max_pool1d", nn.MaxPool2d: "max_pool2d", nn.MaxPool3d: "max_pool3d"}
+AVG_POOL_MODULES = {nn.AvgPool1d: "avg_pool1d", nn.AvgPool2d: "avg_pool2d", nn.AvgPool3d: "avg_pool3d"}
+ADAPTIVE_POOL_MODULES = {nn.AdaptiveAvgPool1d: "adaptive_avg_pool1d", nn.AdaptiveAvgPool2d: "adaptive_avg_pool2d",
+                         nn.AdaptiveAvgPool3d: "adaptive_avg_pool3d", nn.AdaptiveMaxPool2d: "adaptive_max_pool2d"}
+
+# What a family of calls returns for a name it does not know (the next
+# family is asked).
+UNHANDLED = object()
+
+
 class Importer:
     def __init__(self, module_obj, task_id):
         self.m = module_obj
@@ -115,87 +130,94 @@ class Importer:
             if mod.p == 0:
                 return x
             raise Unsupported("%s with p=%g is random in training mode" % (t.__name__, mod.p))
+        if t is nn.Linear or t in CONV_MODULES:
+            return self.weighted_module(mod, x, stem)
+        if t in NORM_MODULES:
+            return self.norm_module(mod, x, stem)
+        if t in POOL_MODULES or t in AVG_POOL_MODULES or t in ADAPTIVE_POOL_MODULES:
+            return self.pool_module(mod, x, stem)
+        if t is nn.Flatten:
+            return self.b.node("flatten", [x], {"start_dim": int(mod.start_dim), "end_dim": int(mod.end_dim)}, stem)
+        raise Unsupported("module %s (%s) is not in the vocabulary" % (node.target, t.__name__))
+
+    def weighted_module(self, mod, x, stem):
+        """nn.Linear and the convolutions: a weight, and a bias drawn within the
+        fan-in bound as PyTorch initializes it."""
+        t = type(mod)
         if t is nn.Linear:
             ins = [x, self.b.param(stem + "_weight", mod.weight, {"init": "kaiming_uniform"})]
             if mod.bias is not None:
                 bound = 1.0 / math.sqrt(mod.in_features)
                 ins.append(self.b.param(stem + "_bias", mod.bias, {"init": "uniform", "low": -bound, "high": bound}))
             return self.b.node("linear", ins, {}, stem)
-        conv = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d",
-                nn.ConvTranspose1d: "conv_transpose1d", nn.ConvTranspose2d: "conv_transpose2d",
-                nn.ConvTranspose3d: "conv_transpose3d"}
-        if t in conv:
-            if isinstance(mod.padding, str):
-                raise Unsupported("%s with padding=%r" % (t.__name__, mod.padding))
-            if mod.padding_mode != "zeros":
-                raise Unsupported("%s with padding_mode=%r" % (t.__name__, mod.padding_mode))
-            attrs = {"stride": list(mod.stride), "padding": list(mod.padding), "dilation": list(mod.dilation),
-                     "groups": int(mod.groups)}
-            if t.__name__.startswith("ConvTranspose"):
-                attrs["output_padding"] = list(mod.output_padding)
-            ins = [x, self.b.param(stem + "_weight", mod.weight, {"init": "kaiming_uniform"})]
-            if mod.bias is not None:
-                bound = fan_in_bound(list(mod.weight.shape))
-                ins.append(self.b.param(stem + "_bias", mod.bias, {"init": "uniform", "low": -bound, "high": bound}))
-            return self.b.node(conv[t], ins, attrs, stem)
+        if isinstance(mod.padding, str):
+            raise Unsupported("%s with padding=%r" % (t.__name__, mod.padding))
+        if mod.padding_mode != "zeros":
+            raise Unsupported("%s with padding_mode=%r" % (t.__name__, mod.padding_mode))
+        attrs = {"stride": list(mod.stride), "padding": list(mod.padding), "dilation": list(mod.dilation),
+                 "groups": int(mod.groups)}
+        if t.__name__.startswith("ConvTranspose"):
+            attrs["output_padding"] = list(mod.output_padding)
+        ins = [x, self.b.param(stem + "_weight", mod.weight, {"init": "kaiming_uniform"})]
+        if mod.bias is not None:
+            bound = fan_in_bound(list(mod.weight.shape))
+            ins.append(self.b.param(stem + "_bias", mod.bias, {"init": "uniform", "low": -bound, "high": bound}))
+        return self.b.node(CONV_MODULES[t], ins, attrs, stem)
+
+    def affine_params(self, mod, stem):
+        """A norm's weight (ones) and bias (zeros)."""
+        return [self.b.param(stem + "_weight", mod.weight, {"init": "ones"}),
+                self.b.param(stem + "_bias", mod.bias, {"init": "zeros"})]
+
+    def norm_module(self, mod, x, stem):
+        t = type(mod)
+        ins = [x]
         if t in (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d):
             if not mod.training and mod.track_running_stats:
                 raise Unsupported("%s in eval mode uses running statistics" % t.__name__)
-            ins = [x]
             if mod.affine:
-                ins += [self.b.param(stem + "_weight", mod.weight, {"init": "ones"}),
-                        self.b.param(stem + "_bias", mod.bias, {"init": "zeros"})]
+                ins += self.affine_params(mod, stem)
             return self.b.node("batch_norm", ins, {"eps": float(mod.eps)}, stem)
         if t in (nn.InstanceNorm1d, nn.InstanceNorm2d, nn.InstanceNorm3d):
             if mod.track_running_stats:
                 raise Unsupported("%s with running statistics" % t.__name__)
-            ins = [x]
             if mod.affine:
-                ins += [self.b.param(stem + "_weight", mod.weight, {"init": "ones"}),
-                        self.b.param(stem + "_bias", mod.bias, {"init": "zeros"})]
+                ins += self.affine_params(mod, stem)
             return self.b.node("instance_norm", ins, {"eps": float(mod.eps)}, stem)
         if t is nn.GroupNorm:
-            ins = [x]
             if mod.affine:
-                ins += [self.b.param(stem + "_weight", mod.weight, {"init": "ones"}),
-                        self.b.param(stem + "_bias", mod.bias, {"init": "zeros"})]
+                ins += self.affine_params(mod, stem)
             return self.b.node("group_norm", ins, {"num_groups": int(mod.num_groups), "eps": float(mod.eps)}, stem)
-        if t is nn.LayerNorm:
-            ins = [x]
-            if mod.elementwise_affine:
-                ins.append(self.b.param(stem + "_weight", mod.weight, {"init": "ones"}))
-                if getattr(mod, "bias", None) is not None:
-                    ins.append(self.b.param(stem + "_bias", mod.bias, {"init": "zeros"}))
-            return self.b.node("layer_norm", ins, {"normalized_shape": list(mod.normalized_shape),
-                                                   "eps": float(mod.eps)}, stem)
-        pools = {nn.MaxPool1d: "max_pool1d", nn.MaxPool2d: "max_pool2d", nn.MaxPool3d: "max_pool3d"}
-        if t in pools:
+        # nn.LayerNorm
+        if mod.elementwise_affine:
+            ins.append(self.b.param(stem + "_weight", mod.weight, {"init": "ones"}))
+            if getattr(mod, "bias", None) is not None:
+                ins.append(self.b.param(stem + "_bias", mod.bias, {"init": "zeros"}))
+        return self.b.node("layer_norm", ins, {"normalized_shape": list(mod.normalized_shape),
+                                               "eps": float(mod.eps)}, stem)
+
+    def pool_module(self, mod, x, stem):
+        t = type(mod)
+        if t in POOL_MODULES:
             if mod.return_indices:
                 raise Unsupported("%s with return_indices" % t.__name__)
             attrs = {"kernel_size": as_list(mod.kernel_size), "stride": as_list(mod.stride),
                      "padding": as_list(mod.padding), "dilation": as_list(mod.dilation),
                      "ceil_mode": bool(mod.ceil_mode)}
-            return self.b.node(pools[t], [x], attrs, stem)
-        avg = {nn.AvgPool1d: "avg_pool1d", nn.AvgPool2d: "avg_pool2d", nn.AvgPool3d: "avg_pool3d"}
-        if t in avg:
+            return self.b.node(POOL_MODULES[t], [x], attrs, stem)
+        if t in AVG_POOL_MODULES:
             attrs = {"kernel_size": as_list(mod.kernel_size), "stride": as_list(mod.stride),
                      "padding": as_list(mod.padding), "ceil_mode": bool(mod.ceil_mode),
                      "count_include_pad": bool(mod.count_include_pad)}
             if getattr(mod, "divisor_override", None) is not None:
                 attrs["divisor_override"] = int(mod.divisor_override)
-            return self.b.node(avg[t], [x], attrs, stem)
-        adaptive = {nn.AdaptiveAvgPool1d: "adaptive_avg_pool1d", nn.AdaptiveAvgPool2d: "adaptive_avg_pool2d",
-                    nn.AdaptiveAvgPool3d: "adaptive_avg_pool3d", nn.AdaptiveMaxPool2d: "adaptive_max_pool2d"}
-        if t in adaptive:
-            size = mod.output_size
-            if isinstance(size, (list, tuple)) and any(s is None for s in size):
-                raise Unsupported("%s with a None output size" % t.__name__)
-            if getattr(mod, "return_indices", False):
-                raise Unsupported("%s with return_indices" % t.__name__)
-            return self.b.node(adaptive[t], [x], {"output_size": as_list(size)}, stem)
-        if t is nn.Flatten:
-            return self.b.node("flatten", [x], {"start_dim": int(mod.start_dim), "end_dim": int(mod.end_dim)}, stem)
-        raise Unsupported("module %s (%s) is not in the vocabulary" % (node.target, t.__name__))
+            return self.b.node(AVG_POOL_MODULES[t], [x], attrs, stem)
+        size = mod.output_size
+        if isinstance(size, (list, tuple)) and any(s is None for s in size):
+            raise Unsupported("%s with a None output size" % t.__name__)
+        if getattr(mod, "return_indices", False):
+            raise Unsupported("%s with return_indices" % t.__name__)
+        return self.b.node(ADAPTIVE_POOL_MODULES[t], [x], {"output_size": as_list(size)}, stem)
 
     def call_function(self, node):
         name = function_name(node.target)
@@ -237,6 +259,27 @@ class Importer:
         return self.dispatch(name, node.args, node.kwargs, node, method=True)
 
     def dispatch(self, name, args, kwargs, node, method):
+        """A function or method call by name: each family of calls is asked in
+        turn, and the first that knows the name builds its node."""
+        for family in (self.shape_call, self.matmul_call, self.activation_call, self.elementwise_call,
+                       self.pool_call):
+            out = family(name, args, kwargs, node)
+            if out is not UNHANDLED:
+                return out
+        if name in ("layer_norm", "group_norm", "instance_norm", "batch_norm"):
+            raise Unsupported("functional %s (use the module form)" % name)
+        if name in ("float", "to", "type", "detach", "clone"):
+            if name in ("detach", "clone"):
+                return self.tensor_arg(args[0])
+            meta = self.meta(node)
+            src = self.meta(args[0]) if isinstance(args[0], torch.fx.Node) else None
+            if src is not None and meta.dtype == src.dtype:
+                return self.tensor_arg(args[0])
+            raise Unsupported("dtype conversion (%s)" % name)
+        raise Unsupported("%s %s is not in the vocabulary" % ("method" if method else "function", name))
+
+    def shape_call(self, name, args, kwargs, node):
+        """Views, transposes, squeezes, masks, concatenation."""
         stem = node.name
         if name in ("view", "reshape"):
             meta = self.meta(node)
@@ -266,6 +309,10 @@ class Importer:
             tensors = [self.tensor_arg(t) for t in args[0]]
             dim = kwargs.get("dim", args[1] if len(args) > 1 else 0)
             return self.b.node("stack" if name == "stack" else "cat", tensors, {"dim": int(dim)}, stem)
+        return UNHANDLED
+
+    def matmul_call(self, name, args, kwargs, node):
+        stem = node.name
         if name in ("matmul", "mm"):
             return self.b.node("matmul", [self.tensor_arg(args[0]), self.tensor_arg(args[1])], {}, stem)
         if name == "bmm":
@@ -275,6 +322,12 @@ class Importer:
             if kwargs.get("bias") is not None:
                 ins.append(self.tensor_arg(kwargs["bias"]))
             return self.b.node("linear", ins, {}, stem)
+        return UNHANDLED
+
+    def activation_call(self, name, args, kwargs, node):
+        """Activations with arguments (softmax's dim, gelu's approximation,
+        slopes, bounds)."""
+        stem = node.name
         if name in ("softmax", "log_softmax"):
             dim = kwargs.get("dim", args[1] if len(args) > 1 else -1)
             return self.b.node(name, [self.tensor_arg(args[0])], {"dim": int(dim)}, stem)
@@ -306,12 +359,16 @@ class Importer:
             if hi is not None:
                 attrs["max"] = scalar(self.val(hi))
             return self.b.node("clamp", [self.tensor_arg(args[0])], attrs, stem)
+        return UNHANDLED
+
+    def elementwise_call(self, name, args, kwargs, node):
+        """where, the unary functions, reductions, the binary operators."""
         if name == "where":
-            return self.b.node("where", [self.tensor_arg(a) for a in args[:3]], {}, stem)
+            return self.b.node("where", [self.tensor_arg(a) for a in args[:3]], {}, node.name)
         if name in UNARY_FUNCTIONS and len(args) >= 1:
             if UNARY_FUNCTIONS[name] == "contiguous":
                 return self.tensor_arg(args[0])
-            return self.b.node(UNARY_FUNCTIONS[name], [self.tensor_arg(args[0])], {}, stem)
+            return self.b.node(UNARY_FUNCTIONS[name], [self.tensor_arg(args[0])], {}, node.name)
         if name in REDUCTIONS:
             return self.reduction(name, self.tensor_arg(args[0]), list(args[1:]), dict(kwargs), node)
         if name in BINARY or name in ("iadd", "imul", "isub", "itruediv"):
@@ -320,6 +377,10 @@ class Importer:
             if "alpha" in kwargs and kwargs["alpha"] != 1:
                 raise Unsupported("%s with alpha" % name)
             return self.binary(op, args[0], other, node)
+        return UNHANDLED
+
+    def pool_call(self, name, args, kwargs, node):
+        stem = node.name
         if name in ("max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d"):
             keys = (["kernel_size", "stride", "padding", "dilation", "ceil_mode"] if name.startswith("max")
                     else ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"])
@@ -336,17 +397,7 @@ class Importer:
             if isinstance(size, (list, tuple)) and any(v is None for v in size):
                 raise Unsupported("%s with a None output size" % name)
             return self.b.node(name, [self.tensor_arg(args[0])], {"output_size": as_list(size)}, stem)
-        if name in ("layer_norm", "group_norm", "instance_norm", "batch_norm"):
-            raise Unsupported("functional %s (use the module form)" % name)
-        if name in ("float", "to", "type", "detach", "clone"):
-            if name in ("detach", "clone"):
-                return self.tensor_arg(args[0])
-            meta = self.meta(node)
-            src = self.meta(args[0]) if isinstance(args[0], torch.fx.Node) else None
-            if src is not None and meta.dtype == src.dtype:
-                return self.tensor_arg(args[0])
-            raise Unsupported("dtype conversion (%s)" % name)
-        raise Unsupported("%s %s is not in the vocabulary" % ("method" if method else "function", name))
+        return UNHANDLED
 
     def get_attr(self, node):
         obj = self.m

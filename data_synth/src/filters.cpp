@@ -212,45 +212,26 @@ void prepare_device(const at::Device& device) {
 
 namespace {
 
-// `task` is the caller's copy: its tolerance is scaled to the outputs'
-// magnitude (FilterOptions::scale_tolerance) before any check uses it.
-std::optional<Rejected> filter(TaskSpec& task, const FilterOptions& o, FilterVerdict* verdict) {
-  double* eager_ms = &verdict->eager_ms;
-  std::shared_mutex* lock = o.device.is_cpu() ? nullptr : o.device_lock;
-  std::vector<at::Tensor> in0, out0;
-  try {
-    in0 = inputs_for(task, 0, o.device, lock);
-    out0 = run(task, in0, lock);
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    if (what.size() > 300) what = what.substr(0, 300) + "...";
-    return Rejected{"fails_to_run", what};
+// The outputs' magnitude scales the tolerance; outputs too large to scale
+// for are a blow-up.
+std::optional<Rejected> scale_tolerance(TaskSpec& task, const std::vector<at::Tensor>& out0, const FilterOptions& o,
+                                        FilterVerdict* verdict) {
+  verdict->atol_scale = atol_scale_for(out0);
+  task.tolerance = magnitude_tolerance(task.tolerance.value_or(Tolerance{}), out0);
+  if (verdict->atol_scale > o.max_atol_scale) {
+    return Rejected{"output_magnitude", "the outputs' typical magnitude needs atol x " + fmt(verdict->atol_scale) +
+                                            " (limit " + fmt(o.max_atol_scale) +
+                                            "): values that large are a blow-up, not a kernel to write"};
   }
-  if (o.scale_tolerance) {
-    verdict->atol_scale = atol_scale_for(out0);
-    task.tolerance = magnitude_tolerance(task.tolerance.value_or(Tolerance{}), out0);
-    if (verdict->atol_scale > o.max_atol_scale) {
-      return Rejected{"output_magnitude", "the outputs' typical magnitude needs atol x " + fmt(verdict->atol_scale) +
-                                              " (limit " + fmt(o.max_atol_scale) +
-                                              "): values that large are a blow-up, not a kernel to write"};
-    }
-  }
-  verdict->tolerance = task.tolerance.value_or(Tolerance{});
-  const Tolerance tol = verdict->tolerance;
-  if (auto r = check_values(task, out0, "(seed 0)", o)) return r;
-  if (auto r = constant_node(task, in0, lock)) return r;
+  return std::nullopt;
+}
 
-  if (auto why = nondeterminism(out0, run(task, in0, lock), tol, o)) return Rejected{"nondeterministic", *why};
-
-  const std::vector<at::Tensor> in1 = inputs_for(task, 1, o.device, lock);
-  const std::vector<at::Tensor> out1 = run(task, in1, lock);
-  if (auto r = check_values(task, out1, "(seed 1)", o)) return r;
-  if (max_ratio(out1, out0, tol) <= o.same_fraction) {
-    return Rejected{"seed_insensitive", "outputs for input seeds 0 and 1 agree within the tolerance"};
-  }
-  // Each activation redrawn alone, the parameters held: seed_insensitive
-  // redraws weights too, so an output that only the weights move (a bias
-  // after a dead GEMM) would pass it.
+// Each activation redrawn alone, the parameters held: seed_insensitive
+// redraws weights too, so an output that only the weights move (a bias
+// after a dead GEMM) would pass it.
+std::optional<Rejected> activation_insensitive(const TaskSpec& task, const std::vector<at::Tensor>& in0,
+                                               const std::vector<at::Tensor>& in1, const std::vector<at::Tensor>& out0,
+                                               const Tolerance& tol, const FilterOptions& o, std::shared_mutex* lock) {
   for (size_t j = 0; j < task.inputs.size(); ++j) {
     if (in1[j].equal(in0[j])) continue;  // an init that ignores the seed (arange, ones)
     std::vector<at::Tensor> mixed = in0;
@@ -263,13 +244,10 @@ std::optional<Rejected> filter(TaskSpec& task, const FilterOptions& o, FilterVer
                                                     fmt(100 * o.insensitive_share) + " %): a kernel need not read it"};
     }
   }
+  return std::nullopt;
+}
 
-  const double precision = max_ratio(out0, run(task, in0, lock, at::kDouble), tol);
-  if (precision > o.precision_fraction) {
-    return Rejected{"reference_precision", "the reference differs from its float64 evaluation by " + fmt(precision) +
-                                               " of the tolerance (limit " + fmt(o.precision_fraction) + ")"};
-  }
-
+std::optional<Rejected> shape_variant_fails(const TaskSpec& task, const FilterOptions& o, std::shared_mutex* lock) {
   for (size_t v = 0; v < task.shape_variants.size(); ++v) {
     const TaskSpec tv = task.with_variant(v);
     const std::string where = "(shape variant " + std::to_string(v + 1) + ")";
@@ -281,7 +259,14 @@ std::optional<Rejected> filter(TaskSpec& task, const FilterOptions& o, FilterVer
     }
     if (auto r = check_values(tv, out, where, o)) return r;
   }
+  return std::nullopt;
+}
 
+// An op whose removal (its input passed through in its place) leaves the
+// outputs unchanged.
+std::optional<Rejected> noop_op(const TaskSpec& task, const std::vector<at::Tensor>& in0,
+                                const std::vector<at::Tensor>& out0, const Tolerance& tol, const FilterOptions& o,
+                                std::shared_mutex* lock) {
   for (size_t i = 0; i < task.nodes.size(); ++i) {
     for (size_t slot = 0; slot < task.nodes[i].in.size(); ++slot) {
       const std::optional<TaskSpec> ablated = without_node(task, i, slot);
@@ -298,7 +283,13 @@ std::optional<Rejected> filter(TaskSpec& task, const FilterOptions& o, FilterVer
       }
     }
   }
+  return std::nullopt;
+}
 
+// Times the eager reference into `eager_ms`; far outside the window means
+// the cost model missed.
+std::optional<Rejected> outside_runtime_window(const TaskSpec& task, const std::vector<at::Tensor>& in0,
+                                               const FilterOptions& o, double* eager_ms) {
   *eager_ms = time_eager(task, in0, o);
   const double far = std::max(1.0, o.far_outside);
   const double far_lo = o.window.lo_ms / far, far_hi = o.window.hi_ms * far;
@@ -308,6 +299,47 @@ std::optional<Rejected> filter(TaskSpec& task, const FilterOptions& o, FilterVer
                                           fmt(o.window.hi_ms) + "] ms: the cost model missed it"};
   }
   return std::nullopt;
+}
+
+// `task` is the caller's copy: its tolerance is scaled to the outputs'
+// magnitude (FilterOptions::scale_tolerance) before any check uses it.
+std::optional<Rejected> filter(TaskSpec& task, const FilterOptions& o, FilterVerdict* verdict) {
+  std::shared_mutex* lock = o.device.is_cpu() ? nullptr : o.device_lock;
+  std::vector<at::Tensor> in0, out0;
+  try {
+    in0 = inputs_for(task, 0, o.device, lock);
+    out0 = run(task, in0, lock);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    if (what.size() > 300) what = what.substr(0, 300) + "...";
+    return Rejected{"fails_to_run", what};
+  }
+  if (o.scale_tolerance) {
+    if (auto r = scale_tolerance(task, out0, o, verdict)) return r;
+  }
+  verdict->tolerance = task.tolerance.value_or(Tolerance{});
+  const Tolerance tol = verdict->tolerance;
+  if (auto r = check_values(task, out0, "(seed 0)", o)) return r;
+  if (auto r = constant_node(task, in0, lock)) return r;
+
+  if (auto why = nondeterminism(out0, run(task, in0, lock), tol, o)) return Rejected{"nondeterministic", *why};
+
+  const std::vector<at::Tensor> in1 = inputs_for(task, 1, o.device, lock);
+  const std::vector<at::Tensor> out1 = run(task, in1, lock);
+  if (auto r = check_values(task, out1, "(seed 1)", o)) return r;
+  if (max_ratio(out1, out0, tol) <= o.same_fraction) {
+    return Rejected{"seed_insensitive", "outputs for input seeds 0 and 1 agree within the tolerance"};
+  }
+  if (auto r = activation_insensitive(task, in0, in1, out0, tol, o, lock)) return r;
+
+  const double precision = max_ratio(out0, run(task, in0, lock, at::kDouble), tol);
+  if (precision > o.precision_fraction) {
+    return Rejected{"reference_precision", "the reference differs from its float64 evaluation by " + fmt(precision) +
+                                               " of the tolerance (limit " + fmt(o.precision_fraction) + ")"};
+  }
+  if (auto r = shape_variant_fails(task, o, lock)) return r;
+  if (auto r = noop_op(task, in0, out0, tol, o, lock)) return r;
+  return outside_runtime_window(task, in0, o, &verdict->eager_ms);
 }
 
 }  // namespace

@@ -40,6 +40,23 @@ struct SlotResult {
   int judge_retries = 0;  // system errors of the judge retried, over every attempt of the slot
 };
 
+// An attempt's sampled task on its way through the checks; `reason` names
+// the first check that rejected it (empty while none has).
+struct Candidate {
+  std::optional<SampledShapes> shapes;
+  double headroom = 0;
+  NearestProblem nearest;
+  std::string hash;
+  FilterVerdict verdict;
+  std::string reason, detail;
+};
+
+// Where an accepted attempt's time went, for its slots.jsonl record.
+struct AttemptSeconds {
+  double filter_s = 0;
+  double baseline_s = 0;
+};
+
 struct Job {
   int64_t slot = 0;
   int first_attempt = 0;
@@ -234,145 +251,185 @@ class Run {
       if (stopping()) break;
       const uint64_t seed = derive_seed(c_.seed, {static_cast<uint64_t>(job.slot), static_cast<uint64_t>(k)});
       const auto t0 = std::chrono::steady_clock::now();
-      std::string reason, detail;
       count_attempt();
-      std::optional<SampledShapes> shapes;
-      try {
-        auto sampled = sample_shapes(seed, c_.compose, c_.shapes, *profile_);
-        if (auto* rej = std::get_if<ShapeRejection>(&sampled)) {
-          reason = rej->reason;
-          detail = rej->detail;
-        } else {
-          shapes = std::move(std::get<SampledShapes>(sampled));
-        }
-      } catch (const InputError& e) {
-        reason = "compose_invalid";
-        detail = e.what();
-      }
-      double headroom = 0;
-      if (reason.empty()) {
-        headroom = predicted_headroom(shapes->task, *profile_, c_.backend);
-        if (!c_.headroom_range.empty() && (headroom < c_.headroom_range[0] || headroom > c_.headroom_range[1])) {
-          reason = "headroom_range";
-          detail = "predicted headroom " + std::to_string(headroom) + " outside the range asked for";
-        }
-      }
-      NearestProblem nearest;
-      std::string hash;
-      if (reason.empty()) {
-        nearest = signatures_.judge(shapes->task, *profile_);
-        hash = canonical_graph_hash(shapes->task);
-        if (!nearest.problem.empty() && nearest.distance <= c_.contamination_threshold) {
-          reason = "contaminated";
-          detail = nearest.problem + " at distance " + std::to_string(nearest.distance);
-        } else if (is_committed(hash)) {
-          reason = "duplicate";
-        }
-      }
-      FilterVerdict verdict;
-      if (reason.empty()) {
-        verdict = run_filters(shapes->task, filter_);
-        if (!verdict.passed) {
-          reason = verdict.reason;
-          detail = verdict.detail;
-        }
-      }
-      if (!reason.empty()) {
-        ++r.rejections[reason];
+      Candidate candidate = screen_attempt(seed);
+      if (!candidate.reason.empty()) {
         // Which rule rejected it (equal, contains, edit, dominant, pointwise,
         // subgraph): the card counts them under the reason.
-        if (reason == "contaminated") ++r.rejections[kContaminatedBy + nearest.relation];
-        r.last_rejection = reason + (detail.empty() ? "" : ": " + detail);
-        count_rejection(reason);
+        if (candidate.reason == "contaminated") ++r.rejections[kContaminatedBy + candidate.nearest.relation];
+        reject_attempt(r, candidate.reason, candidate.detail);
         continue;
       }
       const double filter_s = seconds_since(t0);
-      TaskSpec task = std::move(shapes->task);
-      // The tolerance the filters applied: scaled to the outputs' magnitude.
-      task.tolerance = verdict.tolerance;
-      task.id = "synth/" + hash.substr(0, 16);
-      task.description = "Synthesized graph: " + shapes->pattern;
-      task.meta = {{"synth",
-                    {{"seed", std::to_string(c_.seed)},
-                     {"slot", job.slot},
-                     {"attempt", k},
-                     {"pattern", shapes->pattern},
-                     {"graph_hash", hash},
-                     {"batch", shapes->batch},
-                     {"predicted_ms", shapes->predicted_ms},
-                     {"atol_scale", verdict.atol_scale},
-                     {"backend", c_.backend}}},
-                   {"nearest_kernelbench", nearest.to_json()}};
+      TaskSpec task = describe_task(candidate, job.slot, k);
       const auto b0 = std::chrono::steady_clock::now();
-      BaselineResult base;
       int retries = 0;
-      if (baseline_) {
-        // On a GPU the judge times the reference in its own process: hold
-        // the device exclusively, as the in-process timing does, so that no
-        // other slot's filter work runs on it meanwhile.
-        std::unique_lock<std::shared_mutex> exclusive;
-        if (filter_.device_lock) exclusive = std::unique_lock<std::shared_mutex>(*filter_.device_lock);
-        // What this process's allocator keeps cached is memory the judge,
-        // another process, cannot have.
-        release_cached_device_memory(filter_.device);
-        base = judge(task, &retries);
-      } else {
-        base.error = "no baseline callback";
-      }
+      const BaselineResult base = judge_exclusively(task, &retries);
       r.judge_retries += retries;
       // Stopped meanwhile (the judge may have been interrupted with us): this
       // attempt's outcome is not trusted; a rerun redoes the slot.
       if (stopping()) break;
-      if (baseline_ && !base.error.empty() && base.invalid.empty()) {
-        // A task is committed only with the judge's check behind it: a
-        // system error that outlived its retries rejects the attempt, and
-        // the slot moves on (a system error is never a verdict:
-        // docs/architecture.md#blame).
-        ++r.rejections["judge_error"];
-        r.last_rejection = "judge_error: " + base.error;
-        count_rejection("judge_error");
+      const auto [reason, detail] = judge_rejection(base);
+      if (!reason.empty()) {
+        reject_attempt(r, reason, detail);
         continue;
       }
-      if (!base.invalid.empty()) {
-        // The judge's own reference check refused what the filters passed:
-        // the judge decides, the attempt is rejected.
-        ++r.rejections["judge_check"];
-        r.last_rejection = "judge_check: " + base.invalid;
-        count_rejection("judge_check");
-        continue;
-      }
-      if (base.eager_ms) {
-        task.baselines = Baselines{base.device, base.eager_ms, std::nullopt};
-      }
-      // Labels a trainer selects by: the difficulty (measured eager time
-      // against the roofline of the device it was measured on) and the
-      // op-graph family the split keeps whole.
-      task.meta["difficulty"] = difficulty_label(task, c_.backend, headroom);
-      task.meta["family"] = family_name(family_core(task));
-      r.attempt = k;
-      r.graph_hash = hash;
-      r.record = {{"slot", job.slot},
-                  {"task_id", task.id},
-                  {"attempt", k},
-                  {"pattern", shapes->pattern},
-                  {"ops", task.nodes.size()},
-                  {"dtype", dtype_name(task.inputs.front().dtype)},
-                  {"predicted_ms", shapes->predicted_ms},
-                  {"measured_ms", verdict.eager_ms},
-                  {"measured_in_window", verdict.measured_in_window},
-                  {"bytes", shapes->bytes},
-                  {"filter_s", filter_s},
-                  {"baseline_s", seconds_since(b0)},
-                  {"baseline", base.eager_ms ? json(*base.eager_ms) : json(nullptr)},
-                  {"baseline_device", base.device},
-                  {"baseline_error", base.error},
-                  {"baseline_detail", base.detail},
-                  {"judge_retries", r.judge_retries}};
-      r.task = std::move(task);
+      accept_attempt(r, std::move(task), candidate, base, k, {filter_s, seconds_since(b0)});
       return r;
     }
     r.exhausted = !stopping();
     return r;
+  }
+
+  // Samples an attempt's graph and shapes and runs the checks on it, the
+  // cheapest first: the predicted headroom, contamination and duplicates, then
+  // the filters. Stops at the first check that rejects it.
+  Candidate screen_attempt(uint64_t seed) {
+    Candidate c = sample_candidate(seed);
+    if (c.reason.empty()) check_headroom(c);
+    if (c.reason.empty()) check_novelty(c);
+    if (c.reason.empty()) check_filters(c);
+    return c;
+  }
+
+  Candidate sample_candidate(uint64_t seed) const {
+    Candidate c;
+    try {
+      auto sampled = sample_shapes(seed, c_.compose, c_.shapes, *profile_);
+      if (auto* rej = std::get_if<ShapeRejection>(&sampled)) {
+        c.reason = rej->reason;
+        c.detail = rej->detail;
+      } else {
+        c.shapes = std::move(std::get<SampledShapes>(sampled));
+      }
+    } catch (const InputError& e) {
+      c.reason = "compose_invalid";
+      c.detail = e.what();
+    }
+    return c;
+  }
+
+  void check_headroom(Candidate& c) const {
+    c.headroom = predicted_headroom(c.shapes->task, *profile_, c_.backend);
+    if (!c_.headroom_range.empty() && (c.headroom < c_.headroom_range[0] || c.headroom > c_.headroom_range[1])) {
+      c.reason = "headroom_range";
+      c.detail = "predicted headroom " + std::to_string(c.headroom) + " outside the range asked for";
+    }
+  }
+
+  // Too near a KernelBench problem, or a graph already committed.
+  void check_novelty(Candidate& c) {
+    c.nearest = signatures_.judge(c.shapes->task, *profile_);
+    c.hash = canonical_graph_hash(c.shapes->task);
+    if (!c.nearest.problem.empty() && c.nearest.distance <= c_.contamination_threshold) {
+      c.reason = "contaminated";
+      c.detail = c.nearest.problem + " at distance " + std::to_string(c.nearest.distance);
+    } else if (is_committed(c.hash)) {
+      c.reason = "duplicate";
+    }
+  }
+
+  void check_filters(Candidate& c) const {
+    c.verdict = run_filters(c.shapes->task, filter_);
+    if (!c.verdict.passed) {
+      c.reason = c.verdict.reason;
+      c.detail = c.verdict.detail;
+    }
+  }
+
+  void reject_attempt(SlotResult& r, const std::string& reason, const std::string& detail) {
+    ++r.rejections[reason];
+    r.last_rejection = reason + (detail.empty() ? "" : ": " + detail);
+    count_rejection(reason);
+  }
+
+  // The task of a screened candidate, named by its graph hash, with the
+  // synthesis facts in its meta. Takes the candidate's task.
+  TaskSpec describe_task(Candidate& c, int64_t slot, int attempt) const {
+    TaskSpec task = std::move(c.shapes->task);
+    // The tolerance the filters applied: scaled to the outputs' magnitude.
+    task.tolerance = c.verdict.tolerance;
+    task.id = "synth/" + c.hash.substr(0, 16);
+    task.description = "Synthesized graph: " + c.shapes->pattern;
+    task.meta = {{"synth",
+                  {{"seed", std::to_string(c_.seed)},
+                   {"slot", slot},
+                   {"attempt", attempt},
+                   {"pattern", c.shapes->pattern},
+                   {"graph_hash", c.hash},
+                   {"batch", c.shapes->batch},
+                   {"predicted_ms", c.shapes->predicted_ms},
+                   {"atol_scale", c.verdict.atol_scale},
+                   {"backend", c_.backend}}},
+                 {"nearest_kernelbench", c.nearest.to_json()}};
+    return task;
+  }
+
+  // The judge's baseline for `task`, asked with the device held.
+  BaselineResult judge_exclusively(const TaskSpec& task, int* retries) {
+    if (!baseline_) {
+      BaselineResult base;
+      base.error = "no baseline callback";
+      return base;
+    }
+    // On a GPU the judge times the reference in its own process: hold
+    // the device exclusively, as the in-process timing does, so that no
+    // other slot's filter work runs on it meanwhile.
+    std::unique_lock<std::shared_mutex> exclusive;
+    if (filter_.device_lock) exclusive = std::unique_lock<std::shared_mutex>(*filter_.device_lock);
+    // What this process's allocator keeps cached is memory the judge,
+    // another process, cannot have.
+    release_cached_device_memory(filter_.device);
+    return judge(task, retries);
+  }
+
+  // The reason and detail with which the judge's answer rejects the attempt;
+  // an empty reason when it does not.
+  std::pair<std::string, std::string> judge_rejection(const BaselineResult& base) const {
+    if (baseline_ && !base.error.empty() && base.invalid.empty()) {
+      // A task is committed only with the judge's check behind it: a
+      // system error that outlived its retries rejects the attempt, and
+      // the slot moves on (a system error is never a verdict:
+      // docs/architecture.md#blame).
+      return {"judge_error", base.error};
+    }
+    // The judge's own reference check refused what the filters passed:
+    // the judge decides, the attempt is rejected.
+    if (!base.invalid.empty()) return {"judge_check", base.invalid};
+    return {};
+  }
+
+  // Labels the accepted task and writes its slots.jsonl record into `r`.
+  void accept_attempt(SlotResult& r, TaskSpec task, const Candidate& c, const BaselineResult& base, int attempt,
+                      const AttemptSeconds& seconds) const {
+    if (base.eager_ms) {
+      task.baselines = Baselines{base.device, base.eager_ms, std::nullopt};
+    }
+    // Labels a trainer selects by: the difficulty (measured eager time
+    // against the roofline of the device it was measured on) and the
+    // op-graph family the split keeps whole.
+    task.meta["difficulty"] = difficulty_label(task, c_.backend, c.headroom);
+    task.meta["family"] = family_name(family_core(task));
+    r.attempt = attempt;
+    r.graph_hash = c.hash;
+    r.record = {{"slot", r.slot},
+                {"task_id", task.id},
+                {"attempt", attempt},
+                {"pattern", c.shapes->pattern},
+                {"ops", task.nodes.size()},
+                {"dtype", dtype_name(task.inputs.front().dtype)},
+                {"predicted_ms", c.shapes->predicted_ms},
+                {"measured_ms", c.verdict.eager_ms},
+                {"measured_in_window", c.verdict.measured_in_window},
+                {"bytes", c.shapes->bytes},
+                {"filter_s", seconds.filter_s},
+                {"baseline_s", seconds.baseline_s},
+                {"baseline", base.eager_ms ? json(*base.eager_ms) : json(nullptr)},
+                {"baseline_device", base.device},
+                {"baseline_error", base.error},
+                {"baseline_detail", base.detail},
+                {"judge_retries", r.judge_retries}};
+    r.task = std::move(task);
   }
 
   // The judge's answer for `task`: a system error (an answer that is neither

@@ -31,6 +31,8 @@ struct ZmqPolicy::Impl {
   std::string protocol_error;  // the server speaks another protocol version
   std::string server_summary;  // for describe()
 
+  class ActExchange;
+
   explicit Impl(ZmqPolicyConfig c) : config(std::move(c)) {
     socket.set(zmq::sockopt::linger, 0);
     socket.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(config.max_message_bytes));
@@ -76,6 +78,120 @@ struct ZmqPolicy::Impl {
       }
     }
   }
+};
+
+// One act(): the requests cut into batches of at most max_batch, each sent
+// with its own id and deadline. A batch past its deadline is sent again, up
+// to config.retries times, then fails; a batch's error lands in the replies
+// of its requests.
+class ZmqPolicy::Impl::ActExchange {
+ public:
+  ActExchange(Impl& impl, const std::vector<PolicyRequest>& requests, std::vector<PolicyReply>& out,
+              Clock::duration timeout)
+      : impl_(impl), requests_(requests), out_(out), timeout_(timeout) {}
+
+  void run(size_t max_batch) {
+    for (size_t begin = 0; begin < requests_.size(); begin += max_batch) {
+      Batch b;
+      b.begin = begin;
+      b.end = std::min(requests_.size(), begin + max_batch);
+      send(b);
+    }
+    while (!open_.empty()) {
+      std::optional<rpc::Reply> reply = impl_.receive(earliest_deadline());
+      if (!reply) {
+        resend_or_fail_expired();
+        continue;
+      }
+      take_reply(*reply);
+    }
+  }
+
+ private:
+  struct Batch {
+    size_t begin = 0, end = 0;
+    int attempts = 0;
+    Clock::time_point sent;
+    Clock::time_point deadline;
+  };
+
+  Clock::time_point earliest_deadline() const {
+    Clock::time_point first = open_.begin()->second.deadline;
+    for (const auto& [id, b] : open_) first = std::min(first, b.deadline);
+    return first;
+  }
+
+  void fail(const Batch& b, const std::string& why) {
+    for (size_t i = b.begin; i < b.end; ++i) out_[i].error = why;
+  }
+
+  void send(Batch b) {
+    json params = wire::encode_act_params(requests_, b.begin, b.end);
+    const uint64_t id = impl_.next_id++;
+    b.attempts += 1;
+    b.sent = Clock::now();
+    b.deadline = b.sent + timeout_;
+    try {
+      impl_.send(id, "act", params);
+      open_[id] = b;
+    } catch (const std::exception& e) {
+      fail(b, std::string("could not send to the policy server: ") + e.what());
+    }
+  }
+
+  // Every batch past its deadline: resend or give up.
+  void resend_or_fail_expired() {
+    const ZmqPolicyConfig& c = impl_.config;
+    const auto now = Clock::now();
+    for (auto it = open_.begin(); it != open_.end();) {
+      if (it->second.deadline > now) {
+        ++it;
+        continue;
+      }
+      Batch b = it->second;
+      it = open_.erase(it);
+      if (b.attempts <= c.retries) {
+        send(b);
+      } else {
+        fail(b, "the policy server at " + c.endpoint + " did not answer within " + std::to_string(c.timeout_s) +
+                    " s (" + std::to_string(b.attempts) + " attempts)");
+      }
+    }
+  }
+
+  // A reply to an open batch closes it with the batch's replies or its error.
+  void take_reply(const rpc::Reply& reply) {
+    if (reply.id.is_null() && !reply.ok) {
+      // Unroutable garbage: it cannot be matched to a batch, but a server that
+      // sends it answers no batch properly; the batches time out.
+      return;
+    }
+    if (!reply.id.is_number_unsigned()) return;
+    auto it = open_.find(reply.id.get<uint64_t>());
+    if (it == open_.end()) return;  // a late reply to a batch already resent or given up
+    const Batch b = it->second;
+    open_.erase(it);
+    const double latency = std::chrono::duration<double, std::milli>(Clock::now() - b.sent).count();
+    if (!reply.ok) {
+      fail(b, "the policy server answered " + reply.code + ": " + reply.message);
+      return;
+    }
+    try {
+      std::vector<PolicyReply> got = wire::decode_act_result(reply.result, b.end - b.begin);
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (!(got[i].latency_ms > 0)) got[i].latency_ms = latency;
+        out_[b.begin + i] = std::move(got[i]);
+      }
+    } catch (const InputError& e) {
+      fail(b, std::string("the policy server sent a malformed reply: ") + e.what());
+    }
+  }
+
+  Impl& impl_;
+  const std::vector<PolicyRequest>& requests_;
+  std::vector<PolicyReply>& out_;
+  const Clock::duration timeout_;
+  std::map<uint64_t, Batch> open_;  // request id -> batch
 };
 
 namespace {
@@ -169,84 +285,7 @@ std::vector<PolicyReply> ZmqPolicy::act(const std::vector<PolicyRequest>& reques
     for (auto& r : out) r.error = impl_->protocol_error;
     return out;
   }
-  const size_t max_batch = impl_->batch;
-  struct Batch {
-    size_t begin = 0, end = 0;
-    int attempts = 0;
-    Clock::time_point sent;
-    Clock::time_point deadline;
-  };
-  std::map<uint64_t, Batch> open;  // request id -> batch
-  auto fail = [&](const Batch& b, const std::string& why) {
-    for (size_t i = b.begin; i < b.end; ++i) out[i].error = why;
-  };
-  auto send = [&](Batch b) {
-    json params = wire::encode_act_params(requests, b.begin, b.end);
-    const uint64_t id = impl_->next_id++;
-    b.attempts += 1;
-    b.sent = Clock::now();
-    b.deadline = b.sent + timeout;
-    try {
-      impl_->send(id, "act", params);
-      open[id] = b;
-    } catch (const std::exception& e) {
-      fail(b, std::string("could not send to the policy server: ") + e.what());
-    }
-  };
-  for (size_t begin = 0; begin < requests.size(); begin += max_batch) {
-    Batch b;
-    b.begin = begin;
-    b.end = std::min(requests.size(), begin + max_batch);
-    send(b);
-  }
-  while (!open.empty()) {
-    Clock::time_point first = open.begin()->second.deadline;
-    for (const auto& [id, b] : open) first = std::min(first, b.deadline);
-    std::optional<rpc::Reply> reply = impl_->receive(first);
-    if (!reply) {
-      // Every batch past its deadline: resend or give up.
-      const auto now = Clock::now();
-      for (auto it = open.begin(); it != open.end();) {
-        if (it->second.deadline > now) {
-          ++it;
-          continue;
-        }
-        Batch b = it->second;
-        it = open.erase(it);
-        if (b.attempts <= c.retries) {
-          send(b);
-        } else {
-          fail(b, "the policy server at " + c.endpoint + " did not answer within " + std::to_string(c.timeout_s) +
-                      " s (" + std::to_string(b.attempts) + " attempts)");
-        }
-      }
-      continue;
-    }
-    if (reply->id.is_null() && !reply->ok) {
-      // Unroutable garbage: it cannot be matched to a batch, but a server that
-      // sends it answers no batch properly; the batches time out.
-      continue;
-    }
-    if (!reply->id.is_number_unsigned()) continue;
-    auto it = open.find(reply->id.get<uint64_t>());
-    if (it == open.end()) continue;  // a late reply to a batch already resent or given up
-    const Batch b = it->second;
-    open.erase(it);
-    const double latency = std::chrono::duration<double, std::milli>(Clock::now() - b.sent).count();
-    if (!reply->ok) {
-      fail(b, "the policy server answered " + reply->code + ": " + reply->message);
-      continue;
-    }
-    try {
-      std::vector<PolicyReply> got = wire::decode_act_result(reply->result, b.end - b.begin);
-      for (size_t i = 0; i < got.size(); ++i) {
-        if (!(got[i].latency_ms > 0)) got[i].latency_ms = latency;
-        out[b.begin + i] = std::move(got[i]);
-      }
-    } catch (const InputError& e) {
-      fail(b, std::string("the policy server sent a malformed reply: ") + e.what());
-    }
-  }
+  Impl::ActExchange(*impl_, requests, out, timeout).run(impl_->batch);
   return out;
 }
 

@@ -99,30 +99,54 @@ double ReevalRow::spread() const {
   return *hi - *lo;
 }
 
-ReevalReport reevaluate(const std::vector<RecordedEpisode>& episodes, const TaskLookup& tasks,
-                        const env::EnvConfig& config, const ReevalOptions& options,
-                        const std::function<void(size_t, size_t)>& progress) {
-  ReevalReport report;
-  report.backend = env::backend_name(config.backend);
-  const std::vector<SolutionMode> modes =
-      config.backend == env::BackendKind::kCpu
-          ? std::vector<SolutionMode>{SolutionMode::kCpp}
-          : std::vector<SolutionMode>{SolutionMode::kCuda, SolutionMode::kNvrtc, SolutionMode::kTorchExt};
+namespace {
+
+// The solution modes the configured backend runs.
+std::vector<SolutionMode> backend_modes(const env::EnvConfig& config) {
+  return config.backend == env::BackendKind::kCpu
+             ? std::vector<SolutionMode>{SolutionMode::kCpp}
+             : std::vector<SolutionMode>{SolutionMode::kCuda, SolutionMode::kNvrtc, SolutionMode::kTorchExt};
+}
+
+// The row of a recorded submit, before any rerun.
+ReevalRow submit_row(const RecordedEpisode& e, const RecordedTurn& t) {
+  ReevalRow row;
+  row.trajectory_id = e.id;
+  row.task_id = e.task_id;
+  row.file = e.file;
+  row.line = e.line;
+  row.turn = t.index;
+  row.seed = e.seed.value_or(0);
+  row.recorded_outcome = t.outcome;
+  row.recorded_speedup = t.speedup;
+  row.recorded_reward = t.reward;
+  return row;
+}
+
+Job rerun_job(size_t row, const RecordedEpisode& e, const RecordedTurn& t, const TaskSpec* task) {
+  Job job;
+  job.row = row;
+  job.episode = &e;
+  job.task = task;
+  job.solution = *t.solution;
+  job.env_turn = t.env_turn;
+  if (t.step) job.compile_errors_so_far = t.step->measurement.compile_errors_so_far;
+  job.exemplars = e.exemplar_speedups;
+  return job;
+}
+
+// A row per recorded submit (up to options.max_submits) into `report`, and
+// a job for each that can be rerun here; the others say in their note why not.
+std::vector<Job> collect_jobs(const std::vector<RecordedEpisode>& episodes, const TaskLookup& tasks,
+                              const ReevalOptions& options, const std::vector<SolutionMode>& modes,
+                              ReevalReport* report) {
   std::vector<Job> jobs;
+  const auto full = [&] { return options.max_submits > 0 && report->rows.size() >= options.max_submits; };
   for (const auto& e : episodes) {
     for (const auto& t : e.turns) {
       if (t.action != "submit") continue;
-      if (options.max_submits > 0 && report.rows.size() >= options.max_submits) break;
-      ReevalRow row;
-      row.trajectory_id = e.id;
-      row.task_id = e.task_id;
-      row.file = e.file;
-      row.line = e.line;
-      row.turn = t.index;
-      row.seed = e.seed.value_or(0);
-      row.recorded_outcome = t.outcome;
-      row.recorded_speedup = t.speedup;
-      row.recorded_reward = t.reward;
+      if (full()) break;
+      ReevalRow row = submit_row(e, t);
       const TaskSpec* task = tasks ? tasks(e) : nullptr;
       if (!t.solution) {
         row.note = "no solution recorded for this submit";
@@ -130,109 +154,153 @@ ReevalReport reevaluate(const std::vector<RecordedEpisode>& episodes, const Task
         row.note = "task " + e.task_id + " is unknown: pass its task set with --tasks";
       } else if (!mode_available(modes, t.solution->mode)) {
         row.note = "mode " + solution_mode_name(t.solution->mode) + " needs another backend (this one, " +
-                   report.backend + ", runs " + modes_text(modes) + ")";
+                   report->backend + ", runs " + modes_text(modes) + ")";
       } else {
-        Job job;
-        job.row = report.rows.size();
-        job.episode = &e;
-        job.task = task;
-        job.solution = *t.solution;
-        job.env_turn = t.env_turn;
-        if (t.step) job.compile_errors_so_far = t.step->measurement.compile_errors_so_far;
-        job.exemplars = e.exemplar_speedups;
-        jobs.push_back(std::move(job));
+        jobs.push_back(rerun_job(report->rows.size(), e, t, task));
         if (!e.seed) row.note = "no reset seed recorded: seed 0 used";
       }
-      report.rows.push_back(std::move(row));
+      report->rows.push_back(std::move(row));
     }
-    if (options.max_submits > 0 && report.rows.size() >= options.max_submits) break;
+    if (full()) break;
   }
+  return jobs;
+}
+
+// Say so when the trajectories were recorded under another reward or on
+// another backend: the comparison is then about different things.
+void note_recording_differences(const std::vector<Job>& jobs, const reward::RewardFunction& reward_fn,
+                                ReevalReport* report) {
+  for (const Job& job : jobs) {
+    ReevalRow& row = report->rows[job.row];
+    const RecordedEpisode& e = *job.episode;
+    std::string note;
+    if (!e.recorded_reward.empty() && e.recorded_reward != reward_fn.name()) {
+      note = "recorded with reward " + e.recorded_reward + ", re-scored with " + reward_fn.name() +
+             " (pass the recording's --config or --reward)";
+    }
+    if (!e.recorded_backend.empty() && e.recorded_backend != report->backend) {
+      note += (note.empty() ? "" : "; ") + std::string("recorded on the ") + e.recorded_backend + " backend";
+    }
+    if (!note.empty()) append_note(&row, note);
+  }
+}
+
+// Runs every job options.repeats times over a pool of environments, as many
+// at once as it has slots, and scores each run into the job's row.
+class RunScheduler {
+ public:
+  RunScheduler(std::vector<Job>& jobs, ReevalReport& report, const env::EnvConfig& config, const ReevalOptions& options,
+               const reward::RewardFunction& reward_fn, const std::function<void(size_t, size_t)>& progress)
+      : jobs_(jobs),
+        report_(report),
+        reward_fn_(reward_fn),
+        progress_(progress),
+        total_(jobs.size() * static_cast<size_t>(std::max(1, options.repeats))),
+        slots_(std::max(1, std::min<int>(options.parallel, static_cast<int>(total_)))),
+        pool_(config, slots_) {
+    for (int r = 0; r < std::max(1, options.repeats); ++r) {
+      for (size_t j = 0; j < jobs.size(); ++j) queue_.push_back(j);
+    }
+    for (int s = slots_ - 1; s >= 0; --s) free_slots_.push_back(s);
+  }
+
+  void run_all() {
+    while (!queue_.empty() || !running_.empty()) {
+      start_runs();
+      if (running_.empty()) continue;
+      for (auto& step : pool_.recv(1)) finish_run(step);
+    }
+  }
+
+ private:
+  // Submits queued runs on the free slots.
+  void start_runs() {
+    while (!queue_.empty() && !free_slots_.empty()) {
+      const size_t j = queue_.front();
+      queue_.pop_front();
+      Job& job = jobs_[j];
+      ReevalRow& row = report_.rows[job.row];
+      if (job.refused) {
+        ++done_;
+        continue;
+      }
+      const int slot = free_slots_.back();
+      try {
+        pool_.reset(slot, *job.task, row.seed);
+      } catch (const InputError& e) {
+        // The task itself is refused (it does not type-check here): every
+        // run of it would be.
+        append_note(&row, std::string("the environment refused the task: ") + e.what());
+        job.refused = true;
+        ++done_;
+        continue;
+      }
+      free_slots_.pop_back();
+      Action submit;
+      submit.type = ActionType::kSubmit;
+      submit.solution = job.solution;
+      pool_.send({submit}, {slot});
+      running_[slot] = j;
+    }
+  }
+
+  void finish_run(const env::EnvStep& step) {
+    const size_t j = running_.at(step.env_id);
+    running_.erase(step.env_id);
+    free_slots_.push_back(step.env_id);
+    Job& job = jobs_[j];
+    ++report_.runs;
+    ++done_;
+    const env::StepInfo& info = step.result.info;
+    if (info.system_error()) {
+      ++job.system_errors;
+      job.last_system_error = info.error->message;
+    } else {
+      score_run(job, info.measurement, &report_.rows[job.row]);
+    }
+    if (progress_) progress_(done_, total_);
+  }
+
+  // Scores the run as the recorded turn was scored: its turn, its count of
+  // compile errors and its exemplars.
+  void score_run(const Job& job, Measurement m, ReevalRow* row) const {
+    m.turn = job.env_turn;
+    if (job.compile_errors_so_far >= 0) m.compile_errors_so_far = job.compile_errors_so_far;
+    reward::RewardContext ctx;
+    ctx.exemplar_speedups = job.exemplars;
+    row->rewards.push_back(reward_fn_.compute(m, ctx).total);
+    row->outcomes.push_back(outcome_name(m.outcome));
+    row->speedups.push_back(m.speedup_eager);
+  }
+
+  std::vector<Job>& jobs_;
+  ReevalReport& report_;
+  const reward::RewardFunction& reward_fn_;
+  const std::function<void(size_t, size_t)>& progress_;
+  const size_t total_;
+  const int slots_;
+  env::EnvPool pool_;
+  std::deque<size_t> queue_;  // job indices, one entry per run
+  std::vector<int> free_slots_;
+  std::map<int, size_t> running_;  // slot -> job
+  size_t done_ = 0;
+};
+
+}  // namespace
+
+ReevalReport reevaluate(const std::vector<RecordedEpisode>& episodes, const TaskLookup& tasks,
+                        const env::EnvConfig& config, const ReevalOptions& options,
+                        const std::function<void(size_t, size_t)>& progress) {
+  ReevalReport report;
+  report.backend = env::backend_name(config.backend);
+  std::vector<Job> jobs = collect_jobs(episodes, tasks, options, backend_modes(config), &report);
   if (!jobs.empty()) {
     const reward::RewardFunction reward_fn = reward::RewardFunction::load(config.reward.function);
-    // Say so when the trajectories were recorded under another reward or on
-    // another backend: the comparison is then about different things.
+    note_recording_differences(jobs, reward_fn, &report);
+    RunScheduler(jobs, report, config, options, reward_fn, progress).run_all();
     for (const Job& job : jobs) {
-      ReevalRow& row = report.rows[job.row];
-      const RecordedEpisode& e = *job.episode;
-      std::string note;
-      if (!e.recorded_reward.empty() && e.recorded_reward != reward_fn.name()) {
-        note = "recorded with reward " + e.recorded_reward + ", re-scored with " + reward_fn.name() +
-               " (pass the recording's --config or --reward)";
-      }
-      if (!e.recorded_backend.empty() && e.recorded_backend != report.backend) {
-        note += (note.empty() ? "" : "; ") + std::string("recorded on the ") + e.recorded_backend + " backend";
-      }
-      if (!note.empty()) append_note(&row, note);
-    }
-    const size_t total = jobs.size() * static_cast<size_t>(std::max(1, options.repeats));
-    const int slots = std::max(1, std::min<int>(options.parallel, static_cast<int>(total)));
-    env::EnvPool pool(config, slots);
-    std::deque<size_t> queue;  // job indices, one entry per run
-    for (int r = 0; r < std::max(1, options.repeats); ++r) {
-      for (size_t j = 0; j < jobs.size(); ++j) queue.push_back(j);
-    }
-    std::vector<int> free_slots;
-    for (int s = slots - 1; s >= 0; --s) free_slots.push_back(s);
-    std::map<int, size_t> running;  // slot -> job
-    size_t done = 0;
-    while (!queue.empty() || !running.empty()) {
-      while (!queue.empty() && !free_slots.empty()) {
-        const size_t j = queue.front();
-        queue.pop_front();
-        Job& job = jobs[j];
-        ReevalRow& row = report.rows[job.row];
-        if (job.refused) {
-          ++done;
-          continue;
-        }
-        const int slot = free_slots.back();
-        try {
-          pool.reset(slot, *job.task, row.seed);
-        } catch (const InputError& e) {
-          // The task itself is refused (it does not type-check here): every
-          // run of it would be.
-          append_note(&row, std::string("the environment refused the task: ") + e.what());
-          job.refused = true;
-          ++done;
-          continue;
-        }
-        free_slots.pop_back();
-        Action submit;
-        submit.type = ActionType::kSubmit;
-        submit.solution = job.solution;
-        pool.send({submit}, {slot});
-        running[slot] = j;
-      }
-      if (running.empty()) continue;
-      for (auto& step : pool.recv(1)) {
-        const size_t j = running.at(step.env_id);
-        running.erase(step.env_id);
-        free_slots.push_back(step.env_id);
-        Job& job = jobs[j];
-        ReevalRow& row = report.rows[job.row];
-        ++report.runs;
-        ++done;
-        const env::StepInfo& info = step.result.info;
-        if (info.system_error()) {
-          ++job.system_errors;
-          job.last_system_error = info.error->message;
-        } else {
-          Measurement m = info.measurement;
-          m.turn = job.env_turn;
-          if (job.compile_errors_so_far >= 0) m.compile_errors_so_far = job.compile_errors_so_far;
-          reward::RewardContext ctx;
-          ctx.exemplar_speedups = job.exemplars;
-          row.rewards.push_back(reward_fn.compute(m, ctx).total);
-          row.outcomes.push_back(outcome_name(m.outcome));
-          row.speedups.push_back(m.speedup_eager);
-        }
-        if (progress) progress(done, total);
-      }
-    }
-    for (const Job& job : jobs) {
-      ReevalRow& row = report.rows[job.row];
       if (job.refused) continue;
-      decide(&row, job, options);
+      decide(&report.rows[job.row], job, options);
     }
   }
   for (const auto& row : report.rows) ++report.verdicts[reeval_verdict_name(row.verdict)];

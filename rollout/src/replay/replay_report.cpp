@@ -134,9 +134,8 @@ void group_table(std::ostringstream& h, const std::string& title, const std::vec
   h << "</table>\n";
 }
 
-std::string render_html(const ReplayAnalysis& a, const std::vector<std::pair<std::string, std::string>>& plots,
-                        const std::string& plot_error) {
-  std::ostringstream h;
+// The page's head and the overview paragraph of the whole set.
+void overview_section(std::ostringstream& h, const ReplayAnalysis& a) {
   const GroupSummary& o = a.summary.overall;
   h << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>KernelForge replay</title>\n<style>"
        "body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
@@ -146,82 +145,113 @@ std::string render_html(const ReplayAnalysis& a, const std::vector<std::pair<std
     << a.summary.by_task.size() << " task(s), " << a.summary.by_policy_version.size() << " policy version(s). Success "
     << percent(o.success_rate()) << "; reward p50 [p10, p90] " << dist(o.reward) << "; speedup of successful episodes "
     << dist(o.speedup, "x") << "; " << format_number(o.turns_used.mean) << " turns used on average.</p>\n";
-  if (!a.recorded.problems.empty()) {
-    h << "<p class=\"note\">" << a.recorded.problems.size() << " line(s) or file(s) could not be read:</p><ul>\n";
-    for (size_t i = 0; i < a.recorded.problems.size() && i < kMaxTableRows; ++i) {
-      const ReadProblem& p = a.recorded.problems[i];
-      h << "<li>" << html_escape(p.file + (p.line ? ":" + std::to_string(p.line) : "") + ": " + p.message) << "</li>\n";
-    }
-    h << "</ul>\n";
-    more_rows_note(h, a.recorded.problems.size());
+}
+
+// The lines and files that could not be read.
+void read_problems_section(std::ostringstream& h, const ReplayAnalysis& a) {
+  if (a.recorded.problems.empty()) return;
+  h << "<p class=\"note\">" << a.recorded.problems.size() << " line(s) or file(s) could not be read:</p><ul>\n";
+  for (size_t i = 0; i < a.recorded.problems.size() && i < kMaxTableRows; ++i) {
+    const ReadProblem& p = a.recorded.problems[i];
+    h << "<li>" << html_escape(p.file + (p.line ? ":" + std::to_string(p.line) : "") + ": " + p.message) << "</li>\n";
   }
-  h << "<h2>Per task</h2>\n";
-  group_table(h, "task", a.summary.by_task);
-  h << "<h2>Per policy version</h2>\n";
-  group_table(h, "policy version", a.summary.by_policy_version);
-  h << "<h2>Failure causes</h2>\n<p>" << html_escape(causes(o.failure_causes)) << "</p>\n";
+  h << "</ul>\n";
+  more_rows_note(h, a.recorded.problems.size());
+}
+
+void plots_section(std::ostringstream& h, const std::vector<std::pair<std::string, std::string>>& plots,
+                   const std::string& plot_error) {
   if (!plot_error.empty()) h << "<p class=\"note\">Plots: " << html_escape(plot_error) << "</p>\n";
   for (const auto& [file, title] : plots) {
     h << "<h3>" << html_escape(title) << "</h3>\n<img src=\"" << html_escape(file) << "\" alt=\"" << html_escape(title)
       << "\">\n";
   }
-  if (!a.technique_stats.empty()) {
-    h << "<h2>Optimization techniques</h2>\n<p>In the final solution of each episode, found from the source"
-         " and, where the SASS could be read, from the instructions the compiler emitted.</p>\n"
-         "<table><tr><th>technique</th><th>solutions</th><th>in successful episodes</th>"
-         "<th>speedup p50 of those</th></tr>\n";
-    for (const auto& s : a.technique_stats) {
-      h << "<tr>" << cell(s.name) << cell(std::to_string(s.solutions)) << cell(std::to_string(s.successes))
-        << cell(s.speedup.n ? format_number(s.speedup.median) + "x" : "-") << "</tr>\n";
-    }
-    h << "</table>\n<table><tr><th>trajectory</th><th>task</th><th>mode</th><th>verdict</th><th>techniques "
-         "(evidence)</th></tr>\n";
-    for (size_t i = 0; i < a.techniques.size() && i < kMaxTableRows; ++i) {
-      const SolutionTechniques& t = a.techniques[i];
-      std::string list;
-      for (const auto& f : t.report.found) {
-        std::string ev;
-        for (const auto& e : f.evidence) ev += (ev.empty() ? "" : "; ") + e;
-        list += (list.empty() ? "" : ", ") + f.name + " (" + ev + ")";
-      }
-      if (!t.report.sass_note.empty()) list += (list.empty() ? "" : " - ") + t.report.sass_note;
-      h << "<tr>" << cell(t.trajectory_id) << cell(t.task_id) << cell(t.mode)
-        << cell(t.success ? "correct" + (t.speedup ? ", " + format_number(*t.speedup) + "x" : std::string()) : "failed")
-        << cell(list.empty() ? "-" : list) << "</tr>\n";
-    }
-    h << "</table>\n";
-    more_rows_note(h, a.techniques.size());
+}
+
+// A solution's techniques with their evidence, and the SASS note.
+std::string techniques_text(const SolutionTechniques& t) {
+  std::string list;
+  for (const auto& f : t.report.found) {
+    std::string ev;
+    for (const auto& e : f.evidence) ev += (ev.empty() ? "" : "; ") + e;
+    list += (list.empty() ? "" : ", ") + f.name + " (" + ev + ")";
   }
-  if (a.reevaluation) {
-    const ReevalReport& r = *a.reevaluation;
-    std::string verdicts;
-    for (const auto& [v, n] : r.verdicts) verdicts += (verdicts.empty() ? "" : ", ") + v + " " + std::to_string(n);
-    h << "<h2>Re-evaluation on this machine</h2>\n<p>" << r.rows.size() << " recorded submits, " << r.runs
-      << " runs on the " << html_escape(r.backend) << " backend. Verdicts: " << html_escape(verdicts) << ".</p>\n"
-      << "<table><tr><th>task</th><th>trajectory</th><th>turn</th><th>recorded</th><th>re-run rewards</th>"
-         "<th>re-run outcomes</th><th>verdict</th><th>note</th></tr>\n";
-    for (size_t n = 0; n < r.rows.size() && n < kMaxTableRows; ++n) {
-      const ReevalRow& row = r.rows[n];
-      std::string rewards, outcomes;
-      for (double x : row.rewards) rewards += (rewards.empty() ? "" : " ") + format_number(x);
-      for (size_t i = 0; i < row.outcomes.size(); ++i) {
-        outcomes += (i ? ", " : "") + row.outcomes[i] +
-                    (row.speedups[i] ? " " + format_number(*row.speedups[i]) + "x" : std::string());
-      }
-      h << "<tr>" << cell(row.task_id) << cell(row.trajectory_id) << cell(std::to_string(row.turn))
-        << cell(format_number(row.recorded_reward) + " " +
-                (row.recorded_outcome.empty() ? "not_run" : row.recorded_outcome))
-        << cell(rewards.empty() ? "-" : rewards) << cell(outcomes.empty() ? "-" : outcomes)
-        << cell(reeval_verdict_name(row.verdict)) << cell(row.note) << "</tr>\n";
-    }
-    h << "</table>\n";
-    more_rows_note(h, r.rows.size());
+  if (!t.report.sass_note.empty()) list += (list.empty() ? "" : " - ") + t.report.sass_note;
+  return list;
+}
+
+// A table of the techniques over every final solution, then one row per
+// solution with the evidence.
+void techniques_section(std::ostringstream& h, const ReplayAnalysis& a) {
+  if (a.technique_stats.empty()) return;
+  h << "<h2>Optimization techniques</h2>\n<p>In the final solution of each episode, found from the source"
+       " and, where the SASS could be read, from the instructions the compiler emitted.</p>\n"
+       "<table><tr><th>technique</th><th>solutions</th><th>in successful episodes</th>"
+       "<th>speedup p50 of those</th></tr>\n";
+  for (const auto& s : a.technique_stats) {
+    h << "<tr>" << cell(s.name) << cell(std::to_string(s.solutions)) << cell(std::to_string(s.successes))
+      << cell(s.speedup.n ? format_number(s.speedup.median) + "x" : "-") << "</tr>\n";
   }
-  if (!a.notes.empty()) {
-    h << "<h2>Notes</h2><ul>\n";
-    for (const auto& n : a.notes) h << "<li>" << html_escape(n) << "</li>\n";
-    h << "</ul>\n";
+  h << "</table>\n<table><tr><th>trajectory</th><th>task</th><th>mode</th><th>verdict</th><th>techniques "
+       "(evidence)</th></tr>\n";
+  for (size_t i = 0; i < a.techniques.size() && i < kMaxTableRows; ++i) {
+    const SolutionTechniques& t = a.techniques[i];
+    const std::string list = techniques_text(t);
+    h << "<tr>" << cell(t.trajectory_id) << cell(t.task_id) << cell(t.mode)
+      << cell(t.success ? "correct" + (t.speedup ? ", " + format_number(*t.speedup) + "x" : std::string()) : "failed")
+      << cell(list.empty() ? "-" : list) << "</tr>\n";
   }
+  h << "</table>\n";
+  more_rows_note(h, a.techniques.size());
+}
+
+void reevaluation_row(std::ostringstream& h, const ReevalRow& row) {
+  std::string rewards, outcomes;
+  for (double x : row.rewards) rewards += (rewards.empty() ? "" : " ") + format_number(x);
+  for (size_t i = 0; i < row.outcomes.size(); ++i) {
+    outcomes += (i ? ", " : "") + row.outcomes[i] +
+                (row.speedups[i] ? " " + format_number(*row.speedups[i]) + "x" : std::string());
+  }
+  h << "<tr>" << cell(row.task_id) << cell(row.trajectory_id) << cell(std::to_string(row.turn))
+    << cell(format_number(row.recorded_reward) + " " +
+            (row.recorded_outcome.empty() ? "not_run" : row.recorded_outcome))
+    << cell(rewards.empty() ? "-" : rewards) << cell(outcomes.empty() ? "-" : outcomes)
+    << cell(reeval_verdict_name(row.verdict)) << cell(row.note) << "</tr>\n";
+}
+
+void reevaluation_section(std::ostringstream& h, const ReevalReport& r) {
+  std::string verdicts;
+  for (const auto& [v, n] : r.verdicts) verdicts += (verdicts.empty() ? "" : ", ") + v + " " + std::to_string(n);
+  h << "<h2>Re-evaluation on this machine</h2>\n<p>" << r.rows.size() << " recorded submits, " << r.runs
+    << " runs on the " << html_escape(r.backend) << " backend. Verdicts: " << html_escape(verdicts) << ".</p>\n"
+    << "<table><tr><th>task</th><th>trajectory</th><th>turn</th><th>recorded</th><th>re-run rewards</th>"
+       "<th>re-run outcomes</th><th>verdict</th><th>note</th></tr>\n";
+  for (size_t n = 0; n < r.rows.size() && n < kMaxTableRows; ++n) reevaluation_row(h, r.rows[n]);
+  h << "</table>\n";
+  more_rows_note(h, r.rows.size());
+}
+
+void notes_section(std::ostringstream& h, const std::vector<std::string>& notes) {
+  if (notes.empty()) return;
+  h << "<h2>Notes</h2><ul>\n";
+  for (const auto& n : notes) h << "<li>" << html_escape(n) << "</li>\n";
+  h << "</ul>\n";
+}
+
+std::string render_html(const ReplayAnalysis& a, const std::vector<std::pair<std::string, std::string>>& plots,
+                        const std::string& plot_error) {
+  std::ostringstream h;
+  overview_section(h, a);
+  read_problems_section(h, a);
+  h << "<h2>Per task</h2>\n";
+  group_table(h, "task", a.summary.by_task);
+  h << "<h2>Per policy version</h2>\n";
+  group_table(h, "policy version", a.summary.by_policy_version);
+  h << "<h2>Failure causes</h2>\n<p>" << html_escape(causes(a.summary.overall.failure_causes)) << "</p>\n";
+  plots_section(h, plots, plot_error);
+  techniques_section(h, a);
+  if (a.reevaluation) reevaluation_section(h, *a.reevaluation);
+  notes_section(h, a.notes);
   h << "<p>The whole analysis: <a href=\"data.json\">data.json</a>.</p>\n</body></html>\n";
   return h.str();
 }

@@ -34,8 +34,10 @@ struct Rule {
   std::vector<Pattern> patterns;
 };
 
-const std::vector<Rule>& source_rules() {
-  static const std::vector<Rule> kRules = {
+// Where the data lives and how it moves: shared memory, wide loads and
+// stores, asynchronous and bulk copies, the read-only cache.
+std::vector<Rule> memory_rules() {
+  return {
       {"shared_memory", true, false, {{"__shared__", Match::kWord}}},
       {"vectorized_access",
        true,
@@ -54,6 +56,25 @@ const std::vector<Rule>& source_rules() {
         {"ld.global.v4", Match::kRaw},
         {"st.global.v4", Match::kRaw},
         {"ld.global.nc.v4", Match::kRaw}}},
+      {"async_copy",
+       true,
+       false,
+       {{"cp.async.ca", Match::kRaw},
+        {"cp.async.cg", Match::kRaw},
+        {"__pipeline_memcpy_async", Match::kWord},
+        {"memcpy_async", Match::kWord},
+        {"cp_async", Match::kPrefix}}},
+      {"tma",
+       true,
+       false,
+       {{"cp.async.bulk", Match::kRaw}, {"CUtensorMap", Match::kWord}, {"cuTensorMapEncode", Match::kPrefix}}},
+      {"read_only_cache", true, false, {{"__ldg", Match::kWord}, {"ld.global.nc", Match::kRaw}}},
+  };
+}
+
+// Work across a warp: shuffles and reductions, matrix instructions.
+std::vector<Rule> warp_and_tensor_core_rules() {
+  return {
       {"warp_shuffle",
        true,
        false,
@@ -71,18 +92,13 @@ const std::vector<Rule>& source_rules() {
         {"__hmma", Match::kPrefix},
         {"tcgen05.mma", Match::kRaw}}},
       {"wgmma", true, false, {{"wgmma.mma_async", Match::kRaw}}},
-      {"async_copy",
-       true,
-       false,
-       {{"cp.async.ca", Match::kRaw},
-        {"cp.async.cg", Match::kRaw},
-        {"__pipeline_memcpy_async", Match::kWord},
-        {"memcpy_async", Match::kWord},
-        {"cp_async", Match::kPrefix}}},
-      {"tma",
-       true,
-       false,
-       {{"cp.async.bulk", Match::kRaw}, {"CUtensorMap", Match::kWord}, {"cuTensorMapEncode", Match::kPrefix}}},
+  };
+}
+
+// How the instructions are chosen, on either side: unrolled loops, atomics,
+// approximate math.
+std::vector<Rule> instruction_rules() {
+  return {
       {"unrolling",
        true,
        true,
@@ -100,7 +116,6 @@ const std::vector<Rule>& source_rules() {
         {"red.global", Match::kRaw},
         {"atom.global", Match::kRaw},
         {"std::atomic", Match::kRaw}}},
-      {"read_only_cache", true, false, {{"__ldg", Match::kWord}, {"ld.global.nc", Match::kRaw}}},
       {"fast_math",
        true,
        false,
@@ -113,6 +128,12 @@ const std::vector<Rule>& source_rules() {
         {"__tanhf", Match::kWord},
         {"ex2.approx", Match::kRaw},
         {"tanh.approx", Match::kRaw}}},
+  };
+}
+
+// Host C++ using the CPU's width and cores.
+std::vector<Rule> host_parallelism_rules() {
+  return {
       {"simd",
        false,
        true,
@@ -132,6 +153,12 @@ const std::vector<Rule>& source_rules() {
         {"std::async", Match::kRaw},
         {"#pragma omp parallel", Match::kRaw},
         {"pthread_create", Match::kWord}}},
+  };
+}
+
+// Calls into NVIDIA's libraries instead of a kernel of one's own.
+std::vector<Rule> vendor_library_rules() {
+  return {
       {"vendor_library",
        true,
        false,
@@ -141,6 +168,20 @@ const std::vector<Rule>& source_rules() {
         {"cutlass", Match::kWord},
         {"cute", Match::kWord}}},
   };
+}
+
+// Every rule, family by family; a report lists its techniques in the order
+// of technique_names(), whatever the order of the rules.
+const std::vector<Rule>& source_rules() {
+  static const std::vector<Rule> kRules = [] {
+    std::vector<Rule> rules;
+    for (const auto family :
+         {memory_rules, warp_and_tensor_core_rules, instruction_rules, host_parallelism_rules, vendor_library_rules}) {
+      const std::vector<Rule> more = family();
+      rules.insert(rules.end(), more.begin(), more.end());
+    }
+    return rules;
+  }();
   return kRules;
 }
 

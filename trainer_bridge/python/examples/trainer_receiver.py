@@ -35,7 +35,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, BinaryIO, Dict, List, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -62,7 +62,7 @@ def recover_tail(out: Path, committed: int) -> Tuple[int, int]:
     return tail[:whole].count(b"\n"), committed + whole
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bind", default="tcp://127.0.0.1:5557", help="endpoint to bind (port 0 picks one)")
     ap.add_argument("--state", required=True, help="state directory (acknowledged set, checkpoint)")
@@ -78,32 +78,35 @@ def main() -> int:
     ap.add_argument("--no-fsync", action="store_true", help="do not fsync the file and the state per batch")
     ap.add_argument("--curve-secret", help="this receiver's secret key (Z85 or .key_secret file)")
     ap.add_argument("--curve-clients", help="directory of the workers' public .key files")
-    a = ap.parse_args()
+    return ap.parse_args()
 
-    state = Path(a.state)
-    state.mkdir(parents=True, exist_ok=True)
-    out = Path(a.out).resolve()
-    fsync = not a.no_fsync
-    checkpoint_file = state / "trainer-out.json"
-    checkpoint: Dict[str, Any] = {"out": str(out), "format": a.format, "committed_bytes": 0, "records": 0, "writing": []}
-    if checkpoint_file.exists():
-        saved = json.loads(checkpoint_file.read_text())
-        if saved.get("out") != str(out) or saved.get("format") != a.format:
-            raise SystemExit(f"{state} belongs to {saved.get('out')} ({saved.get('format')}); use another --state")
-        checkpoint = saved
-    stored, size = recover_tail(out, checkpoint["committed_bytes"])
-    if stored > len(checkpoint["writing"]):
-        raise SystemExit(f"{out} has {stored} records past the checkpoint that this script did not write")
 
-    def save_checkpoint() -> None:
-        tmp = checkpoint_file.with_suffix(".tmp")
+class Checkpoint:
+    """trainer-out.json in the state directory: the file's committed size,
+    its record count, and the keys of the batch being written."""
+
+    def __init__(self, state: Path, out: Path, fmt: str, fsync: bool) -> None:
+        self.path = state / "trainer-out.json"
+        self.fsync = fsync
+        self.data: Dict[str, Any] = {"out": str(out), "format": fmt, "committed_bytes": 0, "records": 0, "writing": []}
+        if self.path.exists():
+            saved = json.loads(self.path.read_text())
+            if saved.get("out") != str(out) or saved.get("format") != fmt:
+                raise SystemExit(f"{state} belongs to {saved.get('out')} ({saved.get('format')}); use another --state")
+            self.data = saved
+
+    def save(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w") as f:
-            json.dump(checkpoint, f)
+            json.dump(self.data, f)
             f.flush()
-            if fsync:
+            if self.fsync:
                 os.fsync(f.fileno())
-        os.replace(tmp, checkpoint_file)
+        os.replace(tmp, self.path)
 
+
+def stop_on_signals() -> Dict[str, bool]:
+    """SIGINT/SIGTERM set the returned flag "now"."""
     stop = {"now": False}
 
     def on_signal(signum, frame):  # noqa: ARG001
@@ -111,8 +114,11 @@ def main() -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    return stop
 
-    stream = TrajectoryStream(
+
+def open_stream(a: argparse.Namespace, state: Path, fsync: bool) -> TrajectoryStream:
+    return TrajectoryStream(
         a.bind,
         state_dir=str(state / "stream"),
         credit=a.credit,
@@ -122,14 +128,28 @@ def main() -> int:
         curve_secret_key=a.curve_secret,
         curve_authorized_keys=a.curve_clients,
     )
-    # Written by a run that died before acknowledging them: stored, so acknowledged now.
-    recovered = [tuple(k) for k in checkpoint["writing"][:stored]]
-    stream.ack_stored(recovered)
-    checkpoint.update(committed_bytes=size, records=checkpoint["records"] + stored, writing=[])
-    save_checkpoint()
-    records = checkpoint["records"]
-    print(json.dumps({"endpoint": stream.endpoint, "pid": os.getpid(), "out": str(out), "records": records}), flush=True)
 
+
+def commit_batch(f: BinaryIO, batch: Any, stream: TrajectoryStream, checkpoint: Checkpoint, fmt: str,
+                 first_index: int) -> None:
+    """Steps 1 to 4 of the module's docstring for one batch."""
+    # The trainer's step would go here; this one exports and reports.
+    text = "".join(record_line(to_record(d.data, fmt, index=first_index + i)) for i, d in enumerate(batch))
+    checkpoint.data["writing"] = [list(k) for k in batch.keys]
+    checkpoint.save()  # 1
+    f.write(text.encode("utf-8"))  # 2
+    f.flush()
+    if checkpoint.fsync:
+        os.fsync(f.fileno())
+    stream.ack(batch)  # 3
+    checkpoint.data.update(committed_bytes=f.tell(), records=first_index + len(batch), writing=[])
+    checkpoint.save()  # 4
+
+
+def receive_batches(a: argparse.Namespace, stream: TrajectoryStream, checkpoint: Checkpoint, out: Path,
+                    records: int, stop: Dict[str, bool]) -> Tuple[int, int]:
+    """Commits batches until stopped, --count or --idle-exit; returns (records
+    in the file, records written by this run)."""
     written = 0
     last = time.monotonic()
     with open(out, "ab") as f:
@@ -140,25 +160,39 @@ def main() -> int:
                     break
                 continue
             last = time.monotonic()
-            # The trainer's step would go here; this one exports and reports.
-            text = "".join(record_line(to_record(d.data, a.format, index=records + i)) for i, d in enumerate(batch))
-            checkpoint["writing"] = [list(k) for k in batch.keys]
-            save_checkpoint()  # 1
-            f.write(text.encode("utf-8"))  # 2
-            f.flush()
-            if fsync:
-                os.fsync(f.fileno())
-            stream.ack(batch)  # 3
+            commit_batch(f, batch, stream, checkpoint, a.format, records)
             records += len(batch)
             written += len(batch)
-            checkpoint.update(committed_bytes=f.tell(), records=records, writing=[])
-            save_checkpoint()  # 4
             rewards = [float(d.data.get("total_reward", 0.0) or 0.0) for d in batch]
             print(
                 f"trainer_receiver: batch of {len(batch)}, mean reward {sum(rewards) / len(rewards):.4f}, "
                 f"{records} records",
                 file=sys.stderr,
             )
+    return records, written
+
+
+def main() -> int:
+    a = parse_args()
+    state = Path(a.state)
+    state.mkdir(parents=True, exist_ok=True)
+    out = Path(a.out).resolve()
+    fsync = not a.no_fsync
+    checkpoint = Checkpoint(state, out, a.format, fsync)
+    stored, size = recover_tail(out, checkpoint.data["committed_bytes"])
+    if stored > len(checkpoint.data["writing"]):
+        raise SystemExit(f"{out} has {stored} records past the checkpoint that this script did not write")
+    stop = stop_on_signals()
+    stream = open_stream(a, state, fsync)
+    # Written by a run that died before acknowledging them: stored, so acknowledged now.
+    recovered = [tuple(k) for k in checkpoint.data["writing"][:stored]]
+    stream.ack_stored(recovered)
+    checkpoint.data.update(committed_bytes=size, records=checkpoint.data["records"] + stored, writing=[])
+    checkpoint.save()
+    records = checkpoint.data["records"]
+    print(json.dumps({"endpoint": stream.endpoint, "pid": os.getpid(), "out": str(out), "records": records}), flush=True)
+
+    records, written = receive_batches(a, stream, checkpoint, out, records, stop)
     stats = stream.stats()
     stream.close()
     print(json.dumps({"records": records, "written": written, "recovered": stored, **stats}), flush=True)

@@ -105,6 +105,97 @@ def _versions(m: Dict[Any, Any]) -> List[int]:
     return out
 
 
+def _decode_hello(m: Dict[Any, Any]) -> Dict[str, Any]:
+    worker = _str(m, "worker", MAX_WORKER_ID_BYTES)
+    if not valid_worker_id(worker):
+        raise DecodeError('"worker": a worker id may hold only letters, digits and "._:@+-"', "worker")
+    instance = _str(m, "instance", MAX_INSTANCE_BYTES)
+    if not valid_instance(instance):
+        raise DecodeError('"instance": a spool instance id may hold only letters, digits and "._-"', "instance")
+    return {
+        "type": "hello",
+        "versions": _versions(m),
+        "worker": worker,
+        "instance": instance,
+        "heartbeat_ms": min(_uint(m, "heartbeat_ms", 1000), 3600000),
+        "next_seq": _uint(m, "next_seq", 0),
+        "unacked": _uint(m, "unacked", 0),
+        "software": _str(m, "software", 256, ""),
+    }
+
+
+def _decode_traj(m: Dict[Any, Any], v: int, decode_data: bool) -> Dict[str, Any]:
+    """A traj; once its seq is read, a DecodeError carries it (traj_seq)."""
+    seq = _uint(m, "seq")
+    if seq == 0:
+        raise DecodeError('"seq" must be at least 1', "seq")
+    try:
+        tid = _str(m, "id", MAX_TRAJECTORY_ID_BYTES)
+        if not tid:
+            raise DecodeError('"id" must not be empty', "id")
+        data = m.get("data")
+        if not isinstance(data, bytes):
+            raise DecodeError('"data" must be bin (the MessagePack bytes of the trajectory)', "data")
+        out: Dict[str, Any] = {"type": "traj", "v": v, "seq": seq, "id": tid, "data": data}
+        if decode_data:
+            out["trajectory"] = _decode_trajectory(data)
+        return out
+    except DecodeError as e:
+        e.traj_seq = seq
+        raise
+
+
+def _decode_trajectory(data: bytes) -> Dict[Any, Any]:
+    try:
+        trajectory = msgpack.unpackb(data, raw=False, strict_map_key=False, unicode_errors="replace")
+    except Exception as e:
+        raise DecodeError(f'"data" is not one well-formed MessagePack value: {e}', "data") from None
+    if not isinstance(trajectory, dict):
+        raise DecodeError('"data" must hold a MessagePack map (the trajectory object)', "data")
+    return trajectory
+
+
+def _decode_welcome(m: Dict[Any, Any], v: int) -> Dict[str, Any]:
+    return {
+        "type": "welcome",
+        "v": v,
+        "receiver": _str(m, "receiver", 256, ""),
+        "credit": _uint(m, "credit"),
+        "heartbeat_ms": _uint(m, "heartbeat_ms", 1000),
+        "max_message_bytes": _uint(m, "max_message_bytes", 0),
+        "acked_through": _uint(m, "acked_through", 0),
+    }
+
+
+def _decode_ack(m: Dict[Any, Any], v: int) -> Dict[str, Any]:
+    ranges = m.get("ranges")
+    if not isinstance(ranges, list) or len(ranges) > MAX_ACK_RANGES:
+        raise DecodeError(f'"ranges" must be an array of at most {MAX_ACK_RANGES} [first, last] pairs', "ranges")
+    out_ranges = []
+    for r in ranges:
+        if not isinstance(r, list) or len(r) != 2:
+            raise DecodeError('each of "ranges" must be [first, last]', "ranges")
+        first, last = r
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in r) or not 1 <= first <= last:
+            raise DecodeError("a range must have 1 <= first <= last", "ranges")
+        out_ranges.append((first, last))
+    return {"type": "ack", "v": v, "ranges": out_ranges}
+
+
+def _decode_error(m: Dict[Any, Any], v: int) -> Dict[str, Any]:
+    out: Dict[str, Any] = {
+        "type": "error",
+        "v": v,
+        "code": _str(m, "code", 64),
+        "message": _str(m, "message", 65536, ""),
+    }
+    if "seq" in m:
+        out["seq"] = _uint(m, "seq")
+    if "versions" in m:
+        out["versions"] = _versions(m)
+    return out
+
+
 def decode(frame: bytes, decode_data: bool = True) -> Dict[str, Any]:
     """Decodes one frame into a dict with at least ``type``; a traj's data is
     decoded into ``trajectory`` (a dict) when ``decode_data``. Raises
@@ -119,83 +210,22 @@ def decode(frame: bytes, decode_data: bool = True) -> Dict[str, Any]:
         raise DecodeError("a message must be a MessagePack map")
     kind = _str(m, "type", 32)
     if kind == "hello":
-        worker = _str(m, "worker", MAX_WORKER_ID_BYTES)
-        if not valid_worker_id(worker):
-            raise DecodeError('"worker": a worker id may hold only letters, digits and "._:@+-"', "worker")
-        instance = _str(m, "instance", MAX_INSTANCE_BYTES)
-        if not valid_instance(instance):
-            raise DecodeError('"instance": a spool instance id may hold only letters, digits and "._-"', "instance")
-        return {
-            "type": "hello",
-            "versions": _versions(m),
-            "worker": worker,
-            "instance": instance,
-            "heartbeat_ms": min(_uint(m, "heartbeat_ms", 1000), 3600000),
-            "next_seq": _uint(m, "next_seq", 0),
-            "unacked": _uint(m, "unacked", 0),
-            "software": _str(m, "software", 256, ""),
-        }
+        return _decode_hello(m)
     v = _uint(m, "v")
     if v not in SUPPORTED_VERSIONS:
         raise DecodeError(f"protocol version {v} is not one this build speaks ({VERSION})", "v")
     if kind == "traj":
-        seq = _uint(m, "seq")
-        if seq == 0:
-            raise DecodeError('"seq" must be at least 1', "seq")
-        try:
-            tid = _str(m, "id", MAX_TRAJECTORY_ID_BYTES)
-            if not tid:
-                raise DecodeError('"id" must not be empty', "id")
-            data = m.get("data")
-            if not isinstance(data, bytes):
-                raise DecodeError('"data" must be bin (the MessagePack bytes of the trajectory)', "data")
-            out: Dict[str, Any] = {"type": "traj", "v": v, "seq": seq, "id": tid, "data": data}
-            if decode_data:
-                try:
-                    trajectory = msgpack.unpackb(data, raw=False, strict_map_key=False, unicode_errors="replace")
-                except Exception as e:
-                    raise DecodeError(f'"data" is not one well-formed MessagePack value: {e}', "data") from None
-                if not isinstance(trajectory, dict):
-                    raise DecodeError('"data" must hold a MessagePack map (the trajectory object)', "data")
-                out["trajectory"] = trajectory
-            return out
-        except DecodeError as e:
-            e.traj_seq = seq
-            raise
+        return _decode_traj(m, v, decode_data)
     if kind in ("heartbeat", "bye"):
         return {"type": kind, "v": v}
     if kind == "welcome":
-        return {
-            "type": "welcome",
-            "v": v,
-            "receiver": _str(m, "receiver", 256, ""),
-            "credit": _uint(m, "credit"),
-            "heartbeat_ms": _uint(m, "heartbeat_ms", 1000),
-            "max_message_bytes": _uint(m, "max_message_bytes", 0),
-            "acked_through": _uint(m, "acked_through", 0),
-        }
+        return _decode_welcome(m, v)
     if kind == "ack":
-        ranges = m.get("ranges")
-        if not isinstance(ranges, list) or len(ranges) > MAX_ACK_RANGES:
-            raise DecodeError(f'"ranges" must be an array of at most {MAX_ACK_RANGES} [first, last] pairs', "ranges")
-        out_ranges = []
-        for r in ranges:
-            if not isinstance(r, list) or len(r) != 2:
-                raise DecodeError('each of "ranges" must be [first, last]', "ranges")
-            first, last = r
-            if not all(isinstance(x, int) and not isinstance(x, bool) for x in r) or not 1 <= first <= last:
-                raise DecodeError("a range must have 1 <= first <= last", "ranges")
-            out_ranges.append((first, last))
-        return {"type": "ack", "v": v, "ranges": out_ranges}
+        return _decode_ack(m, v)
     if kind == "credit":
         return {"type": "credit", "v": v, "credit": _uint(m, "credit")}
     if kind == "error":
-        out = {"type": "error", "v": v, "code": _str(m, "code", 64), "message": _str(m, "message", 65536, "")}
-        if "seq" in m:
-            out["seq"] = _uint(m, "seq")
-        if "versions" in m:
-            out["versions"] = _versions(m)
-        return out
+        return _decode_error(m, v)
     raise DecodeError(f'unknown message type "{kind}"', "type")
 
 

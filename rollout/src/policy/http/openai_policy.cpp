@@ -113,6 +113,17 @@ struct OpenAiPolicy::Engine {
     char errbuf[CURL_ERROR_SIZE] = {0};
   };
 
+  // One run(): its jobs, those waiting to start (now or after a retry's
+  // delay), the jobs not done yet and the transfers in flight.
+  struct Batch {
+    std::vector<Job> jobs;
+    std::deque<Job*> waiting;
+    std::vector<PolicyReply> replies;
+    CURLM* multi = nullptr;
+    size_t remaining = 0;
+    int active = 0;
+  };
+
   const OpenAiPolicyConfig& config;
   std::string url;
   curl_slist* headers = nullptr;
@@ -294,97 +305,110 @@ struct OpenAiPolicy::Engine {
   }
 
   std::vector<PolicyReply> run(const std::vector<PolicyRequest>& requests) {
-    std::vector<PolicyReply> replies(requests.size());
-    if (requests.empty()) return replies;
-    std::vector<Job> jobs(requests.size());
-    std::deque<Job*> waiting;
+    Batch b;
+    b.replies.resize(requests.size());
+    if (requests.empty()) return std::move(b.replies);
+    queue_jobs(requests, &b);
+    b.multi = take_multi();
+    if (b.multi == nullptr) {
+      for (auto& job : b.jobs) fail(&job, "libcurl could not create a multi handle", &b.replies);
+      return std::move(b.replies);
+    }
+    b.remaining = b.jobs.size();
+    while (b.remaining > 0) {
+      const bool blocked_on_slots = start_due(&b);
+      if (b.active > 0) collect_finished(&b);
+      if (b.remaining == 0) break;
+      wait_for_news(b, blocked_on_slots);
+    }
+    return_multi(b.multi);
+    return std::move(b.replies);
+  }
+
+  // A job per request, each due now.
+  void queue_jobs(const std::vector<PolicyRequest>& requests, Batch* b) const {
+    b->jobs.resize(requests.size());
     for (size_t i = 0; i < requests.size(); ++i) {
-      jobs[i].index = i;
+      Job& job = b->jobs[i];
+      job.index = i;
       // Invalid UTF-8 in the conversation (it holds compiler output and
       // policy text) is replaced, not a reason to drop the request.
-      jobs[i].body =
-          build_chat_request(requests[i], config.request).dump(-1, ' ', false, json::error_handler_t::replace);
-      jobs[i].not_before = Clock::now();
-      waiting.push_back(&jobs[i]);
+      job.body = build_chat_request(requests[i], config.request).dump(-1, ' ', false, json::error_handler_t::replace);
+      job.not_before = Clock::now();
+      b->waiting.push_back(&job);
     }
-    CURLM* multi = take_multi();
-    if (multi == nullptr) {
-      for (auto& job : jobs) fail(&job, "libcurl could not create a multi handle", &replies);
-      return replies;
+  }
+
+  // Starts what is due, as far as slots allow. True when a due job found no
+  // free slot.
+  bool start_due(Batch* b) {
+    const auto now = Clock::now();
+    for (auto it = b->waiting.begin(); it != b->waiting.end();) {
+      Job* job = *it;
+      if (job->not_before > now) {
+        ++it;
+        continue;
+      }
+      if (!slots.try_acquire()) return true;
+      std::string why;
+      if (start(job, b->multi, &why)) {
+        ++b->active;
+      } else {
+        slots.release();
+        fail(job, why, &b->replies);
+        --b->remaining;
+      }
+      it = b->waiting.erase(it);
     }
-    size_t remaining = jobs.size();
-    int active = 0;
-    while (remaining > 0) {
-      // Start what is due, as far as slots allow.
-      const auto now = Clock::now();
-      bool blocked_on_slots = false;
-      for (auto it = waiting.begin(); it != waiting.end();) {
-        Job* job = *it;
-        if (job->not_before > now) {
-          ++it;
-          continue;
-        }
-        if (!slots.try_acquire()) {
-          blocked_on_slots = true;
-          break;
-        }
-        std::string why;
-        if (start(job, multi, &why)) {
-          ++active;
-        } else {
-          slots.release();
-          fail(job, why, &replies);
-          --remaining;
-        }
-        it = waiting.erase(it);
-      }
-      if (active > 0) {
-        int running = 0;
-        curl_multi_perform(multi, &running);
-        int left = 0;
-        while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
-          if (msg->msg != CURLMSG_DONE) continue;
-          Job* job = nullptr;
-          curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &job);
-          const CURLcode rc = msg->data.result;
-          const double delay = complete(job, rc, &replies);
-          curl_multi_remove_handle(multi, job->easy);
-          curl_easy_cleanup(job->easy);
-          job->easy = nullptr;
-          slots.release();
-          --active;
-          if (delay < 0) {
-            --remaining;
-          } else {
-            job->not_before =
-                Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(delay));
-            waiting.push_back(job);
-          }
-        }
-      }
-      if (remaining == 0) break;
-      // Sleep until a transfer has news, a retry is due or a slot frees.
-      // A due request that found no free slot waits for one: a transfer of
-      // this call finishing wakes the poll, another thread's release is
-      // seen within 20 ms. (Polling with 0 here would spin.)
-      int wait_ms = 1000;
-      const auto t = Clock::now();
-      for (const Job* job : waiting) {
-        const double until = seconds_between(t, job->not_before);
-        if (until <= 0) {
-          wait_ms = std::min(wait_ms, blocked_on_slots ? 20 : 0);
-        } else {
-          wait_ms = std::min(wait_ms, static_cast<int>(std::ceil(until * 1000)));
-        }
-      }
-      if (active > 0) {
-        curl_multi_poll(multi, nullptr, 0, wait_ms, nullptr);
-      } else if (wait_ms > 0) {
-        slots.wait(wait_ms);
+    return false;
+  }
+
+  // Completes the finished transfers: a job is done, or waits for its retry.
+  void collect_finished(Batch* b) {
+    int running = 0;
+    curl_multi_perform(b->multi, &running);
+    int left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(b->multi, &left)) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      Job* job = nullptr;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &job);
+      const CURLcode rc = msg->data.result;
+      const double delay = complete(job, rc, &b->replies);
+      curl_multi_remove_handle(b->multi, job->easy);
+      curl_easy_cleanup(job->easy);
+      job->easy = nullptr;
+      slots.release();
+      --b->active;
+      if (delay < 0) {
+        --b->remaining;
+      } else {
+        job->not_before =
+            Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(delay));
+        b->waiting.push_back(job);
       }
     }
-    return_multi(multi);
-    return replies;
+  }
+
+  // Sleeps until a transfer has news, a retry is due or a slot frees.
+  // A due request that found no free slot waits for one: a transfer of
+  // this call finishing wakes the poll, another thread's release is
+  // seen within 20 ms. (Polling with 0 here would spin.)
+  void wait_for_news(const Batch& b, bool blocked_on_slots) {
+    int wait_ms = 1000;
+    const auto t = Clock::now();
+    for (const Job* job : b.waiting) {
+      const double until = seconds_between(t, job->not_before);
+      if (until <= 0) {
+        wait_ms = std::min(wait_ms, blocked_on_slots ? 20 : 0);
+      } else {
+        wait_ms = std::min(wait_ms, static_cast<int>(std::ceil(until * 1000)));
+      }
+    }
+    if (b.active > 0) {
+      curl_multi_poll(b.multi, nullptr, 0, wait_ms, nullptr);
+    } else if (wait_ms > 0) {
+      slots.wait(wait_ms);
+    }
   }
 };
 

@@ -77,11 +77,12 @@ void expression_leaves(const KernelGraph& graph, const Schedule& schedule, int i
   walk(graph, schedule, id, as_root, leaves, &seen);
 }
 
-Schedule plan(const KernelGraph& g, const Variant& variant) {
-  const size_t n = g.values.size();
-  Schedule s;
-  s.materialized.assign(n, false);
-  s.storage.assign(n, -1);
+namespace {
+
+// Which values start as buffers: inputs, outputs, matmul products and what
+// a matmul or a view reads (never a view itself), and without fusion every
+// pointwise and reduce.
+void initially_materialized(const KernelGraph& g, const Variant& variant, Schedule* s) {
   for (const Value& v : g.values) {
     bool m = v.kind == ValueKind::kInput || v.output_index >= 0 || v.kind == ValueKind::kMatmul;
     if (v.kind == ValueKind::kPointwise && !variant.fuse) m = true;
@@ -91,86 +92,122 @@ Schedule plan(const KernelGraph& g, const Variant& variant) {
       if (k == ValueKind::kMatmul || k == ValueKind::kView) m = true;
     }
     if (v.kind == ValueKind::kView) m = false;
-    s.materialized[static_cast<size_t>(v.id)] = m;
+    s->materialized[static_cast<size_t>(v.id)] = m;
   }
-  // Epilogues: a fused matmul keeps its product in registers.
-  std::vector<int> epilogue(n, -1);  // pointwise root -> matmul
-  if (variant.fuse) {
-    for (const Value& v : g.values) {
-      if (v.kind != ValueKind::kMatmul) continue;
-      const int p = epilogue_of(g, s, v.id);
-      std::vector<int> regs;
-      int split = 0;
-      if (p >= 0 && epilogue[static_cast<size_t>(p)] < 0 && !row_registers(g, s, p, &regs, &split)) {
-        epilogue[static_cast<size_t>(p)] = v.id;
-        s.materialized[static_cast<size_t>(v.id)] = false;
-      }
-    }
-  }
-  // Reduces start as registers where fusion is on; any kernel that reads one
-  // as a buffer makes it materialized, until nothing changes.
-  for (bool changed = true; changed;) {
-    changed = false;
-    s.kernels.clear();
-    for (const Value& v : g.values) {
-      if (!s.materialized[static_cast<size_t>(v.id)] || v.kind == ValueKind::kInput) continue;
-      Kernel k;
-      k.root = v.id;
-      if (v.kind == ValueKind::kReduce) {
-        k.kind = KernelKind::kReduce;
-      } else if (v.kind == ValueKind::kMatmul) {
-        k.kind = KernelKind::kMatmul;
-        k.matmul = v.id;
-      } else if (epilogue[static_cast<size_t>(v.id)] >= 0) {
-        k.kind = KernelKind::kMatmul;
-        k.matmul = epilogue[static_cast<size_t>(v.id)];
-      } else if (variant.fuse && row_registers(g, s, v.id, &k.registers, &k.split)) {
-        k.kind = KernelKind::kRow;
-      } else {
-        k.kind = KernelKind::kPointwise;
-      }
-      s.kernels.push_back(k);
-    }
-    for (const Kernel& k : s.kernels) {
-      std::vector<int> leaves;
-      if (k.kind == KernelKind::kReduce) {
-        expression_leaves(g, s, at(g, k.root).operands[0], false, &leaves);
-      } else if (k.kind == KernelKind::kMatmul && k.root == k.matmul) {
-        leaves = at(g, k.root).operands;
-      } else {
-        expression_leaves(g, s, k.root, true, &leaves);
-        if (k.kind == KernelKind::kRow) {
-          for (int r : k.registers) expression_leaves(g, s, at(g, r).operands[0], false, &leaves);
-        }
-      }
-      for (int l : leaves) {
-        const bool reg = std::find(k.registers.begin(), k.registers.end(), l) != k.registers.end() || l == k.matmul;
-        if (!reg && !s.materialized[static_cast<size_t>(l)] && at(g, l).kind != ValueKind::kView) {
-          s.materialized[static_cast<size_t>(l)] = true;
-          changed = true;
-        }
-      }
-    }
-  }
+}
+
+// Epilogues: a fused matmul keeps its product in registers. The pointwise
+// root of each epilogue -> its matmul (-1 where none).
+std::vector<int> plan_epilogues(const KernelGraph& g, const Variant& variant, Schedule* s) {
+  std::vector<int> epilogue(g.values.size(), -1);
+  if (!variant.fuse) return epilogue;
   for (const Value& v : g.values) {
-    if (s.materialized[static_cast<size_t>(v.id)]) s.storage[static_cast<size_t>(v.id)] = v.id;
+    if (v.kind != ValueKind::kMatmul) continue;
+    const int p = epilogue_of(g, *s, v.id);
+    std::vector<int> regs;
+    int split = 0;
+    if (p >= 0 && epilogue[static_cast<size_t>(p)] < 0 && !row_registers(g, *s, p, &regs, &split)) {
+      epilogue[static_cast<size_t>(p)] = v.id;
+      s->materialized[static_cast<size_t>(v.id)] = false;
+    }
+  }
+  return epilogue;
+}
+
+// A kernel for each materialized value, of the kind that computes it.
+void list_kernels(const KernelGraph& g, const Variant& variant, const std::vector<int>& epilogue, Schedule* s) {
+  s->kernels.clear();
+  for (const Value& v : g.values) {
+    if (!s->materialized[static_cast<size_t>(v.id)] || v.kind == ValueKind::kInput) continue;
+    Kernel k;
+    k.root = v.id;
+    if (v.kind == ValueKind::kReduce) {
+      k.kind = KernelKind::kReduce;
+    } else if (v.kind == ValueKind::kMatmul) {
+      k.kind = KernelKind::kMatmul;
+      k.matmul = v.id;
+    } else if (epilogue[static_cast<size_t>(v.id)] >= 0) {
+      k.kind = KernelKind::kMatmul;
+      k.matmul = epilogue[static_cast<size_t>(v.id)];
+    } else if (variant.fuse && row_registers(g, *s, v.id, &k.registers, &k.split)) {
+      k.kind = KernelKind::kRow;
+    } else {
+      k.kind = KernelKind::kPointwise;
+    }
+    s->kernels.push_back(k);
+  }
+}
+
+// Makes every value a kernel reads as a buffer materialized; true when one
+// changed.
+bool materialize_buffer_reads(const KernelGraph& g, Schedule* s) {
+  bool changed = false;
+  for (const Kernel& k : s->kernels) {
+    std::vector<int> leaves;
+    if (k.kind == KernelKind::kReduce) {
+      expression_leaves(g, *s, at(g, k.root).operands[0], false, &leaves);
+    } else if (k.kind == KernelKind::kMatmul && k.root == k.matmul) {
+      leaves = at(g, k.root).operands;
+    } else {
+      expression_leaves(g, *s, k.root, true, &leaves);
+      if (k.kind == KernelKind::kRow) {
+        for (int r : k.registers) expression_leaves(g, *s, at(g, r).operands[0], false, &leaves);
+      }
+    }
+    for (int l : leaves) {
+      const bool reg = std::find(k.registers.begin(), k.registers.end(), l) != k.registers.end() || l == k.matmul;
+      if (!reg && !s->materialized[static_cast<size_t>(l)] && at(g, l).kind != ValueKind::kView) {
+        s->materialized[static_cast<size_t>(l)] = true;
+        changed = true;
+      }
+    }
+  }
+  return changed;
+}
+
+// A materialized value is its own storage; a view is its base's.
+void assign_storage(const KernelGraph& g, Schedule* s) {
+  for (const Value& v : g.values) {
+    if (s->materialized[static_cast<size_t>(v.id)]) s->storage[static_cast<size_t>(v.id)] = v.id;
   }
   for (const Value& v : g.values) {  // views, in order: a view of a view resolves
     if (v.kind == ValueKind::kView)
-      s.storage[static_cast<size_t>(v.id)] = s.storage[static_cast<size_t>(v.operands[0])];
+      s->storage[static_cast<size_t>(v.id)] = s->storage[static_cast<size_t>(v.operands[0])];
   }
-  // An output that is a view (a reduction with keepdim=false) is written by
-  // the kernel of the value it views, straight into the output buffer.
-  s.output_of.assign(n, -1);
+}
+
+// An output that is a view (a reduction with keepdim=false) is written by
+// the kernel of the value it views, straight into the output buffer.
+void assign_output_buffers(const KernelGraph& g, Schedule* s) {
+  s->output_of.assign(g.values.size(), -1);
   for (const Value& v : g.values) {
     if (v.output_index < 0) continue;
-    const int base = s.storage[static_cast<size_t>(v.id)];
+    const int base = s->storage[static_cast<size_t>(v.id)];
     if (base < 0 || at(g, base).kind == ValueKind::kInput || (base != v.id && at(g, base).output_index >= 0) ||
-        s.output_of[static_cast<size_t>(base)] >= 0) {
+        s->output_of[static_cast<size_t>(base)] >= 0) {
       throw Unsupported("output \"" + v.name + "\" shares its memory with an input or another output");
     }
-    s.output_of[static_cast<size_t>(base)] = v.output_index;
+    s->output_of[static_cast<size_t>(base)] = v.output_index;
   }
+}
+
+}  // namespace
+
+Schedule plan(const KernelGraph& g, const Variant& variant) {
+  const size_t n = g.values.size();
+  Schedule s;
+  s.materialized.assign(n, false);
+  s.storage.assign(n, -1);
+  initially_materialized(g, variant, &s);
+  const std::vector<int> epilogue = plan_epilogues(g, variant, &s);
+  // Reduces start as registers where fusion is on; any kernel that reads one
+  // as a buffer makes it materialized, until nothing changes.
+  for (bool changed = true; changed;) {
+    list_kernels(g, variant, epilogue, &s);
+    changed = materialize_buffer_reads(g, &s);
+  }
+  assign_storage(g, &s);
+  assign_output_buffers(g, &s);
   return s;
 }
 
