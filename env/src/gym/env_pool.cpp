@@ -82,6 +82,95 @@ struct EnvPool::Impl {
   void enqueue(std::vector<std::unique_ptr<StepJob>> jobs, const std::vector<int>& env_ids);
 };
 
+namespace {
+
+// step_terms must name terms of the reward function.
+void check_step_terms(const EnvConfig& config, const reward::RewardFunction& reward) {
+  const std::vector<std::string> components = reward.component_names();
+  for (const auto& term : config.reward.step_terms) {
+    if (std::find(components.begin(), components.end(), term) == components.end()) {
+      std::string list;
+      for (const auto& n : components) list += (list.empty() ? "" : ", ") + n;
+      throw InputError(config.source + ": reward.step_terms: \"" + term + "\" is not a term of reward function \"" +
+                       reward.name() + "\" (its terms: " + list + ")");
+    }
+  }
+}
+
+// What the reward needs measured, set on the eval options.
+void fit_eval_to_reward(const reward::RewardFunction& reward, EvalOptions* eval) {
+  // Energy per call costs every profiled evaluation twice its window, so it is
+  // measured only when a reward term pays for it. What only the profile stage
+  // measures (energy, the own-kernel share) must be measured on the submits
+  // the reward scores.
+  for (const auto& term : reward.describe().value("terms", json::array())) {
+    if (term.value("type", "") == "energy") {
+      if (!(eval->energy_window_ms > 0)) eval->energy_window_ms = kEnergyWindowForRewardMs;
+      eval->profile_on_submit = true;
+    }
+    if (term.value("own_kernel_weight", 0.0) > 0) eval->profile_on_submit = true;
+  }
+  // Timing that stops once the reward is decided: what the reward needs of
+  // the speedup travels with every request (sample_stats.h's decision rule).
+  if (eval->stop_when_decided) {
+    const reward::TimingNeed need = reward.timing_need();
+    eval->decision_edges = need.eager_edges;
+    eval->decision_compile_edges = need.compile_edges;
+    eval->decision_resolution = std::min(need.log_resolution, 1.0);  // wider decides nothing more
+  }
+}
+
+// The tools offered: the solution modes this backend and compiler support
+// (the default among them), and the analysis tools that apply to one of them.
+std::unique_ptr<Toolset> make_toolset(const EnvConfig& config, const CompileService& compiler,
+                                      const AnalysisRegistry& registry) {
+  std::vector<SolutionMode> modes;
+  for (SolutionMode m : backend_modes(config.backend)) {
+    if (compiler.supports(m)) modes.push_back(m);
+  }
+  if (std::find(modes.begin(), modes.end(), config.default_mode) == modes.end()) {
+    throw InputError(config.source + ": solution_mode \"" + solution_mode_name(config.default_mode) +
+                     "\" is not available on the " + backend_name(config.backend) +
+                     " backend of this build (available: " + join_modes(modes) + ")");
+  }
+  std::vector<AnalysisToolInfo> analysis;
+  for (const auto& name : registry.names()) {
+    auto tool = registry.find(name);
+    const bool applies =
+        tool && std::any_of(modes.begin(), modes.end(), [&](SolutionMode m) { return tool->applies_to(m); });
+    if (applies) analysis.push_back({tool->name(), tool->description(), tool->parameters()});
+  }
+  return std::make_unique<Toolset>(modes, config.default_mode, std::move(analysis));
+}
+
+// The executor runs the config's backend, and a CUDA device index is checked
+// against the devices the judge sees (its hello), so that a wrong one fails
+// here rather than in every step: the config's `device` and every one of
+// placement.devices (`all` is what the process sees, so always right).
+void check_executor(const EnvConfig& config, Executor& executor) {
+  if (executor.backend() != config.backend) {
+    throw InputError(config.source + ": the config's backend is " + backend_name(config.backend) +
+                     " but the executor given runs " + backend_name(executor.backend()));
+  }
+  if (config.backend != BackendKind::kCuda) return;
+  const int seen = executor.start_report().device_count;
+  auto refuse = [&](const std::string& field, int index) {
+    throw InputError(config.source + ": field " + field + ": CUDA device " + std::to_string(index) +
+                     " does not exist; the judge sees " + std::to_string(seen) + " device(s)" +
+                     (seen > 0 ? " (0.." + std::to_string(seen - 1) + ")" : "") + "; set " +
+                     (field == "/device" ? "device" : "placement.devices") + " in the config");
+  };
+  if (seen >= 0 && config.device >= seen) refuse("/device", config.device);
+  if (seen >= 0 && !config.placement.all_devices) {
+    for (size_t i = 0; i < config.placement.devices.size(); ++i) {
+      if (config.placement.devices[i] >= seen)
+        refuse("/placement/devices/" + std::to_string(i), config.placement.devices[i]);
+    }
+  }
+}
+
+}  // namespace
+
 EnvPool::Impl::Impl(EnvConfig c, int num_envs, EnvServices s) : config(std::move(c)), services(std::move(s)) {
   if (num_envs < 1) throw InputError("an EnvPool needs at least one env, got " + std::to_string(num_envs));
   if (config.backend == BackendKind::kCpu && config.device != 0) {
@@ -90,34 +179,8 @@ EnvPool::Impl::Impl(EnvConfig c, int num_envs, EnvServices s) : config(std::move
   }
   // Config mistakes first, before any process or thread is started.
   reward = std::make_unique<reward::RewardFunction>(reward::RewardFunction::load(config.reward.function));
-  const std::vector<std::string> components = reward->component_names();
-  for (const auto& term : config.reward.step_terms) {
-    if (std::find(components.begin(), components.end(), term) == components.end()) {
-      std::string list;
-      for (const auto& n : components) list += (list.empty() ? "" : ", ") + n;
-      throw InputError(config.source + ": reward.step_terms: \"" + term + "\" is not a term of reward function \"" +
-                       reward->name() + "\" (its terms: " + list + ")");
-    }
-  }
-  // Energy per call costs every profiled evaluation twice its window, so it is
-  // measured only when a reward term pays for it. What only the profile stage
-  // measures (energy, the own-kernel share) must be measured on the submits
-  // the reward scores.
-  for (const auto& term : reward->describe().value("terms", json::array())) {
-    if (term.value("type", "") == "energy") {
-      if (!(config.eval.energy_window_ms > 0)) config.eval.energy_window_ms = kEnergyWindowForRewardMs;
-      config.eval.profile_on_submit = true;
-    }
-    if (term.value("own_kernel_weight", 0.0) > 0) config.eval.profile_on_submit = true;
-  }
-  // Timing that stops once the reward is decided: what the reward needs of
-  // the speedup travels with every request (sample_stats.h's decision rule).
-  if (config.eval.stop_when_decided) {
-    const reward::TimingNeed need = reward->timing_need();
-    config.eval.decision_edges = need.eager_edges;
-    config.eval.decision_compile_edges = need.compile_edges;
-    config.eval.decision_resolution = std::min(need.log_resolution, 1.0);  // wider decides nothing more
-  }
+  check_step_terms(config, *reward);
+  fit_eval_to_reward(*reward, &config.eval);
   skills = load_skills(config);
   if (!config.prompt.system.empty()) system = read_text_file(config.prompt.system);
   abi_header = read_text_file(abi_include_dir() / "kforge" / "kernel_abi.h");
@@ -126,55 +189,12 @@ EnvPool::Impl::Impl(EnvConfig c, int num_envs, EnvServices s) : config(std::move
     services.compiler = std::make_shared<CompileService>(config.compile);
     add_default_compilers(*services.compiler, backend_name(config.backend));
   }
-
-  std::vector<SolutionMode> modes;
-  for (SolutionMode m : backend_modes(config.backend)) {
-    if (services.compiler->supports(m)) modes.push_back(m);
-  }
-  if (std::find(modes.begin(), modes.end(), config.default_mode) == modes.end()) {
-    throw InputError(config.source + ": solution_mode \"" + solution_mode_name(config.default_mode) +
-                     "\" is not available on the " + backend_name(config.backend) +
-                     " backend of this build (available: " + join_modes(modes) + ")");
-  }
-  std::vector<AnalysisToolInfo> analysis;
   const AnalysisRegistry& registry = AnalysisRegistry::global();
-  for (const auto& name : registry.names()) {
-    auto tool = registry.find(name);
-    const bool applies =
-        tool && std::any_of(modes.begin(), modes.end(), [&](SolutionMode m) { return tool->applies_to(m); });
-    if (applies) analysis.push_back({tool->name(), tool->description(), tool->parameters()});
-  }
-  toolset = std::make_unique<Toolset>(modes, config.default_mode, std::move(analysis));
-
+  toolset = make_toolset(config, *services.compiler, registry);
   if (!services.executor) {
     services.executor = make_executor(executor_config(config));
   }
-  if (services.executor->backend() != config.backend) {
-    throw InputError(config.source + ": the config's backend is " + backend_name(config.backend) +
-                     " but the executor given runs " + backend_name(services.executor->backend()));
-  }
-  // A CUDA device index is checked against the devices the judge sees (its
-  // hello), so that a wrong one fails here rather than in every step: the
-  // config's `device` and every one of placement.devices (`all` is what the
-  // process sees, so always right).
-  if (config.backend == BackendKind::kCuda) {
-    const Executor::StartReport started = services.executor->start_report();
-    const int seen = started.device_count;
-    auto refuse = [&](const std::string& field, int index) {
-      throw InputError(config.source + ": field " + field + ": CUDA device " + std::to_string(index) +
-                       " does not exist; the judge sees " + std::to_string(seen) + " device(s)" +
-                       (seen > 0 ? " (0.." + std::to_string(seen - 1) + ")" : "") + "; set " +
-                       (field == "/device" ? "device" : "placement.devices") + " in the config");
-    };
-    if (seen >= 0 && config.device >= seen) refuse("/device", config.device);
-    if (seen >= 0 && !config.placement.all_devices) {
-      for (size_t i = 0; i < config.placement.devices.size(); ++i) {
-        if (config.placement.devices[i] >= seen) {
-          refuse("/placement/devices/" + std::to_string(i), config.placement.devices[i]);
-        }
-      }
-    }
-  }
+  check_executor(config, *services.executor);
 
   // abi_include_dir stays empty: the compile service stages the header, and
   // the prompt shows the same file (abi_include_dir() follows the same rule).

@@ -27,22 +27,37 @@ using server::wire_solution;
 // the server is stopping.
 constexpr std::chrono::milliseconds kCheckPoll{100};
 
-}  // namespace
+// A reset's params, read on the socket thread.
+struct ResetArgs {
+  std::optional<json> task;
+  std::string task_id;
+  bool has_task_id = false;
+  uint64_t seed = 0;
+  ResetOptions options;
+};
 
-void Server::Impl::do_reset(const Envelope& from, uint64_t id, json& params) {
-  Slot& slot = owned_slot(from.routing_id, params);
-  const int env_id = slots.id_of(slot);
-  struct Args {
-    std::optional<json> task;
-    std::string task_id;
-    bool has_task_id = false;
-    uint64_t seed = 0;
-    ResetOptions options;
-  };
-  // The task is not part of the params' document: it is read as a document
-  // of its own on a reset thread, so that a task beyond the document limits
-  // (a deep id or attrs) is an invalid_task like any other bad task.
-  // The task is moved, not copied: this runs on the socket thread.
+std::vector<Exemplar> read_exemplars(const Field& f, SolutionMode default_mode) {
+  std::vector<Exemplar> exemplars;
+  std::vector<Field> items = f.as_array();
+  for (size_t i = 0; i < items.size(); ++i) {
+    ObjectReader er = items[i].as_object();
+    Exemplar e;
+    Field sol = er.required("solution");
+    sol.as_object();
+    e.solution = wire_solution(sol.value(), default_mode, "/params" + sol.pointer());
+    e.speedup_eager = er.required("speedup_eager").as_number_in(0.0, limits::kMaxRewardMagnitude);
+    if (auto n = er.optional("note")) e.note = n->as_string();
+    er.finish();
+    exemplars.push_back(std::move(e));
+  }
+  return exemplars;
+}
+
+// The task is not part of the params' document: it is read as a document
+// of its own on a reset thread, so that a task beyond the document limits
+// (a deep id or attrs) is an invalid_task like any other bad task.
+// The task is moved, not copied: this runs on the socket thread.
+ResetArgs read_reset_params(json& params, SolutionMode default_mode) {
   json* task_value = nullptr;
   json rest = json::object();
   if (params.is_object()) {
@@ -54,8 +69,8 @@ void Server::Impl::do_reset(const Envelope& from, uint64_t id, json& params) {
       }
     }
   }
-  Args a = reading_params([&] {
-    Args out;
+  return reading_params([&] {
+    ResetArgs out;
     Document doc = Document::from_value(params.is_object() ? rest : params, "params");
     ObjectReader r = doc.root_object();
     r.allow("env_id");
@@ -79,23 +94,18 @@ void Server::Impl::do_reset(const Envelope& from, uint64_t id, json& params) {
       out.has_task_id = true;
     }
     if (auto f = r.optional("seed")) out.seed = wire_seed(*f);
-    if (auto f = r.optional("exemplars")) {
-      std::vector<Field> items = f->as_array();
-      for (size_t i = 0; i < items.size(); ++i) {
-        ObjectReader er = items[i].as_object();
-        Exemplar e;
-        Field sol = er.required("solution");
-        sol.as_object();
-        e.solution = wire_solution(sol.value(), config.env.default_mode, "/params" + sol.pointer());
-        e.speedup_eager = er.required("speedup_eager").as_number_in(0.0, limits::kMaxRewardMagnitude);
-        if (auto n = er.optional("note")) e.note = n->as_string();
-        er.finish();
-        out.options.exemplars.push_back(std::move(e));
-      }
-    }
+    if (auto f = r.optional("exemplars")) out.options.exemplars = read_exemplars(*f, default_mode);
     r.finish();
     return out;
   });
+}
+
+}  // namespace
+
+void Server::Impl::do_reset(const Envelope& from, uint64_t id, json& params) {
+  Slot& slot = owned_slot(from.routing_id, params);
+  const int env_id = slots.id_of(slot);
+  ResetArgs a = read_reset_params(params, config.env.default_mode);
   if (a.task && a.has_task_id) {
     throw ProtocolError(ErrorCode::kBadRequest, "give either \"task\" or \"task_id\", not both", "/params/task_id");
   }
@@ -197,17 +207,18 @@ Server::Impl::ResetDone Server::Impl::run_reset(const ResetJob& job) {
   return done;
 }
 
-void Server::Impl::do_step(const Envelope& from, uint64_t id, const json& params) {
-  Slot& slot = owned_slot(from.routing_id, params);
-  const int env_id = slots.id_of(slot);
-  struct Args {
-    std::optional<json> tool_call;
-    std::optional<json> action;
-    std::optional<std::string> end;
-    std::string action_pointer;
-  };
-  Args a = reading_params([&] {
-    Args out;
+namespace {
+
+// A step's params: exactly one of a tool call, a typed action, an end.
+struct StepArgs {
+  std::optional<json> tool_call;
+  std::optional<json> action;
+  std::optional<std::string> end;
+};
+
+StepArgs read_step_params(const json& params) {
+  StepArgs a = reading_params([&] {
+    StepArgs out;
     Document doc = Document::from_value(params, "params");
     ObjectReader r = doc.root_object();
     r.allow("env_id");
@@ -235,11 +246,39 @@ void Server::Impl::do_step(const Envelope& from, uint64_t id, const json& params
   if (a.end && std::find(kEndReasons.begin(), kEndReasons.end(), *a.end) == kEndReasons.end()) {
     std::string list;
     for (const auto& reason : kEndReasons) list += (list.empty() ? "" : ", ") + reason;
-    throw ProtocolError(ErrorCode::kBadRequest,
-                        "end: \"" + a.end->substr(0, limits::kMaxNameBytes) + "\" is not a reason to end an episode (" +
-                            list + ")",
-                        "/params/end");
+    throw ProtocolError(
+        ErrorCode::kBadRequest,
+        "end: \"" + a.end->substr(0, limits::kMaxNameBytes) + "\" is not a reason to end an episode (" + list + ")",
+        "/params/end");
   }
+  return a;
+}
+
+// Typed actions come from the trainer's code, so mistakes in them are
+// errors for the trainer (unlike a policy's tool calls).
+Action read_typed_action(json v, SolutionMode default_mode) {
+  try {
+    if (v.contains("solution") && v["solution"].is_object()) {
+      if (v["solution"].contains("source_file")) {
+        throw ProtocolError(ErrorCode::kInvalidAction,
+                            "field /params/action/solution/source_file: not accepted over the wire; send the code "
+                            "as \"source\"",
+                            "/params/action/solution/source_file");
+      }
+      if (!v["solution"].contains("mode")) v["solution"]["mode"] = solution_mode_name(default_mode);
+    }
+    return parse_action(Document::from_value(v, "action"));
+  } catch (const InputError& e) {
+    throw protocol::from_input_error(e, ErrorCode::kInvalidAction, "action", "/params/action");
+  }
+}
+
+}  // namespace
+
+void Server::Impl::do_step(const Envelope& from, uint64_t id, const json& params) {
+  Slot& slot = owned_slot(from.routing_id, params);
+  const int env_id = slots.id_of(slot);
+  const StepArgs a = read_step_params(params);
   const std::string env = "env " + std::to_string(env_id);
   if (slot.busy) {
     throw ProtocolError(ErrorCode::kEnvBusy,
@@ -255,25 +294,7 @@ void Server::Impl::do_step(const Envelope& from, uint64_t id, const json& params
   }
   check_inflight(from.routing_id);
   if (a.action) {
-    json v = *a.action;
-    // Typed actions come from the trainer's code, so mistakes in them are
-    // errors for the trainer (unlike a policy's tool calls).
-    Action action;
-    try {
-      if (v.contains("solution") && v["solution"].is_object()) {
-        if (v["solution"].contains("source_file")) {
-          throw ProtocolError(ErrorCode::kInvalidAction,
-                              "field /params/action/solution/source_file: not accepted over the wire; send the code "
-                              "as \"source\"",
-                              "/params/action/solution/source_file");
-        }
-        if (!v["solution"].contains("mode")) v["solution"]["mode"] = solution_mode_name(config.env.default_mode);
-      }
-      action = parse_action(Document::from_value(v, "action"));
-    } catch (const InputError& e) {
-      throw protocol::from_input_error(e, ErrorCode::kInvalidAction, "action", "/params/action");
-    }
-    pool->send({action}, {env_id});
+    pool->send({read_typed_action(*a.action, config.env.default_mode)}, {env_id});
   } else if (a.end) {
     pool->end_episodes({env_id}, *a.end);
   } else {

@@ -13,83 +13,18 @@ RolloutStats RolloutRunner::Impl::run() {
   const auto t0 = Clock::now();
   groups_planned = !forks.empty() ? static_cast<int>(forks.size())
                                   : (config.groups > 0 ? config.groups : static_cast<int>(tasks.size()));
-  std::future<std::vector<PolicyReply>> in_flight;
-  std::vector<int> asked;  // env ids of the batch in flight
-  Clock::time_point asked_at;
+  PolicyBatch batch;
   while (!all_done()) {
-    // 1. Fill free env slots.
-    for (int id = 0; id < config.concurrency; ++id) {
-      if (slots[static_cast<size_t>(id)]) continue;
-      if (queue.empty() && !plan_group()) break;
-      if (queue.empty()) break;
-      const Spec spec = queue.front();
-      queue.pop_front();
-      start(spec, id);
-    }
-    bool progressed = false;
-    // 2. The policy's answers.
-    if (in_flight.valid() && in_flight.wait_for(std::chrono::milliseconds(0)) == std::future_status::ready) {
-      std::vector<PolicyReply> replies;
-      const double batch_ms = ms_since(asked_at);
-      stats.policy_ms += batch_ms;
-      try {
-        replies = in_flight.get();
-      } catch (const std::exception& e) {
-        replies.assign(asked.size(), PolicyReply{});
-        for (auto& r : replies) r.error = std::string("the policy failed: ") + e.what();
-      }
-      if (replies.size() != asked.size()) {
-        const std::string why = "the policy returned " + std::to_string(replies.size()) + " replies for " +
-                                std::to_string(asked.size()) + " requests";
-        replies.assign(asked.size(), PolicyReply{});
-        for (auto& r : replies) r.error = why;
-      }
-      for (size_t i = 0; i < asked.size(); ++i) {
-        auto& slot = slots[static_cast<size_t>(asked[i])];
-        if (slot) on_reply(*slot, std::move(replies[i]), batch_ms);
-      }
-      asked.clear();
-      progressed = true;
-    }
-    // 3. Ask the policy for everyone waiting (one batch in flight at a time).
-    if (!in_flight.valid()) {
-      std::vector<PolicyRequest> batch;
-      for (int id = 0; id < config.concurrency; ++id) {
-        auto& slot = slots[static_cast<size_t>(id)];
-        if (!slot || slot->state != State::kNeedPolicy) continue;
-        if (config.wall_time_s > 0 && ms_since(slot->started) > config.wall_time_s * 1000.0) {
-          finish(*slot, false, "wall_time");
-          progressed = true;
-          continue;
-        }
-        batch.push_back(request_for(*slot));
-        slot->state = State::kPolicy;
-        asked.push_back(id);
-      }
-      if (!batch.empty()) {
-        ++stats.policy_batches;
-        stats.policy_requests += static_cast<int64_t>(batch.size());
-        asked_at = Clock::now();
-        std::shared_ptr<Policy> p = policy;
-        in_flight = std::async(std::launch::async, [p, b = std::move(batch)] { return p->act(b); });
-        progressed = true;
-      }
-    }
-    // 4. The environment's results.
-    for (auto& step : pool->recv(0)) {
-      auto& slot = slots[static_cast<size_t>(step.env_id)];
-      if (slot) on_step(*slot, std::move(step.result));
-      progressed = true;
-    }
+    fill_free_slots();
+    bool progressed = take_policy_replies(batch);
+    progressed = ask_policy(batch) || progressed;
+    progressed = take_env_steps(std::chrono::milliseconds(0)) || progressed;
     if (progressed) continue;
     // Nothing to do: wait a little on whichever can move.
     if (pool->pending() > 0) {
-      for (auto& step : pool->recv(1, std::chrono::milliseconds(in_flight.valid() ? 2 : 50))) {
-        auto& slot = slots[static_cast<size_t>(step.env_id)];
-        if (slot) on_step(*slot, std::move(step.result));
-      }
-    } else if (in_flight.valid()) {
-      in_flight.wait_for(std::chrono::milliseconds(50));
+      take_env_steps(std::chrono::milliseconds(batch.replies.valid() ? 2 : 50));
+    } else if (batch.replies.valid()) {
+      batch.replies.wait_for(std::chrono::milliseconds(50));
     } else if (!all_done() && queue.empty() && !plan_group()) {
       // Nothing in flight, nothing queued, nothing left to plan.
       bool active = false;
@@ -104,6 +39,88 @@ RolloutStats RolloutRunner::Impl::run() {
   stats.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   stats.mean_reward = stats.episodes_written ? reward_sum / stats.episodes_written : 0.0;
   return stats;
+}
+
+// 1. Free env slots get the next planned episodes.
+bool RolloutRunner::Impl::fill_free_slots() {
+  bool started = false;
+  for (int id = 0; id < config.concurrency; ++id) {
+    if (slots[static_cast<size_t>(id)]) continue;
+    if (queue.empty() && !plan_group()) break;
+    if (queue.empty()) break;
+    const Spec spec = queue.front();
+    queue.pop_front();
+    start(spec, id);
+    started = true;
+  }
+  return started;
+}
+
+// 2. The policy's answers, once its batch is done; a failed batch or one of
+// the wrong size is an error reply for each episode it asked for.
+bool RolloutRunner::Impl::take_policy_replies(PolicyBatch& batch) {
+  if (!batch.replies.valid() || batch.replies.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready) {
+    return false;
+  }
+  std::vector<PolicyReply> replies;
+  const double batch_ms = ms_since(batch.asked_at);
+  stats.policy_ms += batch_ms;
+  try {
+    replies = batch.replies.get();
+  } catch (const std::exception& e) {
+    replies.assign(batch.asked.size(), PolicyReply{});
+    for (auto& r : replies) r.error = std::string("the policy failed: ") + e.what();
+  }
+  if (replies.size() != batch.asked.size()) {
+    const std::string why = "the policy returned " + std::to_string(replies.size()) + " replies for " +
+                            std::to_string(batch.asked.size()) + " requests";
+    replies.assign(batch.asked.size(), PolicyReply{});
+    for (auto& r : replies) r.error = why;
+  }
+  for (size_t i = 0; i < batch.asked.size(); ++i) {
+    auto& slot = slots[static_cast<size_t>(batch.asked[i])];
+    if (slot) on_reply(*slot, std::move(replies[i]), batch_ms);
+  }
+  batch.asked.clear();
+  return true;
+}
+
+// 3. Ask the policy for everyone waiting (one batch in flight at a time);
+// an episode past its wall time ends instead.
+bool RolloutRunner::Impl::ask_policy(PolicyBatch& batch) {
+  if (batch.replies.valid()) return false;
+  bool progressed = false;
+  std::vector<PolicyRequest> requests;
+  for (int id = 0; id < config.concurrency; ++id) {
+    auto& slot = slots[static_cast<size_t>(id)];
+    if (!slot || slot->state != State::kNeedPolicy) continue;
+    if (config.wall_time_s > 0 && ms_since(slot->started) > config.wall_time_s * 1000.0) {
+      finish(*slot, false, "wall_time");
+      progressed = true;
+      continue;
+    }
+    requests.push_back(request_for(*slot));
+    slot->state = State::kPolicy;
+    batch.asked.push_back(id);
+  }
+  if (requests.empty()) return progressed;
+  ++stats.policy_batches;
+  stats.policy_requests += static_cast<int64_t>(requests.size());
+  batch.asked_at = Clock::now();
+  std::shared_ptr<Policy> p = policy;
+  batch.replies = std::async(std::launch::async, [p, b = std::move(requests)] { return p->act(b); });
+  return true;
+}
+
+// 4. The environment's results, waiting up to `wait` for the first.
+bool RolloutRunner::Impl::take_env_steps(std::chrono::milliseconds wait) {
+  bool progressed = false;
+  for (auto& step : wait.count() > 0 ? pool->recv(1, wait) : pool->recv(0)) {
+    auto& slot = slots[static_cast<size_t>(step.env_id)];
+    if (slot) on_step(*slot, std::move(step.result));
+    progressed = true;
+  }
+  return progressed;
 }
 
 bool RolloutRunner::Impl::all_done() const {
@@ -238,8 +255,8 @@ void RolloutRunner::Impl::on_step(Episode& ep, env::StepResult result) {
   info.tool_call = nullptr;  // the turn's action
   TurnInfo ti;
   ti.policy = ep.policy_meta;
-  ti.state = TurnState{info.budget.turns_used, info.budget.time_used_s, info.budget.compile_errors,
-                       info.episode_return, ep.solution_turn};
+  ti.state = TurnState{info.budget.turns_used, info.budget.time_used_s, info.budget.compile_errors, info.episode_return,
+                       ep.solution_turn};
   const std::string truncation = info.truncation_reason.empty() ? "budget" : info.truncation_reason;
   ti.env = std::move(info);
   for (const auto& m : t.messages) ep.messages.push_back(m);

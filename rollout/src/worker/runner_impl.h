@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "kforge/core/trajectory.h"
+#include "kforge/core/trajectory_sink.h"
 #include "kforge/env/env_pool.h"
 #include "kforge/env/step_info.h"
 #include "kforge/reward/reward.h"
@@ -28,7 +30,6 @@
 #include "kforge/rollout/trajectory_info.h"
 #include "kforge/rollout/worker/rollout_config.h"
 #include "kforge/rollout/worker/rollout_runner.h"
-#include "kforge/core/trajectory_sink.h"
 
 namespace kforge::rollout {
 
@@ -76,8 +77,8 @@ struct RolloutRunner::Impl {
     uint64_t sampling_seed = 0;
     json messages = json::array();
     json tools = json::array();
-    Trajectory traj;              // its turns' info and its own stay empty: see `info`
-    TrajectoryInfo info;          // traj.info, typed
+    Trajectory traj;                  // its turns' info and its own stay empty: see `info`
+    TrajectoryInfo info;              // traj.info, typed
     std::vector<TurnInfo> turn_info;  // traj.turns[i].info, typed
     State state = State::kNeedPolicy;
     // When the first observation was ready: the episode's wall clock
@@ -140,7 +141,18 @@ struct RolloutRunner::Impl {
   void maybe_complete(size_t index);
 
   // runner/episode_loop.cpp
+  // The one policy batch in flight: whom it asked, and since when.
+  struct PolicyBatch {
+    std::future<std::vector<PolicyReply>> replies;
+    std::vector<int> asked;  // env ids
+    Clock::time_point asked_at;
+  };
   RolloutStats run();
+  // The phases of one pass of run(); each returns whether it moved anything.
+  bool fill_free_slots();
+  bool take_policy_replies(PolicyBatch& batch);
+  bool ask_policy(PolicyBatch& batch);
+  bool take_env_steps(std::chrono::milliseconds wait);
   bool all_done() const;
   PolicyRequest request_for(const Episode& ep) const;
   static void add_usage(Episode& ep, const json& usage);
