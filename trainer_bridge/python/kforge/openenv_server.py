@@ -36,7 +36,8 @@ silent for a training step of hours. At capacity, a new session takes the
 slot of the session quiet longest, if quiet for ``--reclaim-after`` seconds;
 WebSocket pings find dead peers sooner. Every message is answered within
 ``--reply-deadline`` seconds, and a reply the client stopped waiting for is
-never sent (openenv_ws.py). OpenEnv's MCP tool interface: openenv_mcp.py.
+never sent (openenv_ws.py). OpenEnv's MCP tool interface: openenv_mcp.py; the
+sessions' slots, reclaiming and idle timeout: openenv_registry.py.
 
 Run: ``python3 -m kforge.openenv_server --kforge-endpoint tcp://127.0.0.1:5555
 --port 8000`` (or ``--kforge-bin build/default/cli/kforge --kforge-args
@@ -48,17 +49,17 @@ docs/trainers/openenv.md.
 
 import argparse
 import asyncio
-import concurrent.futures
 import json
 import os
 import shlex
 import socket
 import sys
 import time
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .client import Client
 from .errors import KForgeError
+from .openenv_registry import SessionRegistry
 # The wire format and the session moved to their own modules; every name is
 # still importable from kforge.openenv_server.
 from .openenv_session import Session
@@ -117,6 +118,259 @@ def http_error_detail(data: Dict[str, Any]) -> List[Dict[str, Any]]:
     return [{"loc": loc, "msg": data.get("message", ""), "type": str(data.get("code", "")).lower(), **data}]
 
 
+def probe_kforge(kforge_endpoint: str) -> Tuple[Dict[str, Any], List[str]]:
+    """The ``kforge serve`` at ``kforge_endpoint``'s hello and every task id
+    (read a page at a time)."""
+    with Client(kforge_endpoint, timeout_s=30.0) as probe:
+        hello = probe.hello("kforge.openenv_server", 10.0)
+        task_ids: List[str] = []
+        offset = 0
+        while True:
+            page = probe.call("tasks", {"offset": offset, "limit": 1000})
+            task_ids.extend(page["task_ids"])
+            offset += len(page["task_ids"])
+            if not page["task_ids"] or offset >= page["count"]:
+                break
+    return hello, task_ids
+
+
+async def read_body(request: Any, max_message_bytes: int) -> Dict[str, Any]:
+    """An HTTP request's JSON body, read no further than ``max_message_bytes``."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_message_bytes:
+        raise RequestError(INVALID_JSON, f"body of {declared} bytes; the limit is {max_message_bytes}")
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > max_message_bytes:
+            raise RequestError(INVALID_JSON, f"body over {max_message_bytes} bytes")
+    return parse_message(body or b"{}", max_message_bytes)
+
+
+def error_response(e: Exception) -> Any:
+    """An HTTP route's failure as OpenEnv's HTTP routes answer one."""
+    from fastapi.responses import JSONResponse
+
+    if isinstance(e, RequestError):
+        return JSONResponse(status_code=422, content={"detail": http_error_detail(e.data())})
+    if isinstance(e, KForgeError):
+        status = 503 if e.code in ("pool_full", "shutting_down", "timeout") else 422
+        return JSONResponse(status_code=status, content={"detail": http_error_detail(_kforge_error_data(e))})
+    return JSONResponse(status_code=500, content={"detail": http_error_detail(
+        {"message": str(e), "code": EXECUTION_ERROR})})
+
+
+def add_lifecycle(app: Any, reg: SessionRegistry, on_ready: Optional[Any]) -> None:
+    """Startup starts the idle reaper (if sessions time out); shutdown closes
+    every session."""
+    @app.on_event("startup")
+    async def _startup() -> None:
+        if reg.session_timeout_s is not None:
+            app.state.reaper = asyncio.get_running_loop().create_task(reg.reap())
+        if on_ready is not None:
+            on_ready()
+
+    @app.on_event("shutdown")
+    async def _shutdown() -> None:
+        reaper = getattr(app.state, "reaper", None)
+        if reaper is not None:
+            reaper.cancel()
+        for session in list(reg.sessions.values()):
+            await reg.release(session)
+        reg.executor.shutdown(wait=False)
+
+
+def add_episode_routes(app: Any, reg: SessionRegistry, ctx: SessionContext) -> None:
+    """POST /reset, POST /step and GET /state: HTTP has no session."""
+    from fastapi import Request
+
+    @app.post("/reset")
+    async def http_reset(request: Request) -> Any:
+        try:
+            body = await read_body(request, ctx.max_message_bytes)
+            return await reg.blocking(reg.one_shot, body, False, ctx.task_ids)
+        except Exception as e:  # noqa: BLE001 (every failure is answered)
+            return error_response(e)
+
+    @app.post("/step")
+    async def http_step(request: Request) -> Any:
+        try:
+            body = await read_body(request, ctx.max_message_bytes)
+            _only_keys(body, ("action", "timeout_s", "request_id") + RESET_KEYS, "body")
+            if "action" not in body:
+                raise RequestError(VALIDATION_ERROR, "body/action: required", "body/action")
+            if "task_id" not in body and "task" not in body:
+                # HTTP has no session: a step scores its action on the task
+                # the body names, never on one picked for it.
+                raise RequestError(VALIDATION_ERROR, "body/task_id: required (or body/task): the task the action is "
+                                   "for; multi-step episodes use the WebSocket /ws", "body/task_id")
+            return await reg.blocking(reg.one_shot, body, True, ctx.task_ids)
+        except Exception as e:  # noqa: BLE001
+            return error_response(e)
+
+    @app.get("/state")
+    async def http_state() -> Any:
+        # As OpenEnv's: the state of a fresh environment (HTTP has no session).
+        return {"episode_id": None, "step_count": 0}
+
+
+def add_description_routes(app: Any, reg: SessionRegistry, ctx: SessionContext, hello: Mapping[str, Any]) -> None:
+    """GET /health (pings kforge serve), /metadata and /schema."""
+    from fastapi.responses import JSONResponse
+
+    @app.get("/health")
+    async def http_health() -> Any:
+        try:
+            await reg.blocking(reg.ping)
+        except Exception as e:  # noqa: BLE001
+            return JSONResponse(status_code=503, content={"status": "unhealthy", "message": str(e)})
+        return {"status": "healthy"}
+
+    @app.get("/metadata")
+    async def http_metadata() -> Any:
+        return {
+            "name": ENV_NAME,
+            "description": "KernelForge: write kernels; compiled, verified and timed in a sandbox, rewarded by speedup",
+            "version": API_VERSION,
+            "documentation_url": "docs/trainers/openenv.md",
+            "backend": hello.get("backend"),
+            "tasks": len(ctx.task_ids),
+            "active_sessions": len(reg.sessions),
+            "max_sessions": reg.limit,
+            "session_timeout_s": reg.session_timeout_s,
+            "reply_deadline_s": ctx.reply_deadline_s,
+            "reclaim_after_s": reg.reclaim_after_s,
+        }
+
+    @app.get("/schema")
+    async def http_schema() -> Any:
+        return {"action": ACTION_SCHEMA, "observation": OBSERVATION_SCHEMA, "state": STATE_SCHEMA}
+
+
+def add_http_mcp(app: Any, reg: SessionRegistry, ctx: SessionContext) -> None:
+    """POST /mcp: JSON-RPC, always answered with status 200, as OpenEnv's."""
+    from fastapi import Request
+
+    @app.post("/mcp")
+    async def http_mcp(request: Request) -> Any:
+        try:
+            body = await read_body(request, ctx.max_message_bytes)
+        except RequestError as e:
+            return jsonrpc_error(None, PARSE_ERROR, f"Parse error: {e}")
+        try:
+            r = read_jsonrpc(body)
+        except RequestError as e:
+            code = INVALID_PARAMS if e.code == "INVALID_PARAMS" else INVALID_REQUEST
+            return jsonrpc_error(body.get("id") if isinstance(body.get("id"), (str, int)) else None, code, str(e))
+        method, params, request_id = r["method"], r["params"], r["id"]
+        if method == "openenv/session/create":
+            if not await reg.admit():
+                return jsonrpc_error(request_id, SERVER_ERROR, f"the server holds {reg.limit} sessions, its limit",
+                                     {"active_sessions": reg.limit, "max_sessions": reg.limit})
+            try:
+                session = await reg.open_session()
+            except Exception as e:  # noqa: BLE001
+                return jsonrpc_error(request_id, SERVER_ERROR, str(e))
+            return jsonrpc_result(request_id, {"session_id": session.id})
+        target = reg.sessions.get(params.get("session_id")) if isinstance(params.get("session_id"), str) else None
+        if "session_id" in params and target is None:
+            return jsonrpc_error(request_id, INVALID_PARAMS, f"Unknown session_id: {params.get('session_id')}")
+        if method == "openenv/session/close":
+            if target is None:
+                return jsonrpc_error(request_id, INVALID_PARAMS, "Invalid params - 'session_id' is required")
+            if target.id in reg.sockets:
+                return jsonrpc_error(request_id, INVALID_REQUEST, "this session is a WebSocket's: close the WebSocket")
+            await reg.release(target)
+            return jsonrpc_result(request_id, {"session_id": target.id, "closed": True})
+
+        async def call(name: str, arguments: Dict[str, Any]) -> Dict[str, Any]:
+            assert target is not None
+            target.running += 1
+            try:
+                return await reg.blocking(target.call_tool, name, arguments, ctx.task_ids)
+            finally:
+                target.running -= 1
+                target.last_activity = time.monotonic()
+
+        return await answer_tools_method(method, params, request_id, ctx.tools, call if target is not None else None)
+
+
+def add_ws_mcp(app: Any, reg: SessionRegistry, ctx: SessionContext) -> None:
+    """OpenEnv's WebSocket /mcp: raw JSON-RPC requests and responses, one
+    session per connection."""
+    from fastapi import WebSocket
+    from starlette.websockets import WebSocketDisconnect
+
+    @app.websocket("/mcp")
+    async def ws_mcp(websocket: WebSocket) -> None:
+        await websocket.accept()
+        if not await reg.admit():
+            await websocket.send_text(json.dumps(jsonrpc_error(None, SERVER_ERROR, f"the server holds {reg.limit} "
+                                                               "sessions, its limit", {"max_sessions": reg.limit})))
+            await websocket.close(code=1013)
+            return
+        session: Optional[Session] = None
+        try:
+            session = await reg.open_session()
+            await reg.attach(session, websocket)
+            while not session.closed:
+                raw = await websocket.receive_text()
+                session.last_activity = time.monotonic()
+                try:
+                    body: Any = parse_message(raw, ctx.max_message_bytes)
+                except RequestError as e:
+                    await websocket.send_text(json.dumps(jsonrpc_error(None, PARSE_ERROR, f"Parse error: {e}")))
+                    continue
+                session.running += 1
+                try:
+                    reply = await ws_mcp_request(body, session, ctx)
+                finally:
+                    session.running -= 1
+                    session.last_activity = time.monotonic()
+                await websocket.send_text(json.dumps(reply))
+        except WebSocketDisconnect:
+            pass
+        finally:
+            if session is not None:
+                await reg.release(session)
+
+
+def add_ws_session(app: Any, reg: SessionRegistry, ctx: SessionContext) -> None:
+    """WebSocket /ws: one OpenEnv session per connection (openenv_ws.py)."""
+    from fastapi import WebSocket
+    from starlette.websockets import WebSocketDisconnect, WebSocketState
+
+    @app.websocket("/ws")
+    async def ws_session(websocket: WebSocket) -> None:
+        await websocket.accept()
+        if not await reg.admit():
+            await websocket.send_text(json.dumps({"type": "error", "data": {
+                "message": f"the server holds {reg.limit} sessions, its limit; retry later",
+                "code": CAPACITY_REACHED, "active_sessions": reg.limit, "max_sessions": reg.limit}}))
+            await websocket.close(code=1013)
+            return
+        session: Optional[Session] = None
+        try:
+            session = await reg.open_session()
+            await reg.attach(session, websocket)
+            await serve_session(websocket, session, ctx)
+        except WebSocketDisconnect:
+            pass
+        except Exception as e:  # noqa: BLE001 (a session's failure is told to its client only)
+            try:
+                await websocket.send_text(json.dumps({"type": "error", "data": {"message": str(e), "code": SESSION_ERROR}}))
+            except Exception:  # noqa: BLE001
+                pass
+        finally:
+            if session is not None:
+                await reg.release(session)
+            if websocket.client_state == WebSocketState.CONNECTED:
+                try:
+                    await websocket.close()
+                except Exception:  # noqa: BLE001
+                    pass
+
+
 def create_app(
     kforge_endpoint: str,
     max_sessions: Optional[int] = None,
@@ -133,326 +387,30 @@ def create_app(
     ``max_sessions``: at capacity, a new session takes the slot of the one
     quiet longest, if quiet ``reclaim_after_s`` or more). ``reply_deadline_s``
     None: answers wait for their steps however long (openenv_ws.py)."""
-    from fastapi import FastAPI, Request, WebSocket
-    from fastapi.responses import JSONResponse
-    from starlette.websockets import WebSocketDisconnect, WebSocketState
+    from fastapi import FastAPI
 
     for name, value in (("session_timeout_s", session_timeout_s), ("reply_deadline_s", reply_deadline_s),
                         ("reclaim_after_s", reclaim_after_s)):
         if value is not None and value <= 0:
             raise ValueError(f"{name} must be > 0 (or None: none)")
-    with Client(kforge_endpoint, timeout_s=30.0) as probe:
-        hello = probe.hello("kforge.openenv_server", 10.0)
-        task_ids: List[str] = []
-        offset = 0
-        while True:
-            page = probe.call("tasks", {"offset": offset, "limit": 1000})
-            task_ids.extend(page["task_ids"])
-            offset += len(page["task_ids"])
-            if not page["task_ids"] or offset >= page["count"]:
-                break
+    hello, task_ids = probe_kforge(kforge_endpoint)
     limit = int(max_sessions if max_sessions is not None else hello["limits"]["num_envs"])
     if limit < 1:
         raise ValueError("max_sessions must be >= 1")
 
     app = FastAPI(title="KernelForge (OpenEnv)", version=API_VERSION)
-    sessions: Dict[str, Session] = {}
-    sockets: Dict[str, Any] = {}
-    reserved = [0]  # sessions being opened
-    lock = asyncio.Lock()
-    executor = concurrent.futures.ThreadPoolExecutor(max_workers=2 * limit + 4, thread_name_prefix="kforge-openenv")
-    tools = mcp_tools(hello.get("tools", []))
-    app.state.sessions = sessions
+    reg = SessionRegistry(kforge_endpoint, limit, step_timeout_s, session_timeout_s, reclaim_after_s)
+    app.state.sessions = reg.sessions
     app.state.task_ids = task_ids
     app.state.max_sessions = limit
-
-    async def blocking(fn: Any, *args: Any) -> Any:
-        return await asyncio.get_running_loop().run_in_executor(executor, fn, *args)
-
-    ctx = SessionContext(blocking, task_ids, tools, max_message_bytes, reply_deadline_s)
-
-    async def release(session: Session) -> None:
-        # The slot counts until its env is released on the server: a new
-        # session admitted earlier could find every env still held.
-        await blocking(session.close)
-        async with lock:
-            sessions.pop(session.id, None)
-            sockets.pop(session.id, None)
-
-    async def evict(session: Session, why: str) -> None:
-        ws = sockets.get(session.id)
-        # The slot first: telling a half-open peer may wait for its close
-        # handshake until the WebSocket close timeout.
-        await release(session)
-        if ws is not None:
-            asyncio.get_running_loop().create_task(tell_and_close(ws, why))
-
-    async def reap() -> None:
-        assert session_timeout_s is not None
-        interval = min(max(session_timeout_s / 4, 0.05), 5.0)
-        while True:
-            await asyncio.sleep(interval)
-            now = time.monotonic()
-            async with lock:
-                stale = [s for s in sessions.values() if not s.running and now - s.last_activity > session_timeout_s]
-            for session in stale:
-                await evict(session, f"session idle for more than {session_timeout_s} s; closed")
-
-    async def admit() -> bool:
-        """A slot for a new session: a free one, or that of the session quiet
-        longest (nothing running, quiet reclaim_after_s or more)."""
-        async with lock:
-            if len(sessions) + reserved[0] < limit:
-                reserved[0] += 1
-                return True
-            now = time.monotonic()
-            quiet = [s for s in sessions.values() if not s.running and reclaim_after_s is not None
-                     and now - s.last_activity >= reclaim_after_s]
-            victim = min(quiet, key=lambda s: s.last_activity) if quiet else None
-            if victim is None:
-                return False
-            reserved[0] += 1
-        await evict(victim, "another client needed this session's slot; this one was the quietest")
-        return True
-
-    async def open_session() -> Session:
-        session: Optional[Session] = None
-        try:
-            session = await blocking(Session, kforge_endpoint, step_timeout_s)
-            return session
-        finally:
-            async with lock:
-                reserved[0] -= 1
-                if session is not None:
-                    sessions[session.id] = session
-
-    async def tell_and_close(ws: Any, why: str) -> None:
-        try:
-            if ws.client_state == WebSocketState.CONNECTED:
-                await ws.send_text(json.dumps({"type": "error", "data": {"message": why, "code": SESSION_ERROR}}))
-                await ws.close(code=1001)
-        except Exception:  # noqa: BLE001 (the peer is gone; its slot is free already)
-            pass
-
-    @app.on_event("startup")
-    async def _startup() -> None:
-        if session_timeout_s is not None:
-            app.state.reaper = asyncio.get_running_loop().create_task(reap())
-        if on_ready is not None:
-            on_ready()
-
-    @app.on_event("shutdown")
-    async def _shutdown() -> None:
-        reaper = getattr(app.state, "reaper", None)
-        if reaper is not None:
-            reaper.cancel()
-        for session in list(sessions.values()):
-            await release(session)
-        executor.shutdown(wait=False)
-
-    async def read_body(request: Request) -> Dict[str, Any]:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > max_message_bytes:
-            raise RequestError(INVALID_JSON, f"body of {declared} bytes; the limit is {max_message_bytes}")
-        body = b""
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > max_message_bytes:
-                raise RequestError(INVALID_JSON, f"body over {max_message_bytes} bytes")
-        return parse_message(body or b"{}", max_message_bytes)
-
-    def error_response(e: Exception) -> Any:
-        if isinstance(e, RequestError):
-            return JSONResponse(status_code=422, content={"detail": http_error_detail(e.data())})
-        if isinstance(e, KForgeError):
-            status = 503 if e.code in ("pool_full", "shutting_down", "timeout") else 422
-            return JSONResponse(status_code=status, content={"detail": http_error_detail(_kforge_error_data(e))})
-        return JSONResponse(status_code=500, content={"detail": http_error_detail(
-            {"message": str(e), "code": EXECUTION_ERROR})})
-
-    def one_shot(body: Mapping[str, Any], with_step: bool) -> Dict[str, Any]:
-        session = Session(kforge_endpoint, step_timeout_s)
-        try:
-            reset_data = {k: v for k, v in body.items() if k not in ("action", "timeout_s", "request_id")}
-            first = session.reset(reset_data, task_ids)
-            if not with_step:
-                return first
-            return session.step(body["action"])
-        finally:
-            session.close()
-
-    @app.post("/reset")
-    async def http_reset(request: Request) -> Any:
-        try:
-            body = await read_body(request)
-            return await blocking(one_shot, body, False)
-        except Exception as e:  # noqa: BLE001 (every failure is answered)
-            return error_response(e)
-
-    @app.post("/step")
-    async def http_step(request: Request) -> Any:
-        try:
-            body = await read_body(request)
-            _only_keys(body, ("action", "timeout_s", "request_id") + RESET_KEYS, "body")
-            if "action" not in body:
-                raise RequestError(VALIDATION_ERROR, "body/action: required", "body/action")
-            if "task_id" not in body and "task" not in body:
-                # HTTP has no session: a step scores its action on the task
-                # the body names, never on one picked for it.
-                raise RequestError(VALIDATION_ERROR, "body/task_id: required (or body/task): the task the action is "
-                                   "for; multi-step episodes use the WebSocket /ws", "body/task_id")
-            return await blocking(one_shot, body, True)
-        except Exception as e:  # noqa: BLE001
-            return error_response(e)
-
-    @app.get("/state")
-    async def http_state() -> Any:
-        # As OpenEnv's: the state of a fresh environment (HTTP has no session).
-        return {"episode_id": None, "step_count": 0}
-
-    @app.get("/health")
-    async def http_health() -> Any:
-        def ping() -> None:
-            with Client(kforge_endpoint, timeout_s=10.0) as c:
-                c.call("ping", {})
-
-        try:
-            await blocking(ping)
-        except Exception as e:  # noqa: BLE001
-            return JSONResponse(status_code=503, content={"status": "unhealthy", "message": str(e)})
-        return {"status": "healthy"}
-
-    @app.get("/metadata")
-    async def http_metadata() -> Any:
-        return {
-            "name": ENV_NAME,
-            "description": "KernelForge: write kernels; compiled, verified and timed in a sandbox, rewarded by speedup",
-            "version": API_VERSION,
-            "documentation_url": "docs/trainers/openenv.md",
-            "backend": hello.get("backend"),
-            "tasks": len(task_ids),
-            "active_sessions": len(sessions),
-            "max_sessions": limit,
-            "session_timeout_s": session_timeout_s,
-            "reply_deadline_s": reply_deadline_s,
-            "reclaim_after_s": reclaim_after_s,
-        }
-
-    @app.get("/schema")
-    async def http_schema() -> Any:
-        return {"action": ACTION_SCHEMA, "observation": OBSERVATION_SCHEMA, "state": STATE_SCHEMA}
-
-    @app.post("/mcp")
-    async def http_mcp(request: Request) -> Any:
-        # Always a JSON-RPC answer with status 200, as OpenEnv's.
-        try:
-            body = await read_body(request)
-        except RequestError as e:
-            return jsonrpc_error(None, PARSE_ERROR, f"Parse error: {e}")
-        try:
-            r = read_jsonrpc(body)
-        except RequestError as e:
-            code = INVALID_PARAMS if e.code == "INVALID_PARAMS" else INVALID_REQUEST
-            return jsonrpc_error(body.get("id") if isinstance(body.get("id"), (str, int)) else None, code, str(e))
-        method, params, request_id = r["method"], r["params"], r["id"]
-        if method == "openenv/session/create":
-            if not await admit():
-                return jsonrpc_error(request_id, SERVER_ERROR, f"the server holds {limit} sessions, its limit",
-                                     {"active_sessions": limit, "max_sessions": limit})
-            try:
-                session = await open_session()
-            except Exception as e:  # noqa: BLE001
-                return jsonrpc_error(request_id, SERVER_ERROR, str(e))
-            return jsonrpc_result(request_id, {"session_id": session.id})
-        target = sessions.get(params.get("session_id")) if isinstance(params.get("session_id"), str) else None
-        if "session_id" in params and target is None:
-            return jsonrpc_error(request_id, INVALID_PARAMS, f"Unknown session_id: {params.get('session_id')}")
-        if method == "openenv/session/close":
-            if target is None:
-                return jsonrpc_error(request_id, INVALID_PARAMS, "Invalid params - 'session_id' is required")
-            if target.id in sockets:
-                return jsonrpc_error(request_id, INVALID_REQUEST, "this session is a WebSocket's: close the WebSocket")
-            await release(target)
-            return jsonrpc_result(request_id, {"session_id": target.id, "closed": True})
-
-        async def call(name: str, arguments: Dict[str, Any]) -> Dict[str, Any]:
-            assert target is not None
-            target.running += 1
-            try:
-                return await blocking(target.call_tool, name, arguments, task_ids)
-            finally:
-                target.running -= 1
-                target.last_activity = time.monotonic()
-
-        return await answer_tools_method(method, params, request_id, tools, call if target is not None else None)
-
-    @app.websocket("/mcp")
-    async def ws_mcp(websocket: WebSocket) -> None:
-        # OpenEnv's WebSocket /mcp: raw JSON-RPC requests and responses, one
-        # session per connection.
-        await websocket.accept()
-        if not await admit():
-            await websocket.send_text(json.dumps(jsonrpc_error(None, SERVER_ERROR, f"the server holds {limit} "
-                                                               "sessions, its limit", {"max_sessions": limit})))
-            await websocket.close(code=1013)
-            return
-        session: Optional[Session] = None
-        try:
-            session = await open_session()
-            async with lock:
-                sockets[session.id] = websocket
-            while not session.closed:
-                raw = await websocket.receive_text()
-                session.last_activity = time.monotonic()
-                try:
-                    body: Any = parse_message(raw, max_message_bytes)
-                except RequestError as e:
-                    await websocket.send_text(json.dumps(jsonrpc_error(None, PARSE_ERROR, f"Parse error: {e}")))
-                    continue
-                session.running += 1
-                try:
-                    reply = await ws_mcp_request(body, session, ctx)
-                finally:
-                    session.running -= 1
-                    session.last_activity = time.monotonic()
-                await websocket.send_text(json.dumps(reply))
-        except WebSocketDisconnect:
-            pass
-        finally:
-            if session is not None:
-                await release(session)
-
-    @app.websocket("/ws")
-    async def ws_session(websocket: WebSocket) -> None:
-        await websocket.accept()
-        if not await admit():
-            await websocket.send_text(json.dumps({"type": "error", "data": {
-                "message": f"the server holds {limit} sessions, its limit; retry later",
-                "code": CAPACITY_REACHED, "active_sessions": limit, "max_sessions": limit}}))
-            await websocket.close(code=1013)
-            return
-        session: Optional[Session] = None
-        try:
-            session = await open_session()
-            async with lock:
-                sockets[session.id] = websocket
-            await serve_session(websocket, session, ctx)
-        except WebSocketDisconnect:
-            pass
-        except Exception as e:  # noqa: BLE001 (a session's failure is told to its client only)
-            try:
-                await websocket.send_text(json.dumps({"type": "error", "data": {"message": str(e), "code": SESSION_ERROR}}))
-            except Exception:  # noqa: BLE001
-                pass
-        finally:
-            if session is not None:
-                await release(session)
-            if websocket.client_state == WebSocketState.CONNECTED:
-                try:
-                    await websocket.close()
-                except Exception:  # noqa: BLE001
-                    pass
-
+    ctx = SessionContext(reg.blocking, task_ids, mcp_tools(hello.get("tools", [])), max_message_bytes,
+                         reply_deadline_s)
+    add_lifecycle(app, reg, on_ready)
+    add_episode_routes(app, reg, ctx)
+    add_description_routes(app, reg, ctx, hello)
+    add_http_mcp(app, reg, ctx)
+    add_ws_mcp(app, reg, ctx)
+    add_ws_session(app, reg, ctx)
     return app
 
 
