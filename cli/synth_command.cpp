@@ -16,6 +16,7 @@
 
 #include "commands.h"
 #include "kforge/core/jsonl.h"
+#include "kforge/core/number_text.h"
 #include "kforge/core/op_registry.h"
 #include "kforge/data_synth/exporters.h"
 #include "kforge/data_synth/reach.h"
@@ -86,12 +87,6 @@ fs::path python_script(const std::string& name) {
   return fs::path(KFORGE_SOURCE_DIR) / "data_synth" / "python" / name;
 }
 
-std::string fmt(double v, const char* spec) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), spec, v);
-  return buf;
-}
-
 // The progress line: a bar on a terminal (redrawn in place), plain lines
 // every few seconds otherwise (logs, CI).
 class ProgressPrinter {
@@ -117,8 +112,8 @@ class ProgressPrinter {
     }
     line << p.accepted << "/" << p.target << " accepted";
     if (p.resumed > 0) line << " (" << p.resumed << " resumed)";
-    line << ", " << p.rejected << " rejected, " << fmt(rate_h, "%.0f") << " tasks/h, ETA "
-         << (std::isnan(eta) ? std::string("?") : fmt(eta, "%.0f") + " s");
+    line << ", " << p.rejected << " rejected, " << format_fixed(rate_h, 0) << " tasks/h, ETA "
+         << (std::isnan(eta) ? std::string("?") : format_fixed(eta, 0) + " s");
     if (last || !tty_) {
       if (!p.rejections.empty()) {
         line << " [";
@@ -171,9 +166,9 @@ std::string add_dataset_extras(const SynthArgs& a, const synth::SynthConfig& con
     std::ofstream(fs::path(a.out) / "reach.json") << r.to_json().dump(2) << "\n";
     if (!a.quiet) {
       std::cerr << "kforge synth: reach: " << r.distinct << " distinct graphs in " << r.passed << " of " << r.samples
-                << " samples, Chao1 " << fmt(r.chao1, "%.0f") << ", x filter pass share "
-                << fmt(r.filter_pass_share, "%.2f") << " = " << fmt(r.estimate, "%.0f") << " valid tasks (target "
-                << fmt(synth::kReachTarget, "%.0f") << ")\n";
+                << " samples, Chao1 " << format_fixed(r.chao1, 0) << ", x filter pass share "
+                << format_fixed(r.filter_pass_share, 2) << " = " << format_fixed(r.estimate, 0)
+                << " valid tasks (target " << format_fixed(synth::kReachTarget, 0) << ")\n";
     }
     done += "reach; ";
   }

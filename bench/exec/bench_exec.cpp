@@ -62,7 +62,7 @@ const std::filesystem::path& candidate() {
 double g_ping_pong_us = 0;
 
 void BM_SocketPingPong(benchmark::State& state) {
-  kforge::exec::UniqueFd a, b;
+  kforge::UniqueFd a, b;
   kforge::exec::make_socket_pair(&a, &b);
   std::thread echo([fd = b.get()] {
     char buf[16];
@@ -93,7 +93,7 @@ void BM_RunnerNullCall(benchmark::State& state) {
   config.scratch_root = std::filesystem::temp_directory_path() / "kforge-bench-exec";
   auto runner = kforge::exec::RunnerProcess::spawn(config);
   auto layout = kforge::exec::plan_arena({4096, 4096, 4096, 4096}, 4096);
-  kforge::exec::UniqueFd mem(::memfd_create("bench", MFD_CLOEXEC));
+  kforge::UniqueFd mem(::memfd_create("bench", MFD_CLOEXEC));
   if (::ftruncate(mem.get(), static_cast<off_t>(layout.size)) != 0) std::abort();
   kforge::exec::json guards = kforge::exec::json::array();
   for (const auto& [off, len] : layout.guards) guards.push_back({off, len});

@@ -9,12 +9,13 @@
 #include <map>
 #include <sstream>
 
+#include "card_sections.h"
 #include "kforge/core/jsonl.h"
 #include "kforge/core/kernelbench_render.h"
+#include "kforge/core/number_text.h"
 #include "kforge/core/op_registry.h"
 #include "kforge/data_synth/contamination.h"
 #include "kforge/data_synth/filters.h"
-#include "card_sections.h"
 
 namespace kforge::synth {
 namespace fs = std::filesystem;
@@ -28,12 +29,6 @@ void write_file_atomically(const fs::path& path, const std::string& text) {
     if (!f) throw SystemError(tmp.string() + ": cannot write");
   }
   fs::rename(tmp, path);
-}
-
-std::string fmt(double v, const char* spec = "%.3g") {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), spec, v);
-  return buf;
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -335,16 +330,16 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
   md << "- torch.compile baselines: " << compile_line(out, stats) << "\n";
   md << "- In-process eager time inside the runtime window: " << stats["measured_in_window"] << " of " << slots.size()
      << " (the cost model decides the window; a measurement rejects only beyond a factor "
-     << fmt(run_option(out, "measured_far_outside", 3.0)) << " of an edge)\n";
+     << format_significant(run_option(out, "measured_far_outside", 3.0)) << " of an edge)\n";
   md << "- Attempts: " << stats["attempts_recorded"] << ", rejected: " << stats["rejected"] << "\n";
   md << "- Judge system errors asked again: " << stats["judge_retries"]
      << "; attempts rejected as judge_error after their retries: " << stats["rejections"]["judge_error"] << "\n";
-  if (options.elapsed_s > 0) md << "- Wall time of the last run: " << fmt(options.elapsed_s, "%.1f") << " s\n";
+  if (options.elapsed_s > 0) md << "- Wall time of the last run: " << format_fixed(options.elapsed_s, 1) << " s\n";
   md << "\n## Rejections by reason\n\n| reason | attempts |\n|---|---|\n";
   for (const auto& r : rejection_reasons()) md << "| " << r << " | " << stats["rejections"][r] << " |\n";
   md << "\n## Op counts per task\n\n| ops | tasks |\n|---|---|\n";
   for (const auto& [k, v] : by_number(stats["op_count_histogram"])) md << "| " << k << " | " << v << " |\n";
-  md << "\nMean ops per task: " << fmt(stats["mean_ops"].get<double>()) << "\n";
+  md << "\nMean ops per task: " << format_significant(stats["mean_ops"].get<double>()) << "\n";
   md << "\n## GEMM/conv ops per task\n\n| main-loop ops | tasks |\n|---|---|\n";
   for (const auto& [k, v] : by_number(stats["main_loops_per_task"])) md << "| " << k << " | " << v << " |\n";
   md << "\nOps of the vocabulary no task uses (" << stats["ops_never_used"].size() << "): ";
@@ -370,7 +365,7 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
   auto line = [&](const char* what, const json& s) {
     md << "| " << what << " | " << s.value("count", 0);
     for (const char* k : {"min", "median", "p90", "max"})
-      md << " | " << (s.contains(k) ? fmt(s[k].get<double>()) : "-");
+      md << " | " << (s.contains(k) ? format_significant(s[k].get<double>()) : "-");
     md << " |\n";
   };
   md << "\n## Distributions\n\n| quantity | n | min | median | p90 | max |\n|---|---|---|---|---|---|\n";

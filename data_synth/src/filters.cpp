@@ -8,18 +8,13 @@
 #include <cstdio>
 #include <mutex>
 
+#include "kforge/core/number_text.h"
 #include "kforge/core/op_registry.h"
 #include "kforge/core/output_spread.h"
 #include "kforge/core/reference.h"
 
 namespace kforge::synth {
 namespace {
-
-std::string fmt(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.3g", v);
-  return buf;
-}
 
 struct Rejected {
   std::string reason;
@@ -128,15 +123,16 @@ std::optional<Rejected> check_values(const TaskSpec& task, const std::vector<at:
     }
     if (ref::is_near_constant(s, types[i].dtype)) {
       return Rejected{"near_constant", "output " + task.outputs[i] + " is near-constant " + where +
-                                           " (standard deviation " + fmt(s.std) + " at RMS " + fmt(s.rms) + ")"};
+                                           " (standard deviation " + format_significant(s.std) + " at RMS " +
+                                           format_significant(s.rms) + ")"};
     }
     double constant = 0;
     const double share = constant_match(outputs[i], task.tolerance.value_or(Tolerance{}), &constant);
     if (share >= o.constant_fraction) {
-      return Rejected{"constant_passes", "the constant " + fmt(constant) + " matches " + fmt(100 * share) +
-                                             " % of output " + task.outputs[i] + " " + where +
-                                             " within the task's tolerance (limit " + fmt(100 * o.constant_fraction) +
-                                             " %)"};
+      return Rejected{"constant_passes", "the constant " + format_significant(constant) + " matches " +
+                                             format_significant(100 * share) + " % of output " + task.outputs[i] + " " +
+                                             where + " within the task's tolerance (limit " +
+                                             format_significant(100 * o.constant_fraction) + " %)"};
     }
   }
   return std::nullopt;
@@ -230,8 +226,9 @@ std::optional<Rejected> filter(TaskSpec& task, const FilterOptions& o, FilterVer
     verdict->atol_scale = atol_scale_for(out0);
     task.tolerance = magnitude_tolerance(task.tolerance.value_or(Tolerance{}), out0);
     if (verdict->atol_scale > o.max_atol_scale) {
-      return Rejected{"output_magnitude", "the outputs' typical magnitude needs atol x " + fmt(verdict->atol_scale) +
-                                              " (limit " + fmt(o.max_atol_scale) +
+      return Rejected{"output_magnitude", "the outputs' typical magnitude needs atol x " +
+                                              format_significant(verdict->atol_scale) + " (limit " +
+                                              format_significant(o.max_atol_scale) +
                                               "): values that large are a blow-up, not a kernel to write"};
     }
   }
@@ -257,17 +254,18 @@ std::optional<Rejected> filter(TaskSpec& task, const FilterOptions& o, FilterVer
     mixed[j] = in1[j];
     const double share = share_within(run(task, mixed, lock), out0, tol);
     if (share >= o.insensitive_share) {
-      return Rejected{"activation_insensitive", "redrawing input " + task.inputs[j].name +
-                                                    " with the parameters held leaves " + fmt(100 * share) +
-                                                    " % of the outputs within the tolerance (limit " +
-                                                    fmt(100 * o.insensitive_share) + " %): a kernel need not read it"};
+      return Rejected{"activation_insensitive",
+                      "redrawing input " + task.inputs[j].name + " with the parameters held leaves " +
+                          format_significant(100 * share) + " % of the outputs within the tolerance (limit " +
+                          format_significant(100 * o.insensitive_share) + " %): a kernel need not read it"};
     }
   }
 
   const double precision = max_ratio(out0, run(task, in0, lock, at::kDouble), tol);
   if (precision > o.precision_fraction) {
-    return Rejected{"reference_precision", "the reference differs from its float64 evaluation by " + fmt(precision) +
-                                               " of the tolerance (limit " + fmt(o.precision_fraction) + ")"};
+    return Rejected{"reference_precision", "the reference differs from its float64 evaluation by " +
+                                               format_significant(precision) + " of the tolerance (limit " +
+                                               format_significant(o.precision_fraction) + ")"};
   }
 
   for (size_t v = 0; v < task.shape_variants.size(); ++v) {
@@ -303,9 +301,10 @@ std::optional<Rejected> filter(TaskSpec& task, const FilterOptions& o, FilterVer
   const double far = std::max(1.0, o.far_outside);
   const double far_lo = o.window.lo_ms / far, far_hi = o.window.hi_ms * far;
   if (*eager_ms < far_lo || *eager_ms > far_hi) {
-    return Rejected{"runtime_window", "eager reference takes " + fmt(*eager_ms) + " ms, more than a factor " +
-                                          fmt(far) + " outside the window [" + fmt(o.window.lo_ms) + ", " +
-                                          fmt(o.window.hi_ms) + "] ms: the cost model missed it"};
+    return Rejected{"runtime_window", "eager reference takes " + format_significant(*eager_ms) +
+                                          " ms, more than a factor " + format_significant(far) +
+                                          " outside the window [" + format_significant(o.window.lo_ms) + ", " +
+                                          format_significant(o.window.hi_ms) + "] ms: the cost model missed it"};
   }
   return std::nullopt;
 }
@@ -316,8 +315,8 @@ std::optional<std::string> nondeterminism(const std::vector<at::Tensor>& first, 
                                           const Tolerance& tol, const FilterOptions& options) {
   const double apart = max_ratio(second, first, tol);
   if (apart <= options.determinism_fraction) return std::nullopt;
-  return "two runs on the same inputs differ by " + fmt(apart) + " of the tolerance (limit " +
-         fmt(options.determinism_fraction) + ")";
+  return "two runs on the same inputs differ by " + format_significant(apart) + " of the tolerance (limit " +
+         format_significant(options.determinism_fraction) + ")";
 }
 
 const std::vector<std::string>& rejection_reasons() {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <zmq.hpp>
 
+#include "kforge/core/elapsed.h"
 #include "kforge/core/error.h"
 #include "kforge/core/rpc.h"
 #include "policy/policy_wire.h"
@@ -232,7 +233,7 @@ std::vector<PolicyReply> ZmqPolicy::act(const std::vector<PolicyRequest>& reques
     if (it == open.end()) continue;  // a late reply to a batch already resent or given up
     const Batch b = it->second;
     open.erase(it);
-    const double latency = std::chrono::duration<double, std::milli>(Clock::now() - b.sent).count();
+    const double latency = ms_since(b.sent);
     if (!reply->ok) {
       fail(b, "the policy server answered " + reply->code + ": " + reply->message);
       continue;

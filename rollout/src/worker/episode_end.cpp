@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "kforge/core/elapsed.h"
 #include "kforge/core/error.h"
 #include "runner_impl.h"
 
@@ -16,10 +17,6 @@ constexpr int kMaxStaleRequeues = 3;
 constexpr size_t kExemplarPool = 16;
 
 }  // namespace
-
-double RolloutRunner::Impl::ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
 
 std::optional<int64_t> RolloutRunner::Impl::as_integer(const std::string& s) {
   if (s.empty() || s.size() > 18) return std::nullopt;

@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "kforge/core/elapsed.h"
 #include "kforge/core/error.h"
 #include "kforge/core/splitmix64.h"
 #include "kforge/core/task_set.h"
@@ -270,7 +271,7 @@ void RolloutRunner::Impl::start(const Spec& spec, int env_id) {
     return;
   }
   ep.started = Clock::now();
-  ep.reset_ms = std::chrono::duration<double, std::milli>(ep.started - reset_at).count();
+  ep.reset_ms = elapsed_ms(reset_at, ep.started);
   if (!g.fork) ep.messages = rr.observation.data.value("messages", json::array());
   prompt_messages = g.fork ? g.fork->parent.info.at("prompt").at("messages") : ep.messages;
   ep.tools = rr.observation.data.value("tools", json::array());
