@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -18,6 +19,7 @@
 #include "kforge/core/jsonl.h"
 #include "kforge/core/number_text.h"
 #include "kforge/core/op_registry.h"
+#include "kforge/core/process.h"
 #include "kforge/data_synth/exporters.h"
 #include "kforge/data_synth/reach.h"
 #include "kforge/data_synth/splits.h"
@@ -299,14 +301,22 @@ struct ImportArgs {
 int run_import(const ImportArgs& a) {
   const fs::path raw = a.out + ".unchecked";
   const std::string report_path = a.report.empty() ? a.out + ".report.json" : a.report;
-  std::string cmd = "'" + python_interpreter() + "' '" + python_script("kernelbench_import.py").string() + "'";
-  for (const auto& p : a.paths) {
-    if (p.find('\'') != std::string::npos) throw InputError("path " + p + ": quotes are not supported");
-    cmd += " '" + p + "'";
+  const fs::path python = find_on_path(python_interpreter());
+  if (python.empty()) {
+    throw InputError("the KernelBench importer needs Python: " + python_interpreter() +
+                     " was not found (set KFORGE_PYTHON to an interpreter)");
   }
-  cmd += " --out '" + raw.string() + "' --report '" + report_path + "' >/dev/null";
-  const int status = std::system(cmd.c_str());
-  if (status != 0) throw SystemError("the KernelBench importer failed (" + cmd + "): exit " + std::to_string(status));
+  std::vector<std::string> argv = {python.string(), python_script("kernelbench_import.py").string()};
+  argv.insert(argv.end(), a.paths.begin(), a.paths.end());
+  argv.insert(argv.end(), {"--out", raw.string(), "--report", report_path});
+  ProcessOptions po;
+  po.timeout_s = std::numeric_limits<double>::infinity();  // as long as the import takes, as before
+  po.separate_stderr = true;  // its summary on stdout is not shown; stderr says why it failed
+  const ProcessResult r = run_process(argv, po);
+  if (!r.ok()) {
+    throw SystemError("the KernelBench importer failed (" + python.string() + " " + argv[1] + ", exit " +
+                      std::to_string(r.exit_code) + "): " + last_lines(r.error_output, 5));
+  }
   Document report = Document::from_file(report_path);
   JsonlWriter writer(a.out, JsonlWriter::Mode::kTruncate);
   size_t ok = 0, rejected = 0;

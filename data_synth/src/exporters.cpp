@@ -1,11 +1,10 @@
 #include "kforge/data_synth/exporters.h"
 
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -14,6 +13,7 @@
 #include "kforge/core/kernelbench_render.h"
 #include "kforge/core/number_text.h"
 #include "kforge/core/op_registry.h"
+#include "kforge/core/process.h"
 #include "kforge/data_synth/contamination.h"
 #include "kforge/data_synth/filters.h"
 
@@ -45,18 +45,25 @@ json summary_of(const std::vector<double>& v) {
           {"p90", percentile(v, 0.9)}, {"max", percentile(v, 1)}};
 }
 
-// Runs argv without a shell; returns the exit status (-1 if it could not start).
-int run_process(const std::vector<std::string>& argv, const fs::path& log) {
-  std::string cmd;
-  for (const auto& a : argv) {
-    std::string q = "'";
-    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    cmd += q + "' ";
+// Runs the card's plot script (matplotlib) with its output in
+// plots/plots.log; "" when it worked, else why not for the card. No
+// deadline, as the dataset run that calls it has none.
+std::string draw_card_plots(const ExportOptions& options, const fs::path& out) {
+  const fs::path python = find_on_path(options.python);
+  if (python.empty()) return "the plot script cannot run: " + options.python + " not found";
+  ProcessOptions po;
+  po.timeout_s = std::numeric_limits<double>::infinity();
+  po.output_file = out / "plots" / "plots.log";
+  ProcessResult r;
+  try {
+    r = run_process(
+        {python.string(), options.plot_script.string(), (out / "card_stats.json").string(), (out / "plots").string()},
+        po);
+  } catch (const SystemError& e) {
+    return std::string("the plot script cannot run: ") + e.what();
   }
-  cmd += "> '" + log.string() + "' 2>&1";
-  const int status = std::system(cmd.c_str());
-  if (status == -1) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (r.ok()) return "";
+  return "the plot script failed (exit " + std::to_string(r.exit_code) + "); see plots/plots.log";
 }
 
 // What the card says about torch.compile baselines: how many, with which
@@ -311,11 +318,8 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
   // Plots: matplotlib in a child process; the card says so when it cannot run.
   fs::create_directories(out / "plots");
   if (!options.plot_script.empty() && fs::exists(options.plot_script)) {
-    const int rc = run_process(
-        {options.python, options.plot_script.string(), (out / "card_stats.json").string(), (out / "plots").string()},
-        out / "plots" / "plots.log");
-    summary.plots = rc == 0;
-    if (rc != 0) summary.plots_note = "the plot script failed (exit " + std::to_string(rc) + "); see plots/plots.log";
+    summary.plots_note = draw_card_plots(options, out);
+    summary.plots = summary.plots_note.empty();
   } else {
     summary.plots_note = "plot script not found: " + options.plot_script.string();
   }
