@@ -3,11 +3,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
 
 #include "kforge/core/jsonl.h"
+#include "kforge/core/process.h"
 #include "kforge/env/executor.h"
 #include "kforge/env/reference_probe.h"
 
@@ -90,30 +92,32 @@ std::string SynthBaselines::describe() const {
   return buf;
 }
 
-namespace {
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-}  // namespace
-
 std::string add_compile_baselines(const fs::path& out, const CompileBaselineOptions& o) {
   const fs::path results = out / "compile_baselines.jsonl";
   const fs::path summary = out / "compile_baselines.json";
   const fs::path log = out / "compile_baselines.log";
   const int procs = o.workers > 0 ? o.workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::string cmd = shell_quote(o.python) + " " + shell_quote(o.script.string()) + " --tasks " +
-                    shell_quote((out / "tasks.jsonl").string()) + " --pydir " +
-                    shell_quote((out / "kernelbench").string()) + " --out " + shell_quote(results.string()) +
-                    " --summary " + shell_quote(summary.string()) + " --device " + o.backend + " --workers " +
-                    std::to_string(procs) + " --limit " + std::to_string(o.sample);
-  if (o.time_limit_s > 0) cmd += " --time-limit " + std::to_string(o.time_limit_s);
-  cmd += " > " + shell_quote(log.string()) + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  if (status != 0) {
+  const fs::path python = find_on_path(o.python);
+  if (python.empty()) {
+    if (o.required) throw SystemError("torch.compile baselines: the interpreter " + o.python + " was not found");
+    return "the compile-baseline script cannot run: " + o.python + " not found";
+  }
+  std::vector<std::string> argv = {python.string(), o.script.string(),
+                                   "--tasks",       (out / "tasks.jsonl").string(),
+                                   "--pydir",       (out / "kernelbench").string(),
+                                   "--out",         results.string(),
+                                   "--summary",     summary.string(),
+                                   "--device",      o.backend,
+                                   "--workers",     std::to_string(procs),
+                                   "--limit",       std::to_string(o.sample)};
+  if (o.time_limit_s > 0) argv.insert(argv.end(), {"--time-limit", std::to_string(o.time_limit_s)});
+  ProcessOptions po;
+  // The script keeps its own --time-limit; with none it runs as long as the
+  // sample takes, as the dataset run that calls it does.
+  po.timeout_s = std::numeric_limits<double>::infinity();
+  po.output_file = log;
+  const ProcessResult run = run_process(argv, po);
+  if (!run.ok()) {
     if (o.required) throw SystemError("torch.compile baselines failed; see " + log.string());
     return "the compile-baseline script failed (see " + log.string() + ")";
   }

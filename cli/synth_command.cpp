@@ -10,13 +10,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
 
 #include "commands.h"
 #include "kforge/core/jsonl.h"
+#include "kforge/core/number_text.h"
 #include "kforge/core/op_registry.h"
+#include "kforge/core/process.h"
 #include "kforge/data_synth/exporters.h"
 #include "kforge/data_synth/reach.h"
 #include "kforge/data_synth/splits.h"
@@ -86,12 +89,6 @@ fs::path python_script(const std::string& name) {
   return fs::path(KFORGE_SOURCE_DIR) / "data_synth" / "python" / name;
 }
 
-std::string fmt(double v, const char* spec) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), spec, v);
-  return buf;
-}
-
 // The progress line: a bar on a terminal (redrawn in place), plain lines
 // every few seconds otherwise (logs, CI).
 class ProgressPrinter {
@@ -117,8 +114,8 @@ class ProgressPrinter {
     }
     line << p.accepted << "/" << p.target << " accepted";
     if (p.resumed > 0) line << " (" << p.resumed << " resumed)";
-    line << ", " << p.rejected << " rejected, " << fmt(rate_h, "%.0f") << " tasks/h, ETA "
-         << (std::isnan(eta) ? std::string("?") : fmt(eta, "%.0f") + " s");
+    line << ", " << p.rejected << " rejected, " << format_fixed(rate_h, 0) << " tasks/h, ETA "
+         << (std::isnan(eta) ? std::string("?") : format_fixed(eta, 0) + " s");
     if (last || !tty_) {
       if (!p.rejections.empty()) {
         line << " [";
@@ -172,9 +169,9 @@ std::string add_dataset_extras(const SynthArgs& a, const synth::SynthConfig& con
     std::ofstream(fs::path(a.out) / "reach.json") << r.to_json().dump(2) << "\n";
     if (!a.quiet) {
       std::cerr << "kforge synth: reach: " << r.distinct << " distinct graphs in " << r.passed << " of " << r.samples
-                << " samples, Chao1 " << fmt(r.chao1, "%.0f") << ", x filter pass share "
-                << fmt(r.filter_pass_share, "%.2f") << " = " << fmt(r.estimate, "%.0f") << " valid tasks (target "
-                << fmt(synth::kReachTarget, "%.0f") << ")\n";
+                << " samples, Chao1 " << format_fixed(r.chao1, 0) << ", x filter pass share "
+                << format_fixed(r.filter_pass_share, 2) << " = " << format_fixed(r.estimate, 0)
+                << " valid tasks (target " << format_fixed(synth::kReachTarget, 0) << ")\n";
     }
     done += "reach; ";
   }
@@ -326,14 +323,22 @@ struct ImportArgs {
 int run_import(const ImportArgs& a) {
   const fs::path raw = a.out + ".unchecked";
   const std::string report_path = a.report.empty() ? a.out + ".report.json" : a.report;
-  std::string cmd = "'" + python_interpreter() + "' '" + python_script("kernelbench_import.py").string() + "'";
-  for (const auto& p : a.paths) {
-    if (p.find('\'') != std::string::npos) throw InputError("path " + p + ": quotes are not supported");
-    cmd += " '" + p + "'";
+  const fs::path python = find_on_path(python_interpreter());
+  if (python.empty()) {
+    throw InputError("the KernelBench importer needs Python: " + python_interpreter() +
+                     " was not found (set KFORGE_PYTHON to an interpreter)");
   }
-  cmd += " --out '" + raw.string() + "' --report '" + report_path + "' >/dev/null";
-  const int status = std::system(cmd.c_str());
-  if (status != 0) throw SystemError("the KernelBench importer failed (" + cmd + "): exit " + std::to_string(status));
+  std::vector<std::string> argv = {python.string(), python_script("kernelbench_import.py").string()};
+  argv.insert(argv.end(), a.paths.begin(), a.paths.end());
+  argv.insert(argv.end(), {"--out", raw.string(), "--report", report_path});
+  ProcessOptions po;
+  po.timeout_s = std::numeric_limits<double>::infinity();  // as long as the import takes, as before
+  po.separate_stderr = true;  // its summary on stdout is not shown; stderr says why it failed
+  const ProcessResult r = run_process(argv, po);
+  if (!r.ok()) {
+    throw SystemError("the KernelBench importer failed (" + python.string() + " " + argv[1] + ", exit " +
+                      std::to_string(r.exit_code) + "): " + last_lines(r.error_output, 5));
+  }
   Document report = Document::from_file(report_path);
   JsonlWriter writer(a.out, JsonlWriter::Mode::kTruncate);
   size_t ok = 0, rejected = 0;

@@ -26,9 +26,9 @@
 #include <string>
 #include <vector>
 
+#include "kforge/core/process.h"
 #include "kforge/core/remove_tree.h"
 #include "kforge/env/compile/compilers.h"
-#include "kforge/env/compile/subprocess.h"
 #include "kforge/env/compile_service.h"
 
 namespace kforge::env {

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "kforge/core/document.h"
+#include "kforge/core/process.h"
 #include "kforge/core/remove_tree.h"
 #include "kforge/core/task_spec.h"
 #include "kforge/env/compile_service.h"
@@ -213,15 +214,24 @@ const std::vector<std::string> kNcuMetrics = {
 // Runs ncu on kforge_kernel_timer; empty with `why` set when not possible.
 std::map<std::string, double> ncu_metrics(const fs::path& task_json, const fs::path& so, std::string* why) {
   const char* env_ncu = std::getenv("KFORGE_NCU");
-  std::string ncu = env_ncu != nullptr ? env_ncu : "ncu";
+  const std::string ncu = kforge::find_on_path(env_ncu != nullptr ? env_ncu : "ncu").string();
+  if (ncu.empty()) {
+    *why = "ncu is not on PATH (KFORGE_NCU names it)";
+    return {};
+  }
   fs::path csv = fs::temp_directory_path() / ("kforge-ncu-" + std::to_string(::getpid()) + ".csv");
   std::string list;
   for (const auto& m : kNcuMetrics) list += (list.empty() ? "" : ",") + m;
-  std::string cmd = ncu + " --csv --print-units base --clock-control none --cache-control all --metrics " + list +
-                    " --kernel-name regex:'^(?!.*[Mm]emset).*' " KFORGE_KERNEL_TIMER " " + task_json.string() + " " +
-                    so.string() + " 20 memset > " + csv.string() + " 2>&1";
-  if (std::system(cmd.c_str()) != 0) {
-    *why = "ncu failed or is not on PATH (" + cmd + "): " + read_file(csv).substr(0, 400);
+  kforge::ProcessOptions options;
+  options.timeout_s = 600;
+  options.output_file = csv;
+  const kforge::ProcessResult r =
+      kforge::run_process({ncu, "--csv", "--print-units", "base", "--clock-control", "none", "--cache-control", "all",
+                           "--metrics", list, "--kernel-name", "regex:^(?!.*[Mm]emset).*", KFORGE_KERNEL_TIMER,
+                           task_json.string(), so.string(), "20", "memset"},
+                          options);
+  if (!r.ok()) {
+    *why = "ncu failed (exit " + std::to_string(r.exit_code) + "): " + read_file(csv).substr(0, 400);
     return {};
   }
   // Rows: "ID","Process ID",...,"Kernel Name",...,"Metric Name","Metric Unit","Metric Value"
@@ -271,14 +281,16 @@ std::map<std::string, double> ncu_metrics(const fs::path& task_json, const fs::p
 // 0 when it failed.
 double plain_event_ms(const fs::path& task_json, const fs::path& so, const std::string& flush) {
   fs::path log = fs::temp_directory_path() / ("kforge-timer-" + std::to_string(::getpid()) + ".json");
-  std::string cmd = std::string(KFORGE_KERNEL_TIMER) + " " + task_json.string() + " " + so.string() + " 50 " + flush +
-                    " > " + log.string() + " 2>&1";
-  int rc = std::system(cmd.c_str());
+  kforge::ProcessOptions options;
+  options.timeout_s = 600;
+  options.output_file = log;
+  const kforge::ProcessResult r =
+      kforge::run_process({KFORGE_KERNEL_TIMER, task_json.string(), so.string(), "50", flush}, options);
   std::string text = read_file(log);
   std::error_code ec;
   fs::remove(log, ec);
-  if (rc != 0) {
-    std::fprintf(stderr, "bench_cuda: %s failed: %s\n", cmd.c_str(), text.substr(0, 400).c_str());
+  if (!r.ok()) {
+    std::fprintf(stderr, "bench_cuda: %s failed: %s\n", KFORGE_KERNEL_TIMER, text.substr(0, 400).c_str());
     return 0;
   }
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);

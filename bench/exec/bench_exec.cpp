@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -25,6 +26,7 @@
 #include "exec_common/runner_process.h"
 #include "exec_common/wire.h"
 #include "kforge/core/document.h"
+#include "kforge/core/process.h"
 #include "kforge/env/executor.h"
 #include "runner/device_allowance.h"
 
@@ -48,9 +50,13 @@ std::filesystem::path build_candidate() {
   std::filesystem::create_directories(dir);
   auto src = dir / "chain.cpp", so = dir / "chain.so";
   std::ofstream(src) << kChainSource;
-  std::string cmd =
-      "g++ -std=c++17 -O3 -shared -fPIC -I" KFORGE_SOURCE_DIR "/core/include -o " + so.string() + " " + src.string();
-  if (std::system(cmd.c_str()) != 0) std::abort();
+  const kforge::ProcessResult r =
+      kforge::run_process({kforge::find_on_path("g++").string(), "-std=c++17", "-O3", "-shared", "-fPIC",
+                           "-I" KFORGE_SOURCE_DIR "/core/include", "-o", so.string(), src.string()});
+  if (!r.ok()) {
+    std::fprintf(stderr, "g++ failed:\n%s\n", r.output.c_str());
+    std::abort();
+  }
   return so;
 }
 
@@ -62,7 +68,7 @@ const std::filesystem::path& candidate() {
 double g_ping_pong_us = 0;
 
 void BM_SocketPingPong(benchmark::State& state) {
-  kforge::exec::UniqueFd a, b;
+  kforge::UniqueFd a, b;
   kforge::exec::make_socket_pair(&a, &b);
   std::thread echo([fd = b.get()] {
     char buf[16];
@@ -93,7 +99,7 @@ void BM_RunnerNullCall(benchmark::State& state) {
   config.scratch_root = std::filesystem::temp_directory_path() / "kforge-bench-exec";
   auto runner = kforge::exec::RunnerProcess::spawn(config);
   auto layout = kforge::exec::plan_arena({4096, 4096, 4096, 4096}, 4096);
-  kforge::exec::UniqueFd mem(::memfd_create("bench", MFD_CLOEXEC));
+  kforge::UniqueFd mem(::memfd_create("bench", MFD_CLOEXEC));
   if (::ftruncate(mem.get(), static_cast<off_t>(layout.size)) != 0) std::abort();
   kforge::exec::json guards = kforge::exec::json::array();
   for (const auto& [off, len] : layout.guards) guards.push_back({off, len});

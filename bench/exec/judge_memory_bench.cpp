@@ -24,6 +24,7 @@
 #include <string>
 
 #include "kforge/core/document.h"
+#include "kforge/core/process.h"
 #include "kforge/env/executor.h"
 
 namespace {
@@ -44,9 +45,13 @@ std::filesystem::path build_candidate() {
   std::filesystem::create_directories(dir);
   auto src = dir / "memory_chain.cpp", so = dir / "memory_chain.so";
   std::ofstream(src) << kChainSource;
-  std::string cmd =
-      "g++ -std=c++17 -O3 -shared -fPIC -I" KFORGE_SOURCE_DIR "/core/include -o " + so.string() + " " + src.string();
-  if (std::system(cmd.c_str()) != 0) std::abort();
+  const kforge::ProcessResult r =
+      kforge::run_process({kforge::find_on_path("g++").string(), "-std=c++17", "-O3", "-shared", "-fPIC",
+                           "-I" KFORGE_SOURCE_DIR "/core/include", "-o", so.string(), src.string()});
+  if (!r.ok()) {
+    std::fprintf(stderr, "g++ failed:\n%s\n", r.output.c_str());
+    std::abort();
+  }
   return so;
 }
 

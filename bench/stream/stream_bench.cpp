@@ -30,12 +30,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <future>
+#include <limits>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 #include <zmq.hpp>
 
 #include "kforge/core/msgpack.h"
+#include "kforge/core/process.h"
 #include "kforge/core/remove_tree.h"
 #include "kforge/core/trajectory.h"
 #include "kforge/rollout/stream/stream_protocol.h"
@@ -50,9 +55,37 @@
 namespace {
 
 namespace fs = std::filesystem;
+
 using namespace kforge;
 using namespace kforge::rollout;
 using Clock = std::chrono::steady_clock;
+
+// KFORGE_PYTHON as a path ("" when it is not found).
+std::string python() { return kforge::find_on_path(KFORGE_PYTHON).string(); }
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The first line of `path` that is a JSON object with `key`, waiting for it
+// while `child` runs (a minute at most); null when none came.
+json first_json_line_with(const fs::path& path, const std::string& key,
+                          const std::future<kforge::ProcessResult>& child) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    const bool finished = child.wait_for(std::chrono::milliseconds(0)) == std::future_status::ready;
+    std::istringstream lines(read_text(path));
+    for (std::string line; std::getline(lines, line);) {
+      const json j = json::parse(line, nullptr, false);
+      if (j.is_object() && j.contains(key)) return j;
+    }
+    if (finished || std::chrono::steady_clock::now() > until) return nullptr;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
 
 constexpr int kWorkers = 8;
 constexpr size_t kTrajectoryBytes = 10 * 1024;
@@ -350,20 +383,29 @@ Rate stream_cpp(int per_worker, double rate_per_worker, Latency* latency, Input 
 Rate stream_python(int per_worker, double* python_seconds) {
   const fs::path dir = scratch("python");
   const uint64_t total = static_cast<uint64_t>(per_worker) * kWorkers;
-  const std::string cmd = std::string(KFORGE_PYTHON) + " " + KFORGE_SOURCE_DIR +
-                          "/bench/stream/python_receiver.py --count " + std::to_string(total);
-  FILE* child = ::popen(cmd.c_str(), "r");
-  if (!child) return {};
-  char line[4096];
-  if (!std::fgets(line, sizeof line, child)) {
-    ::pclose(child);
-    return {};
-  }
-  const json ready = json::parse(line, nullptr, false);
-  Rate r = run_senders(ready.value("endpoint", ""), per_worker, dir, 0, nullptr);
+  // The receiver runs while the senders do: run_process waits for it on a
+  // thread of its own, its output going to a file we read as it grows.
+  kforge::ProcessOptions options;
+  options.timeout_s = 600;
+  options.output_file = dir / "python_receiver.out";
+  auto child = std::async(std::launch::async, [&] {
+    return kforge::run_process(
+        {python(), KFORGE_SOURCE_DIR "/bench/stream/python_receiver.py", "--count", std::to_string(total)}, options);
+  });
+  const json ready = first_json_line_with(options.output_file, "endpoint", child);
+  Rate r;
+  if (ready.is_object()) r = run_senders(ready.value("endpoint", ""), per_worker, dir, 0, nullptr);
+  const kforge::ProcessResult done = child.get();
   json summary;
-  while (std::fgets(line, sizeof line, child)) summary = json::parse(line, nullptr, false);
-  ::pclose(child);
+  std::istringstream lines(read_text(options.output_file));
+  for (std::string line; std::getline(lines, line);) {
+    const json j = json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("seconds")) summary = j;
+  }
+  if (!done.ok() || !ready.is_object()) {
+    std::printf("  the Python receiver failed (exit %d):\n%s\n", done.exit_code,
+                read_text(options.output_file).c_str());
+  }
   *python_seconds = summary.is_object() ? summary.value("seconds", 0.0) : 0.0;
   kforge::remove_tree(dir);
   return r;
@@ -470,13 +512,17 @@ void print_summary() {
   std::fflush(stdout);
   if (g_fault_runs > 0) {
     // Without pyzmq (the GPU machines) only the C++ receiver takes part.
-    const std::string cmd = std::string(KFORGE_PYTHON) + " " + KFORGE_SOURCE_DIR +
-                            "/bench/stream/stream_fault_run.py --kforge " + KFORGE_BINARY_DIR + "/cli/kforge --runs " +
-                            std::to_string(g_fault_runs) + (g_python ? "" : " --receiver cpp");
+    std::vector<std::string> argv = {python(),   KFORGE_SOURCE_DIR "/bench/stream/stream_fault_run.py",
+                                     "--kforge", KFORGE_BINARY_DIR "/cli/kforge",
+                                     "--runs",   std::to_string(g_fault_runs)};
+    if (!g_python) argv.insert(argv.end(), {"--receiver", "cpp"});
     std::printf("\n");
     std::fflush(stdout);
-    const int rc = std::system(cmd.c_str());
-    if (rc != 0) std::printf("  fault run exit status %d\n", rc);
+    kforge::ProcessOptions options;
+    options.timeout_s = std::numeric_limits<double>::infinity();  // as many runs as asked for
+    const kforge::ProcessResult r = kforge::run_process(argv, options);
+    std::fwrite(r.output.data(), 1, r.output.size(), stdout);
+    if (!r.ok()) std::printf("  fault run exit status %d\n", r.exit_code);
   }
 }
 
@@ -500,8 +546,7 @@ int main(int argc, char** argv) {
     }
   }
   if (g_python) {
-    const std::string probe = std::string(KFORGE_PYTHON) + " -c 'import zmq, msgpack' 2>/dev/null";
-    if (std::system(probe.c_str()) != 0) {
+    if (python().empty() || !kforge::run_process({python(), "-c", "import zmq, msgpack"}).ok()) {
       std::printf("%s has no pyzmq/msgpack: the Python receiver is left out\n", KFORGE_PYTHON);
       g_python = false;
     }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "kforge/core/number_text.h"
 #include "kforge/data_synth/contamination.h"
 #include "kforge/data_synth/exporters.h"
 #include "kforge/data_synth/reach.h"
@@ -15,12 +16,6 @@
 namespace kforge::synth {
 namespace fs = std::filesystem;
 namespace {
-
-std::string fmt(double v, const char* spec = "%.3g") {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), spec, v);
-  return buf;
-}
 
 std::optional<json> read_json(const fs::path& path) {
   try {
@@ -34,7 +29,7 @@ std::optional<json> read_json(const fs::path& path) {
 std::string summary_row(const char* what, const json& s) {
   std::string row = std::string("| ") + what + " | " + std::to_string(s.value("count", 0));
   for (const char* k : {"min", "median", "p90", "max"}) {
-    row += " | " + (s.contains(k) && s[k].is_number() ? fmt(s[k].get<double>()) : std::string("-"));
+    row += " | " + (s.contains(k) && s[k].is_number() ? format_significant(s[k].get<double>()) : std::string("-"));
   }
   return row + " |\n";
 }
@@ -45,7 +40,7 @@ void contamination_rule(std::ostringstream& md, const json& stats) {
         "a KernelBench problem:\n\n"
         "- **dominant part**: its cost-dominant part (every GEMM/conv, reduction, norm, softmax and pooling node "
         "that takes at least "
-     << fmt(100 * kDominantShare, "%.0f")
+     << format_fixed(100 * kDominantShare, 0)
      << " % of the cost model's time of those nodes, the costliest always; pointwise work is free in a fused "
         "kernel) is a KernelBench problem's computation (the "
         "problem's GEMM/conv, reduction, norm, softmax and pooling tokens, in order), and everything else is cheap "
@@ -58,7 +53,7 @@ void contamination_rule(std::ostringstream& md, const json& stats) {
         "add` (level1 matmul), `conv2d, neg` (level1/50), `conv_transpose2d, neg` (level1/57), `minimum, tanh` "
         "(level1/22 Tanh), `hardtanh, relu` (level1/19 ReLU), `div, hardtanh, layer_norm` (level1/40 LayerNorm), "
         "`conv2d, add, softmax` (the softmax is under "
-     << fmt(100 * kDominantShare, "%.0f")
+     << format_fixed(100 * kDominantShare, 0)
      << " % of the time: level1/50), `matmul, neg, gelu, softmax, layer_norm` (level2/66 and 99 as sub-graphs). "
         "Kept: `matmul, layer_norm, matmul` where the LayerNorm is a real share of the work; `layer_norm, sin, "
         "log_softmax`; `matmul, tanh, var`.\n\nContamination rejections in this run by rule:";
@@ -116,11 +111,12 @@ void solutions(std::ostringstream& md, const fs::path& out) {
   }
   const json sp = s->value("speedup", json::object());
   md << "The template generator (rollout/src/policy/template_policy) covers " << s->value("covered", 0) << " of "
-     << s->value("tasks", 0) << " tasks; of " << s->value("judged", 0) << " judged, the judge verified " << s->value("verified", 0) << " naive "
-     << s->value("mode", std::string()) << " solutions (solutions/, on " << s->value("device", std::string("?"))
-     << "), speedup over eager: median " << (sp.contains("median") ? fmt(sp["median"].get<double>()) : "-")
-     << ", " << (sp.contains("min") ? fmt(sp["min"].get<double>()) : "-") << " to "
-     << (sp.contains("max") ? fmt(sp["max"].get<double>()) : "-") << ".\n\nOps it cannot generate:";
+     << s->value("tasks", 0) << " tasks; of " << s->value("judged", 0) << " judged, the judge verified "
+     << s->value("verified", 0) << " naive " << s->value("mode", std::string()) << " solutions (solutions/, on "
+     << s->value("device", std::string("?")) << "), speedup over eager: median "
+     << (sp.contains("median") ? format_significant(sp["median"].get<double>()) : "-") << ", "
+     << (sp.contains("min") ? format_significant(sp["min"].get<double>()) : "-") << " to "
+     << (sp.contains("max") ? format_significant(sp["max"].get<double>()) : "-") << ".\n\nOps it cannot generate:";
   for (const auto& op : s->value("cannot_generate", json::array())) md << " " << op.get<std::string>() << ";";
   md << "\n\n| op | tasks | covered | verified |\n|---|---|---|---|\n";
   const json by_op = s->value("by_op", json::object());
@@ -140,10 +136,10 @@ void reach(std::ostringstream& md, const fs::path& out) {
   md << "Of " << r->value("samples", 0) << " graphs drawn with their own seeds, "
      << r->value("passed_compose_shapes_contamination", 0) << " passed compose, shape search and contamination, "
      << r->value("distinct", 0) << " distinct (" << r->value("seen_once", 0) << " seen once, "
-     << r->value("seen_twice", 0) << " twice): Chao1 " << fmt(r->value("chao1", 0.0), "%.0f")
+     << r->value("seen_twice", 0) << " twice): Chao1 " << format_fixed(r->value("chao1", 0.0), 0)
      << " distinct graphs, times the share the filters and judge accepted in this run ("
-     << fmt(r->value("filter_pass_share", 0.0), "%.2f") << ") = **" << fmt(r->value("estimate", 0.0), "%.0f")
-     << " distinct valid tasks** against a target of " << fmt(kReachTarget, "%.0f")
+     << format_fixed(r->value("filter_pass_share", 0.0), 2) << ") = **" << format_fixed(r->value("estimate", 0.0), 0)
+     << " distinct valid tasks** against a target of " << format_fixed(kReachTarget, 0)
      << " (a lower bound in expectation: some graphs are likelier than others).\n";
 }
 

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "kforge/core/error.h"
+#include "kforge/core/number_text.h"
 #include "kforge/data_synth/graph_hash.h"
 
 namespace kforge::synth {
@@ -116,13 +117,6 @@ std::string join(const Tokens& t) {
   std::string s = "[";
   for (size_t i = 0; i < t.size(); ++i) s += (i ? ", " : "") + t[i];
   return s + "]";
-}
-
-std::string fmt(double v) {
-  std::ostringstream o;
-  o.precision(2);
-  o << v;
-  return o.str();
 }
 
 size_t common_tokens(Tokens a, Tokens b) {
@@ -265,7 +259,8 @@ NearestProblem KernelBenchSignatures::nearest(const std::vector<std::string>& ta
   } else if (best.relation == "contains") {
     how = "the task's core contains the problem's";
   } else {
-    how = "distance " + fmt(best.distance) + (rejected ? " <= " : " > ") + fmt(kContaminationThreshold);
+    how = "distance " + format_significant(best.distance, 2) + (rejected ? " <= " : " > ") +
+          format_significant(kContaminationThreshold, 2);
   }
   best.why = std::string(rejected ? "contaminated: " : "passed: ") + "core " + join(core) + " vs " + best.problem +
              " " + join(best.problem_core) + ": " + how;

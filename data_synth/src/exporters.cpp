@@ -1,20 +1,21 @@
 #include "kforge/data_synth/exporters.h"
 
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
+#include "card_sections.h"
 #include "kforge/core/jsonl.h"
 #include "kforge/core/kernelbench_render.h"
+#include "kforge/core/number_text.h"
 #include "kforge/core/op_registry.h"
+#include "kforge/core/process.h"
 #include "kforge/data_synth/contamination.h"
 #include "kforge/data_synth/filters.h"
-#include "card_sections.h"
 
 namespace kforge::synth {
 namespace fs = std::filesystem;
@@ -28,12 +29,6 @@ void write_file_atomically(const fs::path& path, const std::string& text) {
     if (!f) throw SystemError(tmp.string() + ": cannot write");
   }
   fs::rename(tmp, path);
-}
-
-std::string fmt(double v, const char* spec = "%.3g") {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), spec, v);
-  return buf;
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -50,18 +45,25 @@ json summary_of(const std::vector<double>& v) {
           {"p90", percentile(v, 0.9)}, {"max", percentile(v, 1)}};
 }
 
-// Runs argv without a shell; returns the exit status (-1 if it could not start).
-int run_process(const std::vector<std::string>& argv, const fs::path& log) {
-  std::string cmd;
-  for (const auto& a : argv) {
-    std::string q = "'";
-    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    cmd += q + "' ";
+// Runs the card's plot script (matplotlib) with its output in
+// plots/plots.log; "" when it worked, else why not for the card. No
+// deadline, as the dataset run that calls it has none.
+std::string draw_card_plots(const ExportOptions& options, const fs::path& out) {
+  const fs::path python = find_on_path(options.python);
+  if (python.empty()) return "the plot script cannot run: " + options.python + " not found";
+  ProcessOptions po;
+  po.timeout_s = std::numeric_limits<double>::infinity();
+  po.output_file = out / "plots" / "plots.log";
+  ProcessResult r;
+  try {
+    r = run_process(
+        {python.string(), options.plot_script.string(), (out / "card_stats.json").string(), (out / "plots").string()},
+        po);
+  } catch (const SystemError& e) {
+    return std::string("the plot script cannot run: ") + e.what();
   }
-  cmd += "> '" + log.string() + "' 2>&1";
-  const int status = std::system(cmd.c_str());
-  if (status == -1) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (r.ok()) return "";
+  return "the plot script failed (exit " + std::to_string(r.exit_code) + "); see plots/plots.log";
 }
 
 // What the card says about torch.compile baselines: how many, with which
@@ -316,11 +318,8 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
   // Plots: matplotlib in a child process; the card says so when it cannot run.
   fs::create_directories(out / "plots");
   if (!options.plot_script.empty() && fs::exists(options.plot_script)) {
-    const int rc = run_process(
-        {options.python, options.plot_script.string(), (out / "card_stats.json").string(), (out / "plots").string()},
-        out / "plots" / "plots.log");
-    summary.plots = rc == 0;
-    if (rc != 0) summary.plots_note = "the plot script failed (exit " + std::to_string(rc) + "); see plots/plots.log";
+    summary.plots_note = draw_card_plots(options, out);
+    summary.plots = summary.plots_note.empty();
   } else {
     summary.plots_note = "plot script not found: " + options.plot_script.string();
   }
@@ -335,16 +334,16 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
   md << "- torch.compile baselines: " << compile_line(out, stats) << "\n";
   md << "- In-process eager time inside the runtime window: " << stats["measured_in_window"] << " of " << slots.size()
      << " (the cost model decides the window; a measurement rejects only beyond a factor "
-     << fmt(run_option(out, "measured_far_outside", 3.0)) << " of an edge)\n";
+     << format_significant(run_option(out, "measured_far_outside", 3.0)) << " of an edge)\n";
   md << "- Attempts: " << stats["attempts_recorded"] << ", rejected: " << stats["rejected"] << "\n";
   md << "- Judge system errors asked again: " << stats["judge_retries"]
      << "; attempts rejected as judge_error after their retries: " << stats["rejections"]["judge_error"] << "\n";
-  if (options.elapsed_s > 0) md << "- Wall time of the last run: " << fmt(options.elapsed_s, "%.1f") << " s\n";
+  if (options.elapsed_s > 0) md << "- Wall time of the last run: " << format_fixed(options.elapsed_s, 1) << " s\n";
   md << "\n## Rejections by reason\n\n| reason | attempts |\n|---|---|\n";
   for (const auto& r : rejection_reasons()) md << "| " << r << " | " << stats["rejections"][r] << " |\n";
   md << "\n## Op counts per task\n\n| ops | tasks |\n|---|---|\n";
   for (const auto& [k, v] : by_number(stats["op_count_histogram"])) md << "| " << k << " | " << v << " |\n";
-  md << "\nMean ops per task: " << fmt(stats["mean_ops"].get<double>()) << "\n";
+  md << "\nMean ops per task: " << format_significant(stats["mean_ops"].get<double>()) << "\n";
   md << "\n## GEMM/conv ops per task\n\n| main-loop ops | tasks |\n|---|---|\n";
   for (const auto& [k, v] : by_number(stats["main_loops_per_task"])) md << "| " << k << " | " << v << " |\n";
   md << "\nOps of the vocabulary no task uses (" << stats["ops_never_used"].size() << "): ";
@@ -370,7 +369,7 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
   auto line = [&](const char* what, const json& s) {
     md << "| " << what << " | " << s.value("count", 0);
     for (const char* k : {"min", "median", "p90", "max"})
-      md << " | " << (s.contains(k) ? fmt(s[k].get<double>()) : "-");
+      md << " | " << (s.contains(k) ? format_significant(s[k].get<double>()) : "-");
     md << " |\n";
   };
   md << "\n## Distributions\n\n| quantity | n | min | median | p90 | max |\n|---|---|---|---|---|---|\n";

@@ -8,18 +8,13 @@
 #include <cstdio>
 #include <mutex>
 
+#include "kforge/core/number_text.h"
 #include "kforge/core/op_registry.h"
 #include "kforge/core/output_spread.h"
 #include "kforge/core/reference.h"
 
 namespace kforge::synth {
 namespace {
-
-std::string fmt(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.3g", v);
-  return buf;
-}
 
 struct Rejected {
   std::string reason;
@@ -128,15 +123,16 @@ std::optional<Rejected> check_values(const TaskSpec& task, const std::vector<at:
     }
     if (ref::is_near_constant(s, types[i].dtype)) {
       return Rejected{"near_constant", "output " + task.outputs[i] + " is near-constant " + where +
-                                           " (standard deviation " + fmt(s.std) + " at RMS " + fmt(s.rms) + ")"};
+                                           " (standard deviation " + format_significant(s.std) + " at RMS " +
+                                           format_significant(s.rms) + ")"};
     }
     double constant = 0;
     const double share = constant_match(outputs[i], task.tolerance.value_or(Tolerance{}), &constant);
     if (share >= o.constant_fraction) {
-      return Rejected{"constant_passes", "the constant " + fmt(constant) + " matches " + fmt(100 * share) +
-                                             " % of output " + task.outputs[i] + " " + where +
-                                             " within the task's tolerance (limit " + fmt(100 * o.constant_fraction) +
-                                             " %)"};
+      return Rejected{"constant_passes", "the constant " + format_significant(constant) + " matches " +
+                                             format_significant(100 * share) + " % of output " + task.outputs[i] + " " +
+                                             where + " within the task's tolerance (limit " +
+                                             format_significant(100 * o.constant_fraction) + " %)"};
     }
   }
   return std::nullopt;
@@ -238,10 +234,10 @@ std::optional<Rejected> activation_insensitive(const TaskSpec& task, const std::
     mixed[j] = in1[j];
     const double share = share_within(run(task, mixed, lock), out0, tol);
     if (share >= o.insensitive_share) {
-      return Rejected{"activation_insensitive", "redrawing input " + task.inputs[j].name +
-                                                    " with the parameters held leaves " + fmt(100 * share) +
-                                                    " % of the outputs within the tolerance (limit " +
-                                                    fmt(100 * o.insensitive_share) + " %): a kernel need not read it"};
+      return Rejected{"activation_insensitive",
+                      "redrawing input " + task.inputs[j].name + " with the parameters held leaves " +
+                          format_significant(100 * share) + " % of the outputs within the tolerance (limit " +
+                          format_significant(100 * o.insensitive_share) + " %): a kernel need not read it"};
     }
   }
   return std::nullopt;
@@ -294,9 +290,10 @@ std::optional<Rejected> outside_runtime_window(const TaskSpec& task, const std::
   const double far = std::max(1.0, o.far_outside);
   const double far_lo = o.window.lo_ms / far, far_hi = o.window.hi_ms * far;
   if (*eager_ms < far_lo || *eager_ms > far_hi) {
-    return Rejected{"runtime_window", "eager reference takes " + fmt(*eager_ms) + " ms, more than a factor " +
-                                          fmt(far) + " outside the window [" + fmt(o.window.lo_ms) + ", " +
-                                          fmt(o.window.hi_ms) + "] ms: the cost model missed it"};
+    return Rejected{"runtime_window", "eager reference takes " + format_significant(*eager_ms) +
+                                          " ms, more than a factor " + format_significant(far) +
+                                          " outside the window [" + format_significant(o.window.lo_ms) + ", " +
+                                          format_significant(o.window.hi_ms) + "] ms: the cost model missed it"};
   }
   return std::nullopt;
 }
@@ -348,8 +345,8 @@ std::optional<std::string> nondeterminism(const std::vector<at::Tensor>& first, 
                                           const Tolerance& tol, const FilterOptions& options) {
   const double apart = max_ratio(second, first, tol);
   if (apart <= options.determinism_fraction) return std::nullopt;
-  return "two runs on the same inputs differ by " + fmt(apart) + " of the tolerance (limit " +
-         fmt(options.determinism_fraction) + ")";
+  return "two runs on the same inputs differ by " + format_significant(apart) + " of the tolerance (limit " +
+         format_significant(options.determinism_fraction) + ")";
 }
 
 const std::vector<std::string>& rejection_reasons() {

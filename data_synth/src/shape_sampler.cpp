@@ -4,17 +4,12 @@
 #include <cstdio>
 #include <set>
 
+#include "kforge/core/number_text.h"
 #include "kforge/core/op_registry.h"
 #include "kforge/data_synth/rng.h"
 
 namespace kforge::synth {
 namespace {
-
-std::string fmt(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.3g", v);
-  return buf;
-}
 
 // 1, 2, 3, 4, 6, 8, 12, 16, ...: powers of two and their 1.5 multiples.
 std::vector<int64_t> batch_grid(int64_t max_batch) {
@@ -75,9 +70,9 @@ std::variant<SampledShapes, ShapeRejection> sample_shapes(uint64_t seed, const C
   s.predicted_ms = predict_eager_ms(c.task, profile);
   s.bytes = graph_bytes(c.task);
   if (s.bytes > options.memory_cap_bytes) {
-    return ShapeRejection{"memory_cap", "needs " + fmt(s.bytes / 1048576.0) + " MiB at batch " +
+    return ShapeRejection{"memory_cap", "needs " + format_significant(s.bytes / 1048576.0) + " MiB at batch " +
                                             std::to_string(chosen) + ", over the cap of " +
-                                            fmt(options.memory_cap_bytes / 1048576.0) + " MiB"};
+                                            format_significant(options.memory_cap_bytes / 1048576.0) + " MiB"};
   }
   // A task whose nearest batch is predicted close to an edge (batch 1
   // already slow, or the largest batch still fast) is refused here, by the
@@ -86,15 +81,18 @@ std::variant<SampledShapes, ShapeRejection> sample_shapes(uint64_t seed, const C
   const double edge = std::sqrt(std::max(1.0, options.margin));
   const double accept_lo = options.window.lo_ms * edge, accept_hi = options.window.hi_ms / edge;
   if (s.predicted_ms < accept_lo || s.predicted_ms > accept_hi) {
-    return ShapeRejection{
-        "shape_search", "predicted " + fmt(s.predicted_ms) + " ms at batch " + std::to_string(chosen) + ", outside [" +
-                            fmt(accept_lo) + ", " + fmt(accept_hi) + "] ms, the window [" + fmt(options.window.lo_ms) +
-                            ", " + fmt(options.window.hi_ms) + "] ms less a factor " + fmt(edge) + " from each edge"};
+    return ShapeRejection{"shape_search", "predicted " + format_significant(s.predicted_ms) + " ms at batch " +
+                                              std::to_string(chosen) + ", outside [" + format_significant(accept_lo) +
+                                              ", " + format_significant(accept_hi) + "] ms, the window [" +
+                                              format_significant(options.window.lo_ms) + ", " +
+                                              format_significant(options.window.hi_ms) + "] ms less a factor " +
+                                              format_significant(edge) + " from each edge"};
   }
   const double bound = bandwidth_bound_ms(c.task, profile);
   if (s.predicted_ms < options.min_headroom * bound) {
-    return ShapeRejection{"near_roofline", "predicted " + fmt(s.predicted_ms) + " ms against a bandwidth bound of " +
-                                               fmt(bound) + " ms: under " + fmt(options.min_headroom) +
+    return ShapeRejection{"near_roofline", "predicted " + format_significant(s.predicted_ms) +
+                                               " ms against a bandwidth bound of " + format_significant(bound) +
+                                               " ms: under " + format_significant(options.min_headroom) +
                                                "x, nothing for a kernel to gain"};
   }
   s.task = std::move(c.task);

@@ -8,6 +8,7 @@
 #include <regex>
 #include <sstream>
 
+#include "kforge/core/process.h"
 #include "kforge/core/remove_tree.h"
 #include "kforge/env/analysis.h"
 #include "kforge/env/analysis/resources.h"
@@ -36,10 +37,8 @@ const json& kernel(const AnalysisResult& r, const std::string& prefix) {
 }
 
 std::filesystem::path cuda_tool_path(const std::string& name) {
-  int rc = 0;
-  std::string out = kforge::testing::run_capture("command -v " + name + " || ls /usr/local/cuda/bin/" + name, &rc);
-  out.erase(std::remove(out.begin(), out.end(), '\n'), out.end());
-  return out;
+  const std::filesystem::path on_path = kforge::find_on_path(name);
+  return on_path.empty() ? std::filesystem::path("/usr/local/cuda/bin") / name : on_path;
 }
 
 class AnalysisGpuTest : public ::testing::Test {
@@ -133,7 +132,7 @@ TEST_F(AnalysisGpuTest, SassMixSeesSpills) {
 TEST_F(AnalysisGpuTest, ParserReadsEveryLineOfRealCuobjdumpOutput) {
   int rc = 0;
   const std::string text =
-      kforge::testing::run_capture(cuda_tool_path("cuobjdump").string() + " -sass " + mixed_->output.string(), &rc);
+      kforge::testing::run_capture({cuda_tool_path("cuobjdump").string(), "-sass", mixed_->output.string()}, &rc);
   ASSERT_EQ(rc, 0) << text;
   const std::regex address(R"(^\s*/\*[0-9a-f]{4,}\*/\s+\S)");
   size_t lines = 0;

@@ -1,30 +1,14 @@
 #include "nvcc_helper.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
+#include <stdlib.h>
 
-#include <array>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
 
+#include "kforge/core/process.h"
+
 namespace kforge::testing {
-namespace {
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
-}  // namespace
 
 std::filesystem::path make_temp_dir(const std::string& prefix) {
   std::string templ = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
@@ -43,25 +27,28 @@ NvccBuild nvcc_build(const std::string& source, const std::filesystem::path& dir
   b.output = dir / (name + (kind == NvccOutput::kSharedObject ? ".so" : ".cubin"));
   // The GPU host may keep nvcc elsewhere than the build host.
   const char* env_nvcc = std::getenv("KFORGE_NVCC");  // NOLINT(concurrency-mt-unsafe): tests never setenv
-  std::string cmd = shell_quote(env_nvcc && *env_nvcc ? env_nvcc : KFORGE_TEST_NVCC) +
-                    " -gencode=arch=compute_90a,code=sm_90a --resource-usage";
-  cmd += kind == NvccOutput::kSharedObject ? " -shared -Xcompiler -fPIC" : " -cubin";
-  for (const auto& f : extra_flags) cmd += " " + shell_quote(f);
-  cmd += " -o " + shell_quote(b.output.string()) + " " + shell_quote(src.string());
-  b.log = run_capture(cmd, &b.exit_code);
+  std::vector<std::string> argv = {env_nvcc && *env_nvcc ? env_nvcc : KFORGE_TEST_NVCC,
+                                   "-gencode=arch=compute_90a,code=sm_90a", "--resource-usage"};
+  if (kind == NvccOutput::kSharedObject) {
+    argv.insert(argv.end(), {"-shared", "-Xcompiler", "-fPIC"});
+  } else {
+    argv.push_back("-cubin");
+  }
+  argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+  argv.insert(argv.end(), {"-o", b.output.string(), src.string()});
+  b.log = run_capture(argv, &b.exit_code);
   return b;
 }
 
-std::string run_capture(const std::string& command, int* exit_code) {
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) throw std::runtime_error("cannot run: " + command);
-  std::string out;
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+std::string run_capture(std::vector<std::string> argv, int* exit_code) {
+  // KFORGE_NVCC may name a program on PATH rather than a path.
+  if (const std::filesystem::path found = find_on_path(argv.at(0)); !found.empty()) argv[0] = found.string();
+  ProcessOptions options;
+  options.timeout_s = 600;                       // nvcc on a loaded machine; ctest's own limit is the real bound
+  options.max_output_bytes = size_t{256} << 20;  // a whole SASS listing
+  const ProcessResult r = run_process(argv, options);
+  *exit_code = r.exit_code;
+  return r.output;
 }
 
 }  // namespace kforge::testing

@@ -21,8 +21,9 @@ enum class NvccOutput { kSharedObject, kCubin };
 NvccBuild nvcc_build(const std::string& source, const std::filesystem::path& dir, const std::string& name,
                      NvccOutput kind, const std::vector<std::string>& extra_flags = {});
 
-// Runs a shell command; its stdout and stderr, and the exit code in `*exit_code`.
-std::string run_capture(const std::string& command, int* exit_code);
+// Runs argv (argv[0] a path, no shell); its stdout and stderr, and the exit
+// code in `*exit_code` (-1 when a signal ended it).
+std::string run_capture(std::vector<std::string> argv, int* exit_code);
 
 // A fresh empty directory under the system temp dir.
 std::filesystem::path make_temp_dir(const std::string& prefix);

@@ -4,11 +4,11 @@
 // tests/gym/data as command-line arguments.
 #pragma once
 
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <string>
+
+#include "kforge/core/process.h"
 
 namespace kforge::testing {
 
@@ -24,16 +24,18 @@ struct CmdResult {
 inline CmdResult run_kforge(const std::string& args, bool merge_stderr = true, const std::string& wrapper = "") {
   // Compiled candidates are shared with the gym tests through one cache.
   const std::string cache = std::string(KFORGE_BINARY_DIR) + "/tests/gym/compile-cache";
-  const std::string cmd = "KFORGE_CACHE_DIR='" + cache + "' " + wrapper + " '" + std::string(KFORGE_BINARY_DIR) +
-                          "/cli/kforge' " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  // The arguments are written as a shell reads them (quoted paths), so
+  // /bin/sh runs the line, named as the program.
+  const std::string cmd = wrapper + " '" + std::string(KFORGE_BINARY_DIR) + "/cli/kforge' " + args;
+  ProcessOptions options;
+  options.env["KFORGE_CACHE_DIR"] = cache;
+  options.separate_stderr = !merge_stderr;                      // then stdout only in `output`
+  options.timeout_s = std::numeric_limits<double>::infinity();  // the wrapper or ctest bounds it
+  options.max_output_bytes = size_t{256} << 20;
+  const ProcessResult p = run_process({"/bin/sh", "-c", cmd}, options);
   CmdResult r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) r.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.code = p.exit_code;
+  r.output = p.output;
   r.out = r.output;
   return r;
 }

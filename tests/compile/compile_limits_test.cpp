@@ -15,9 +15,9 @@
 #include <thread>
 
 #include "kforge/core/demangle.h"
+#include "kforge/core/process.h"
 #include "kforge/core/solution.h"
 #include "kforge/env/compile/compilers.h"
-#include "kforge/env/compile/subprocess.h"
 #include "kforge/env/compile_service.h"
 #include "test_support.h"
 

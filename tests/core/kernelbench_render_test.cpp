@@ -8,8 +8,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <set>
 
+#include "kforge/core/process.h"
 #include "kforge/core/reference.h"
 #include "op_cases.h"
 
@@ -175,10 +177,15 @@ TEST(KernelBenchRenderTest, RenderedPythonComputesWhatTheReferenceComputes) {
   }
   std::ofstream(dir + "/manifest.json") << manifest.dump(1);
 
-  const std::string cmd = std::string(KFORGE_PYTHON) + " " + KFORGE_SOURCE_DIR + "/tests/core/render_harness.py " +
-                          dir + "/manifest.json " + dir + "/results.json > " + dir + "/harness.log 2>&1";
-  const int rc = std::system(cmd.c_str());
-  ASSERT_EQ(rc, 0) << cmd << "\n" << slurp(dir + "/harness.log");
+  const std::vector<std::string> argv = {find_on_path(KFORGE_PYTHON).string(),
+                                         KFORGE_SOURCE_DIR "/tests/core/render_harness.py", dir + "/manifest.json",
+                                         dir + "/results.json"};
+  ProcessOptions options;
+  options.timeout_s = std::numeric_limits<double>::infinity();  // as long as PyTorch takes; ctest bounds the test
+  options.output_file = dir + "/harness.log";
+  const ProcessResult r = run_process(argv, options);
+  ASSERT_TRUE(r.ok()) << KFORGE_PYTHON << " " << argv[1] << " (exit " << r.exit_code << ")\n"
+                      << slurp(dir + "/harness.log");
   const json results = json::parse(slurp(dir + "/results.json"));
   ASSERT_EQ(results.size(), tasks.size());
   for (const auto& [label, task] : tasks) {

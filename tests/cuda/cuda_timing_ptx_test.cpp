@@ -11,9 +11,9 @@
 
 #include "cuda_timing/launch_gate.h"
 #include "cuda_timing/read_flush.h"
+#include "kforge/core/process.h"
 #include "kforge/core/remove_tree.h"
 #include "kforge/env/compile/compilers.h"
-#include "kforge/env/compile/subprocess.h"
 
 namespace kforge {
 namespace {
@@ -28,9 +28,9 @@ std::string assemble(const char* ptx, const std::string& name) {
       std::filesystem::temp_directory_path() / ("kforge-" + name + "-ptx-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "k.ptx") << ptx;
-  env::ProcessOptions options;
+  ProcessOptions options;
   options.timeout_s = 60;
-  const env::ProcessResult r = env::run_process(
+  const ProcessResult r = run_process(
       {ptxas.string(), "-arch=sm_90a", "--verbose", (dir / "k.ptx").string(), "-o", (dir / "k.cubin").string()},
       options);
   EXPECT_TRUE(r.ok()) << r.output;

@@ -9,10 +9,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 
 #include "kforge/core/document.h"
 #include "kforge/core/jsonl.h"
+#include "kforge/core/process.h"
 #include "kforge/core/remove_tree.h"
 #include "kforge/core/task_spec.h"
 
@@ -32,16 +34,15 @@ std::string read(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
+// The command lines are written as a shell reads them (option strings), so
+// /bin/sh runs them, named as the program.
 int run(const std::string& cmd, std::string* output = nullptr) {
-  FILE* pipe = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!pipe) return -1;
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  const int status = ::pclose(pipe);
-  if (output) *output = out;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  ProcessOptions options;
+  options.timeout_s = std::numeric_limits<double>::infinity();  // ctest bounds it
+  options.max_output_bytes = size_t{256} << 20;
+  const ProcessResult r = run_process({"/bin/sh", "-c", cmd}, options);
+  if (output) *output = r.output;
+  return r.exit_code;
 }
 
 std::string synth(const fs::path& out, int n, const std::string& extra) {

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "kforge/core/document.h"
+#include "kforge/core/process.h"
 
 namespace kforge::testing {
 namespace {
@@ -38,13 +39,17 @@ std::filesystem::path compile_candidate(const std::string& source, const std::ve
   std::string tag = std::to_string(key) + "." + std::to_string(::getpid());
   std::filesystem::path src = dir / (tag + ".cpp"), tmp = dir / (tag + ".so.tmp"), log = dir / (tag + ".log");
   std::ofstream(src) << source;
-  std::string cmd = "g++ -std=c++17 -O2 -shared -fPIC -I" KFORGE_SOURCE_DIR "/core/include" + all_flags + " -o " +
-                    tmp.string() + " " + src.string() + " > " + log.string() + " 2>&1";
-  int rc = std::system(cmd.c_str());
+  std::vector<std::string> argv = {find_on_path("g++").string(),          "-std=c++17", "-O2", "-shared", "-fPIC",
+                                   "-I" KFORGE_SOURCE_DIR "/core/include"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {"-o", tmp.string(), src.string()});
+  ProcessOptions options;
+  options.output_file = log;
+  const ProcessResult r = run_process(argv, options);
   std::string output = read_file(log);
   std::filesystem::remove(src);
   std::filesystem::remove(log);
-  if (rc != 0) {
+  if (!r.ok()) {
     ADD_FAILURE() << "g++ failed for a test candidate:\n" << output;
     throw std::runtime_error("candidate did not compile");
   }

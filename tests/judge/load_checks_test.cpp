@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "exec_common/elf_inspector.h"
+#include "kforge/core/process.h"
 #include "test_support.h"
 
 namespace kforge::exec {
@@ -196,11 +197,13 @@ extern "C" int kf_forward(const kf_tensor* in, int, kf_tensor* out, int, void* s
   if (!std::filesystem::exists(so)) {
     std::filesystem::path cu = dir / "relu.cu", tmp = dir / "relu.so.tmp";
     std::ofstream(cu) << source;
-    std::string cmd = nvcc.string() +
-                      " -std=c++17 -O3 -shared -Xcompiler -fPIC -cudart shared -I" KFORGE_SOURCE_DIR
-                      "/core/include -o " +
-                      tmp.string() + " " + cu.string() + " > " + (dir / "log").string() + " 2>&1";
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << "nvcc failed; see " << (dir / "log");
+    ProcessOptions options;
+    options.output_file = dir / "log";
+    const ProcessResult built =
+        run_process({nvcc.string(), "-std=c++17", "-O3", "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared",
+                     "-I" KFORGE_SOURCE_DIR "/core/include", "-o", tmp.string(), cu.string()},
+                    options);
+    ASSERT_TRUE(built.ok()) << "nvcc failed; see " << (dir / "log");
     std::filesystem::rename(tmp, so);
   }
   ElfInspection r = inspect_candidate(so, SymbolPolicy::for_backend("cuda"));

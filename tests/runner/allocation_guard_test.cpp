@@ -17,6 +17,7 @@
 #include <fstream>
 #include <string>
 
+#include "kforge/core/process.h"
 #include "runner/cuda_allocation_guard.h"
 
 namespace kforge::runner {
@@ -40,9 +41,12 @@ fs::path build_candidate() {
   fs::create_directories(dir);
   std::ofstream(dir / "candidate.cu") << kCandidate;
   const fs::path so = dir / "candidate.so";
-  const std::string cmd = std::string(KFORGE_NVCC) + " -shared -Xcompiler -fPIC -cudart shared -o " + so.string() +
-                          " " + (dir / "candidate.cu").string() + " > " + (dir / "log").string() + " 2>&1";
-  if (std::system(cmd.c_str()) != 0) ADD_FAILURE() << "nvcc failed; see " << (dir / "log");
+  ProcessOptions options;
+  options.output_file = dir / "log";
+  const ProcessResult r = run_process({KFORGE_NVCC, "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", "-o",
+                                       so.string(), (dir / "candidate.cu").string()},
+                                      options);
+  if (!r.ok()) ADD_FAILURE() << "nvcc failed; see " << (dir / "log");
   return so;
 }
 

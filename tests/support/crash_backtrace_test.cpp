@@ -6,9 +6,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "kforge/core/process.h"
 
 extern "C" int kforge_test_crash_here(volatile int* p);
 
@@ -51,14 +54,10 @@ std::vector<Frame> frames_of(const std::string& text) {
 }
 
 std::string addr2line_function(const Frame& f) {
-  const std::string command = "addr2line -f -C -e '" + f.module + "' " + f.offset + " 2>&1";
-  FILE* p = ::popen(command.c_str(), "r");
-  if (p == nullptr) return "";
-  char buf[4096] = {};
-  std::string out;
-  while (std::fgets(buf, sizeof(buf), p) != nullptr) out += buf;
-  ::pclose(p);
-  return out.substr(0, out.find('\n'));
+  const std::filesystem::path addr2line = kforge::find_on_path("addr2line");
+  if (addr2line.empty()) return "";
+  const kforge::ProcessResult r = kforge::run_process({addr2line.string(), "-f", "-C", "-e", f.module, f.offset});
+  return r.output.substr(0, r.output.find('\n'));
 }
 
 // Runs `crash` in a child whose stderr is captured; returns what the

@@ -3,20 +3,12 @@
 #include <mutex>
 #include <string>
 
+#include "kforge/core/fnv1a.h"
 #include "kforge/core/reference.h"
 #include "kforge/core/splitmix64.h"
 
 namespace kforge::ref {
 namespace {
-
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 // A private generator of the device's kind, so that neither the global
 // generator's state nor other threads' draws can change our values.

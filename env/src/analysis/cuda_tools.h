@@ -20,17 +20,6 @@ class ToolUnavailable : public SystemError {
   explicit ToolUnavailable(const std::string& message) : SystemError(message) {}
 };
 
-struct ProcessOutput {
-  int exit_code = -1;  // -1 when killed by a signal
-  bool timed_out = false;
-  std::string out;
-  std::string err;
-};
-
-// Runs argv[0] (a path) with the arguments, no shell, stdin from /dev/null.
-// Throws SystemError if it cannot start or its output exceeds `max_output`.
-ProcessOutput run_process(const std::vector<std::string>& argv, double timeout_s, size_t max_output = 256u << 20);
-
 std::vector<std::filesystem::path> tool_search_dirs(const AnalysisConfig& config);
 std::optional<std::filesystem::path> find_cuda_tool(const std::string& name, const AnalysisConfig& config);
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "kforge/env/compile/subprocess.h"
+#include "kforge/core/process.h"
 #include "kforge/env/compiler.h"
 
 namespace kforge::env::detail {

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "disk_cache.h"
+#include "kforge/core/elapsed.h"
 #include "kforge/core/error.h"
 #include "kforge/core/sha256.h"
 #include "kforge/env/compile/compilers.h"
@@ -21,8 +22,6 @@ namespace kforge::env {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 // Cores this process may run on (its affinity mask), at least 1.
 int usable_cores() {

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "build_support.h"
+#include "kforge/core/elapsed.h"
 #include "kforge/core/error.h"
 #include "kforge/env/compile/compilers.h"
 #include "kforge/env/compile/diagnostics.h"
@@ -160,7 +161,7 @@ class NvrtcCompiler : public Compiler {
       throw SystemError("nvrtcCompileProgram: " + compiled.result_text + "\n" + r.log);
     }
     if (r.diagnostics.empty()) r.diagnostics = diagnostics_for(r.log, solution.source, plan, !r.ok);
-    r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    r.compile_ms = ms_since(start);
     return r;
   }
 

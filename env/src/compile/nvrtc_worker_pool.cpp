@@ -11,9 +11,10 @@
 #include <optional>
 
 #include "exec_common/child_process.h"
-#include "exec_common/unique_fd.h"
 #include "exec_common/wire.h"
+#include "kforge/core/elapsed.h"
 #include "kforge/core/error.h"
+#include "kforge/core/unique_fd.h"
 #include "nvrtc_worker_protocol.h"
 
 namespace kforge::env {
@@ -39,7 +40,7 @@ bool is_executable(const std::filesystem::path& p) {
 
 struct NvrtcWorkerPool::Worker {
   exec::ChildProcess child;
-  exec::UniqueFd control;
+  UniqueFd control;
   bool ready = false;
   int compiles = 0;
 };
@@ -88,9 +89,9 @@ std::string NvrtcWorkerPool::version() const {
 
 std::unique_ptr<NvrtcWorkerPool::Worker> NvrtcWorkerPool::spawn() {
   auto w = std::make_unique<Worker>();
-  exec::UniqueFd theirs;
+  UniqueFd theirs;
   exec::make_socket_pair(&w->control, &theirs);
-  exec::UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
   if (!devnull) throw SystemError("cannot open /dev/null for kforge-nvrtc");
   exec::SpawnSpec spec;
   spec.executable = executable_;
@@ -180,7 +181,7 @@ NvrtcWorkerPool::Result NvrtcWorkerPool::compile(const Request& request) {
     w->child.kill_and_reap();
     std::lock_guard<std::mutex> lock(mu_);
     ++replaced_;
-    r.wall_ms = exec::ms_since(start);
+    r.wall_ms = ms_since(start);
     return r;
   };
   if (!w->ready) {

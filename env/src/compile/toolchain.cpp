@@ -5,8 +5,8 @@
 #include <regex>
 
 #include "kforge/core/error.h"
+#include "kforge/core/process.h"
 #include "kforge/env/compile/compilers.h"
-#include "kforge/env/compile/subprocess.h"
 
 namespace kforge::env {
 namespace {

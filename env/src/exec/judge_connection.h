@@ -14,7 +14,7 @@
 
 #include "exec_common/child_process.h"
 #include "exec_common/deadline.h"
-#include "exec_common/unique_fd.h"
+#include "kforge/core/unique_fd.h"
 
 namespace kforge::exec {
 

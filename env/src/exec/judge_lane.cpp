@@ -1,6 +1,7 @@
 #include "exec/judge_lane.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "kforge/core/remove_tree.h"
 
@@ -12,19 +13,57 @@ namespace {
 constexpr double kJudgeGraceMs = 30000;
 constexpr double kHealthDeadlineMs = 10000;
 
-env::EvalReport system_report(const std::string& message) {
-  env::EvalReport r;
-  r.outcome = Outcome::kNotRun;
-  r.summary = "system error: " + message;
-  return r;
-}
+// What differs between the two requests a lane serves; JudgeLane::exchange
+// does the rest the same way for both.
+struct EvalExchange {
+  using Request = env::EvalRequest;
+  using Report = env::EvalReport;
+  static constexpr const char* kRequestType = "eval";
+  static constexpr const char* kReplyType = "report";
+  static constexpr const char* kReportName = "report";
+  // The judge's count of runner faults so far rides on eval replies only.
+  static constexpr bool kCarriesRunnerFaults = true;
 
-env::ReferenceReport reference_system_report(const std::string& message) {
-  env::ReferenceReport r;
-  r.status = env::ReferenceStatus::kError;
-  r.problem = "system error: " + message;
-  return r;
-}
+  static Report parse(const json& report) { return env::eval_report_from_json(report); }
+  static Report system_report(const std::string& message) {
+    Report r;
+    r.outcome = Outcome::kNotRun;
+    r.summary = "system error: " + message;
+    return r;
+  }
+  // A judge that outlives an eval's deadline is lost like any other.
+  static std::optional<Report> timeout_report(const Request&, const std::string&) { return std::nullopt; }
+};
+
+struct ReferenceExchange {
+  using Request = env::ReferenceRequest;
+  using Report = env::ReferenceReport;
+  static constexpr const char* kRequestType = "reference";
+  static constexpr const char* kReplyType = "reference_report";
+  static constexpr const char* kReportName = "reference report";
+  static constexpr bool kCarriesRunnerFaults = false;
+
+  static Report parse(const json& report) { return env::reference_report_from_json(report); }
+  static Report system_report(const std::string& message) {
+    Report r;
+    r.status = env::ReferenceStatus::kError;
+    r.problem = "system error: " + message;
+    return r;
+  }
+  // A reference request runs no candidate: the task is all there is to
+  // blame when its reference outlives the request (the judge's own guards,
+  // task_fit.h, stop most such tasks first, with figures).
+  static std::optional<Report> timeout_report(const Request& request, const std::string& backend) {
+    Report r;
+    r.status = env::ReferenceStatus::kInvalid;
+    r.problem = "the task's reference is too slow for a judge on the " + backend +
+                " backend: it did not finish within the " +
+                std::to_string(static_cast<long long>(request.options.eval_timeout_ms / 1000)) +
+                " s a request may take (eval_timeout_ms) and the judge's grace: shrink its shapes" +
+                (backend == "cpu" ? " or check it with --backend cuda" : "");
+    return r;
+  }
+};
 
 // "retire_kind" is "device" or "memory"; a judge that does not say is
 // taken at its word that something broke.
@@ -133,24 +172,35 @@ void JudgeLane::retire_judge_scratch() {
 }
 
 LaneFault JudgeLane::eval(const env::EvalRequest& request, env::EvalReport* report) {
+  return exchange<EvalExchange>(request, report);
+}
+
+LaneFault JudgeLane::reference(const env::ReferenceRequest& request, env::ReferenceReport* report) {
+  return exchange<ReferenceExchange>(request, report);
+}
+
+template <typename Exchange>
+LaneFault JudgeLane::exchange(const typename Exchange::Request& request, typename Exchange::Report* report) {
   std::string error;
   LaneFault fault = LaneFault::kNone;
   if (!ensure_judge(&error, &fault)) {
-    *report = system_report(error);
+    *report = Exchange::system_report(error);
     return fault;
   }
   const uint64_t id = next_id_++;
   try {
-    json reply = judge_.exchange({{"type", "eval"}, {"id", id}, {"request", env::to_json(request)}},
+    json reply = judge_.exchange({{"type", Exchange::kRequestType}, {"id", id}, {"request", env::to_json(request)}},
                                  report_deadline(request.options.eval_timeout_ms));
-    if (reply.value("type", "") != "report" || reply.value("id", uint64_t{0}) != id) {
-      throw JudgeFailure("judge answered '" + reply.value("type", "") + "' instead of report #" + std::to_string(id));
+    if (reply.value("type", "") != Exchange::kReplyType || reply.value("id", uint64_t{0}) != id) {
+      throw JudgeFailure("judge answered '" + reply.value("type", "") + "' instead of " + Exchange::kReplyType + " #" +
+                         std::to_string(id));
     }
-    *report = env::eval_report_from_json(reply.at("report"));
-    runner_faults_ = runner_faults_base_ + reply.value("runner_faults", 0);
+    *report = Exchange::parse(reply.at("report"));
+    if constexpr (Exchange::kCarriesRunnerFaults)
+      runner_faults_ = runner_faults_base_ + reply.value("runner_faults", 0);
     if (reply.contains("retire")) {
-      // The judge exits after this report, which is still the candidate's
-      // verdict (judge_loop.cpp). Reaping it now makes the next request
+      // The judge exits after this report, which is still the request's
+      // answer (judge_loop.cpp). Reaping it now makes the next request
       // start a new one instead of finding a dead channel. Only a broken
       // device context is the lane's fault; a judge that grew past its
       // memory bound is routine.
@@ -160,53 +210,16 @@ LaneFault JudgeLane::eval(const env::EvalRequest& request, env::EvalReport* repo
     return LaneFault::kNone;
   } catch (const JudgeFailure& e) {
     judge_pid_ = 0;
-    *report = system_report(std::string(e.what()) + "; the judge will be restarted for the next request");
-    return LaneFault::kJudgeLost;
-  } catch (const std::exception& e) {
-    *report = system_report(std::string("bad report from the judge: ") + e.what());
-    return LaneFault::kNone;
-  }
-}
-
-LaneFault JudgeLane::reference(const env::ReferenceRequest& request, env::ReferenceReport* report) {
-  std::string error;
-  LaneFault fault = LaneFault::kNone;
-  if (!ensure_judge(&error, &fault)) {
-    *report = reference_system_report(error);
-    return fault;
-  }
-  const uint64_t id = next_id_++;
-  try {
-    json reply = judge_.exchange({{"type", "reference"}, {"id", id}, {"request", env::to_json(request)}},
-                                 report_deadline(request.options.eval_timeout_ms));
-    if (reply.value("type", "") != "reference_report" || reply.value("id", uint64_t{0}) != id) {
-      throw JudgeFailure("judge answered '" + reply.value("type", "") + "' instead of reference_report #" +
-                         std::to_string(id));
-    }
-    *report = env::reference_report_from_json(reply.at("report"));
-    if (reply.contains("retire")) {
-      stop();  // as in eval
-      return retire_fault(reply);
-    }
-    return LaneFault::kNone;
-  } catch (const JudgeFailure& e) {
-    judge_pid_ = 0;
     if (e.timed_out()) {
-      // A reference request runs no candidate: the task is all there is to
-      // blame when its reference outlives the request (the judge's own guards,
-      // task_fit.h, stop most such tasks first, with figures).
-      report->status = env::ReferenceStatus::kInvalid;
-      report->problem = "the task's reference is too slow for a judge on the " + launch_.backend +
-                        " backend: it did not finish within the " +
-                        std::to_string(static_cast<long long>(request.options.eval_timeout_ms / 1000)) +
-                        " s a request may take (eval_timeout_ms) and the judge's grace: shrink its shapes" +
-                        (launch_.backend == "cpu" ? " or check it with --backend cuda" : "");
-      return LaneFault::kNone;
+      if (auto blamed = Exchange::timeout_report(request, launch_.backend)) {
+        *report = std::move(*blamed);
+        return LaneFault::kNone;
+      }
     }
-    *report = reference_system_report(std::string(e.what()) + "; the judge will be restarted for the next request");
+    *report = Exchange::system_report(std::string(e.what()) + "; the judge will be restarted for the next request");
     return LaneFault::kJudgeLost;
   } catch (const std::exception& e) {
-    *report = reference_system_report(std::string("bad reference report from the judge: ") + e.what());
+    *report = Exchange::system_report(std::string("bad ") + Exchange::kReportName + " from the judge: " + e.what());
     return LaneFault::kNone;
   }
 }

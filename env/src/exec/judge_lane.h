@@ -64,6 +64,12 @@ class JudgeLane {
 
  private:
   void retire_judge_scratch();
+  // One request and its report, eval or reference (judge_lane.cpp's
+  // EvalExchange and ReferenceExchange say how they differ): starts the
+  // judge if needed, sends, checks the reply, reads the report, and says
+  // whose fault a failure was.
+  template <typename Exchange>
+  LaneFault exchange(const typename Exchange::Request& request, typename Exchange::Report* report);
 
   // The wait for a report: eval_timeout_ms per gate sharer plus a grace period.
   Deadline report_deadline(double eval_timeout_ms) const;

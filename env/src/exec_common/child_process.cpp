@@ -13,9 +13,9 @@
 #include <cstring>
 #include <thread>
 
-#include "exec_common/unique_fd.h"
 #include "kforge/core/errno_text.h"
 #include "kforge/core/error.h"
+#include "kforge/core/unique_fd.h"
 
 extern char** environ;
 

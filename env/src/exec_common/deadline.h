@@ -7,13 +7,9 @@
 #include <cmath>
 #include <limits>
 
-namespace kforge::exec {
+#include "kforge/core/elapsed.h"
 
-// Milliseconds of steady-clock time since `since`: how the stages of an
-// evaluation are reported (phase_ms).
-inline double ms_since(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
-}
+namespace kforge::exec {
 
 class Deadline {
  public:

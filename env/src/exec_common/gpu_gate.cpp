@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "exec_common/deadline.h"
+#include "kforge/core/elapsed.h"
 #include "kforge/core/errno_text.h"
 #include "kforge/core/error.h"
 
@@ -60,7 +61,7 @@ class WaitNotifier {
     std::unique_lock<std::mutex> lock(mutex_);
     while (!wake_.wait_for(lock, std::chrono::duration<double, std::milli>(every_ms_), [this] { return done_; })) {
       const auto now = std::chrono::steady_clock::now();
-      notice_(std::chrono::duration<double, std::milli>(now - last).count());
+      notice_(elapsed_ms(last, now));
       last = now;
     }
   }

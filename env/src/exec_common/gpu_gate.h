@@ -25,7 +25,7 @@
 #include <functional>
 #include <string>
 
-#include "exec_common/unique_fd.h"
+#include "kforge/core/unique_fd.h"
 
 namespace kforge::exec {
 

@@ -21,6 +21,7 @@
 #include "exec_common/json_fields.h"
 #include "exec_common/runner_protocol.h"
 #include "exec_common/wire.h"
+#include "kforge/core/elapsed.h"
 #include "kforge/core/errno_text.h"
 #include "kforge/core/error.h"
 #include "kforge/core/remove_tree.h"
@@ -258,7 +259,7 @@ RunnerReply RunnerProcess::converse(const json* request, const std::vector<int>&
     bool loading_allowed = expected_type == "ready";
     while (true) {
       Frame frame = recv_frame(control_.get(), deadline, reply_spin_us_);
-      reply.round_trip_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      reply.round_trip_ms = ms_since(start);
       double cpu_end = runner_cpu_ms();
       if (cpu_start >= 0 && cpu_end >= 0) reply.cpu_ms = cpu_end - cpu_start;
       json& body = frame.body;
@@ -310,7 +311,7 @@ RunnerReply RunnerProcess::converse(const json* request, const std::vector<int>&
       return reply;
     }
   } catch (const WireError& e) {
-    reply.round_trip_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    reply.round_trip_ms = ms_since(start);
     reply.candidate_ran = candidate_ran_;
     switch (e.kind()) {
       case WireError::Kind::kTimeout:

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "exec_common/deadline.h"
-#include "exec_common/unique_fd.h"
+#include "kforge/core/unique_fd.h"
 
 namespace kforge::exec {
 

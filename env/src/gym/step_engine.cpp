@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "kforge/core/elapsed.h"
+
 namespace kforge::env::internal {
 namespace {
 
@@ -117,10 +119,6 @@ void add_into(reward::RewardBreakdown& to, const reward::RewardBreakdown& from) 
 
 }  // namespace
 
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
 StepEngine::StepEngine(const EnvConfig& config, CompileService& compiler, Executor& executor,
                        const reward::RewardFunction& reward, const AnalysisRegistry& analysis, CompileContext context)
     : config_(config),
@@ -181,7 +179,7 @@ EvalReport StepEngine::evaluate(const TaskSpec& task, uint64_t episode_seed, con
     report.outcome = Outcome::kNotRun;
     report.summary = std::string("the executor failed: ") + e.what();
   }
-  *wait_ms += ms_between(t0, Clock::now());
+  *wait_ms += ms_since(t0);
   return report;
 }
 
@@ -299,7 +297,7 @@ void StepEngine::await_compile(const std::shared_future<CompileResult>& compile,
   try {
     const auto tw = Clock::now();
     out.compile = compile.get();
-    out.compile_wait_ms = ms_between(tw, Clock::now());
+    out.compile_wait_ms = ms_since(tw);
   } catch (const std::exception& e) {
     out.error = StepErrorKind::kSystem;
     out.error_message = std::string("compiling failed inside the environment: ") + e.what();
@@ -337,7 +335,7 @@ void StepEngine::analyze(const EpisodeState& ep, const Action& action, const Sol
   in.args = action.tool_args;
   const auto ta = Clock::now();
   const AnalysisResult result = analysis_.run(action.tool, in);
-  out.analysis_ms = ms_between(ta, Clock::now());
+  out.analysis_ms = ms_since(ta);
   out.charged_ms += out.analysis_ms;
   out.analysis_tool = action.tool;
   out.analysis = to_json(result);
@@ -475,7 +473,7 @@ Observation StepEngine::final_evaluation(EpisodeState& ep, const StepJob& job, S
       fin.error_message = a.error_message;
       fin.measurement = measure("submit", ep, a.compile ? &*a.compile : nullptr, a.eval ? &*a.eval : nullptr);
       fin.measurement.turn = rec.turn;
-      fe.eval_ms = ms_between(tf, Clock::now());
+      fe.eval_ms = ms_since(tf);
       fe.eval_report = std::move(a.eval);
     }
     fin.measurement.action = "submit";
@@ -524,13 +522,13 @@ StepInfo StepEngine::describe(const EpisodeState& ep, const StepJob& job, const 
   info.step_reward = work.step_reward;
   info.measurement = rec.measurement;
   StepTimings& t = info.timings;
-  t.queue_ms = ms_between(job.sent, started);
+  t.queue_ms = elapsed_ms(job.sent, started);
   t.compile_ms = a.compile ? a.compile->compile_ms : 0.0;
   t.compile_wait_ms = a.compile_wait_ms;
   t.eval_ms = a.eval_wait_ms;
   t.eval_phases = a.eval ? a.eval->phase_ms : json::object();
   t.analysis_ms = a.analysis_ms;
-  t.step_ms = ms_between(started, Clock::now());
+  t.step_ms = ms_since(started);
   // Time the environment itself spent: the step's wall time minus waiting on
   // the compile service, executor and tools.
   t.env_ms = std::max(0.0, t.step_ms - work.wait_ms);

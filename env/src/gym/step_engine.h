@@ -27,8 +27,6 @@ namespace kforge::env::internal {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_between(Clock::time_point a, Clock::time_point b);
-
 struct EpisodeState {
   int env_id = -1;
   uint64_t episode = 0;

@@ -11,9 +11,10 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "exec_common/unique_fd.h"
 #include "judge/cpu_cache.h"
+#include "kforge/core/elapsed.h"
 #include "kforge/core/errno_text.h"
+#include "kforge/core/unique_fd.h"
 
 namespace kforge::judge {
 namespace {
@@ -50,7 +51,7 @@ class MemfdArena final : public SharedArena {
 
  private:
   exec::ArenaLayout layout_;
-  exec::UniqueFd fd_;
+  UniqueFd fd_;
   char* base_ = nullptr;
 };
 
@@ -113,7 +114,7 @@ class CpuJudgeDevice final : public JudgeDevice {
     } else {
       auto start = std::chrono::steady_clock::now();
       measured_copy_ = flusher_.measure_copy_bandwidth(kPeakRuns);
-      measure_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      measure_ms_ = ms_since(start);
       peak_ = measured_copy_ * kPeakSafetyFactor;
       peak_source_ = "memcpy measured at start-up x" + std::to_string(static_cast<int>(kPeakSafetyFactor));
     }
@@ -132,7 +133,7 @@ class CpuJudgeDevice final : public JudgeDevice {
   double time_ms(const std::function<void()>& fn) override {
     auto start = std::chrono::steady_clock::now();
     fn();
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return ms_since(start);
   }
   bool work_is_host_cpu_time() const override { return true; }
   double peak_memory_bytes_per_s() const override { return peak_; }

@@ -15,13 +15,12 @@
 #include "judge/task_fit.h"
 #include "judge/timing.h"
 #include "judge/verification.h"
+#include "kforge/core/elapsed.h"
 
 namespace kforge::judge {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-using exec::ms_since;
 
 // The runner's output and limits must not let a candidate flood reports.
 constexpr size_t kOutputTailBytes = 4096;

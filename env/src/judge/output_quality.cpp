@@ -6,16 +6,11 @@
 #include <random>
 
 #include "judge/tolerance.h"
+#include "kforge/core/number_text.h"
 #include "kforge/core/output_spread.h"
 
 namespace kforge::judge {
 namespace {
-
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.3g", v);
-  return buf;
-}
 
 }  // namespace
 
@@ -73,14 +68,16 @@ std::optional<QualityProblem> judge_output_quality(const OutputQuality& q, DType
   if (q.expected_std > meaningful && q.got_std <= kDegenerateSpreadRatio * q.expected_std) {
     return QualityProblem{"degenerate_output",
                           "output " + output_name + " is " + (q.got_std == 0 ? "constant" : "nearly constant") +
-                              " (standard deviation " + fmt(q.got_std) + ") where the reference varies (" +
-                              fmt(q.expected_std) + "): it passes the tolerance without computing the result"};
+                              " (standard deviation " + format_significant(q.got_std) +
+                              ") where the reference varies (" + format_significant(q.expected_std) +
+                              "): it passes the tolerance without computing the result"};
   }
   const double bound = relative_l2_bound(tol);
   if (q.rel_l2_err > bound) {
     return QualityProblem{"relative_error", "output " + output_name + " has a relative L2 error of " +
-                                                fmt(q.rel_l2_err) + ", above the bound " + fmt(bound) +
-                                                " for this tolerance (rtol " + fmt(tol.rtol) +
+                                                format_significant(q.rel_l2_err) + ", above the bound " +
+                                                format_significant(bound) + " for this tolerance (rtol " +
+                                                format_significant(tol.rtol) +
                                                 "), although every element is within atol + rtol·|expected|"};
   }
   return std::nullopt;

@@ -13,6 +13,7 @@
 #include "exec_common/json_fields.h"
 #include "judge/kernel_attribution.h"
 #include "judge/profile_reply.h"
+#include "kforge/core/elapsed.h"
 #include "kforge/core/error.h"
 #include "kforge/core/op_registry.h"
 #include "kforge/core/reference.h"
@@ -32,7 +33,6 @@ constexpr int kMaxEnergyCalls = 20000;
 constexpr int kMaxEnergyWindows = 3;
 
 using Clock = std::chrono::steady_clock;
-using exec::ms_since;
 
 // The profile request: one traced call plus one call per range-profiler pass.
 constexpr double kProfileBudgetMs = 60000;

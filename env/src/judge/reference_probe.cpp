@@ -14,7 +14,9 @@
 #include "judge/task_fit.h"
 #include "judge/timing_inputs.h"
 #include "judge/timing_protocol.h"
+#include "kforge/core/elapsed.h"
 #include "kforge/core/error.h"
+#include "kforge/core/number_text.h"
 #include "kforge/core/op_registry.h"
 #include "kforge/core/output_spread.h"
 #include "kforge/core/reference.h"
@@ -23,7 +25,6 @@ namespace kforge::judge {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using exec::ms_since;
 
 // The check's inputs: verification's first seed.
 constexpr uint64_t kCheckSeed = 0;
@@ -32,12 +33,6 @@ constexpr uint64_t kCheckSeed = 0;
 struct TaskInvalid {
   std::string problem;
 };
-
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.3g", v);
-  return buf;
-}
 
 // "the base shape (x: [64, 64])", "shape variant 1 (x: [128, 64])": the
 // task's inputs only, since variants change inputs and params keep theirs.
@@ -97,8 +92,9 @@ std::string nonfinite_phrase(const NodeStats& s) {
 }
 
 std::string spread_phrase(const NodeStats& s) {
-  return std::string(s.spread.std == 0 ? "constant" : "near-constant") + " (standard deviation " + fmt(s.spread.std) +
-         " at rms " + fmt(s.spread.rms) + " over " + std::to_string(s.spread.finite) + " elements)";
+  return std::string(s.spread.std == 0 ? "constant" : "near-constant") + " (standard deviation " +
+         format_significant(s.spread.std) + " at rms " + format_significant(s.spread.rms) + " over " +
+         std::to_string(s.spread.finite) + " elements)";
 }
 
 // Every node's output of one shape case, from the same graph with every node's

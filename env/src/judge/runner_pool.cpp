@@ -2,13 +2,14 @@
 
 #include <poll.h>
 
+#include "kforge/core/elapsed.h"
 #include "kforge/core/error.h"
 
 namespace kforge::judge {
 
 RunnerPool::Taken RunnerPool::take(exec::Deadline deadline) {
   const auto start_limit = [&](std::chrono::steady_clock::time_point spawned) {
-    const double age_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - spawned).count();
+    const double age_ms = ms_since(spawned);
     return exec::Deadline::earliest(deadline, exec::Deadline::after_ms(kStartLimitMs - age_ms));
   };
   while (!spares_.empty()) {
@@ -50,7 +51,7 @@ double RunnerPool::settle(exec::Deadline deadline) {
   // A spare that has not started by then is killed by await_started: either
   // way it no longer runs start-up work; take() and refill() drop it.
   for (auto& spare : spares_) spare.runner->await_started(limit);
-  return exec::ms_since(start);
+  return ms_since(start);
 }
 
 int RunnerPool::starting() const {
@@ -66,8 +67,7 @@ std::vector<int> RunnerPool::collect_started() {
     if (!r.alive() || r.started()) continue;
     pollfd p{r.control_fd(), POLLIN, 0};
     const bool readable = ::poll(&p, 1, 0) > 0;
-    const double age_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - spare.spawned).count();
+    const double age_ms = ms_since(spare.spawned);
     if (readable || age_ms >= kStartLimitMs) {
       // Readable: the frame is there (or the runner died), so this returns
       // promptly. Too old: the expired deadline kills it.

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "exec_common/deadline.h"
+#include "kforge/core/elapsed.h"
 #include "kforge/core/reference.h"
 
 namespace kforge::judge {
@@ -45,7 +46,7 @@ ReferenceTimes run_timed_reference(JudgeDevice* device, const TaskSpec& task, co
   // inside fn would add the host's wake-up latency to the reference only
   // (a runner's stop event is recorded as soon as kf_forward returns).
   t.device_ms = device->time_ms([&] { *outputs = ref::run_reference(task, inputs); });
-  t.wall_ms = exec::ms_since(wall_before);
+  t.wall_ms = ms_since(wall_before);
   t.cpu_ms = thread_cpu_ms() - cpu_before;
   return t;
 }
@@ -62,7 +63,7 @@ bool SamplingSchedule::finish_round() {
   ++rounds_;
   if (!warming_) return true;
   ++warmup_rounds_;
-  if (exec::ms_since(start_) >= warmup_ms_) {
+  if (ms_since(start_) >= warmup_ms_) {
     warming_ = false;
     sampling_start_ = Clock::now();
   }
@@ -70,14 +71,14 @@ bool SamplingSchedule::finish_round() {
 }
 
 exec::StopReason SamplingSchedule::check(const exec::SampleSummary& a, const exec::SampleSummary& b) const {
-  return rule_.check(a, b, exec::ms_since(sampling_start_));
+  return rule_.check(a, b, ms_since(sampling_start_));
 }
 
 exec::StopReason SamplingSchedule::check_paired(const std::vector<double>& reference,
                                                const std::vector<double>& candidate) const {
-  return rule_.check_paired(reference, candidate, exec::ms_since(sampling_start_));
+  return rule_.check_paired(reference, candidate, ms_since(sampling_start_));
 }
 
-double SamplingSchedule::elapsed_ms() const { return exec::ms_since(start_); }
+double SamplingSchedule::elapsed_ms() const { return ms_since(start_); }
 
 }  // namespace kforge::judge

@@ -11,23 +11,19 @@
 #include "judge/output_quality.h"
 #include "judge/reference_sanity.h"
 #include "judge/tolerance.h"
+#include "kforge/core/elapsed.h"
+#include "kforge/core/number_text.h"
 #include "kforge/core/reference.h"
 
 namespace kforge::judge {
 namespace {
-
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.3g", v);
-  return buf;
-}
 
 using Clock = std::chrono::steady_clock;
 
 // Adds the wall time since `start` to `phase` of `phase_ms` and restarts the clock.
 void lap(nlohmann::json* phase_ms, const char* phase, Clock::time_point* start) {
   const Clock::time_point now = Clock::now();
-  (*phase_ms)[phase] = phase_ms->value(phase, 0.0) + std::chrono::duration<double, std::milli>(now - *start).count();
+  (*phase_ms)[phase] = phase_ms->value(phase, 0.0) + elapsed_ms(*start, now);
   *start = now;
 }
 
@@ -109,15 +105,15 @@ std::string describe_mismatch(const CallCheck& check, const ShapeCase& c) {
   if (s.nan_count > 0) {
     text += " (" + std::to_string(s.nan_count) + " NaN)";
   } else {
-    text += ", max abs err " + fmt(s.max_abs_err);
+    text += ", max abs err " + format_significant(s.max_abs_err);
   }
   if (s.first_mismatch) {
     std::string idx;
     for (size_t k = 0; k < s.first_mismatch->index.size(); ++k) {
       idx += (k ? ", " : "") + std::to_string(s.first_mismatch->index[k]);
     }
-    text +=
-        "; first at [" + idx + "]: got " + fmt(s.first_mismatch->got) + ", expected " + fmt(s.first_mismatch->expected);
+    text += "; first at [" + idx + "]: got " + format_significant(s.first_mismatch->got) + ", expected " +
+            format_significant(s.first_mismatch->expected);
   }
   return text;
 }

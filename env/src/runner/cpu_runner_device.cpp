@@ -16,7 +16,7 @@ class CpuRunnerDevice final : public RunnerDevice {
     if (base_ != nullptr) ::munmap(base_, bytes_);
   }
 
-  void map_arena(const nlohmann::json& arena, std::vector<exec::UniqueFd>* fds) override {
+  void map_arena(const nlohmann::json& arena, std::vector<UniqueFd>* fds) override {
     if (arena.value("kind", "") != "memfd" || fds->empty()) {
       throw std::runtime_error("cpu runner expects a memfd arena with its descriptor");
     }

@@ -35,12 +35,13 @@
 #include <string>
 #include <vector>
 
-#include "exec_common/deadline.h"
-#include "exec_common/hex_codec.h"
 #include "cuda_timing/launch_gate.h"
 #include "cuda_timing/read_flush.h"
 #include "cupti/activity_trace.h"
 #include "cupti/range_metrics.h"
+#include "exec_common/deadline.h"
+#include "exec_common/hex_codec.h"
+#include "kforge/core/elapsed.h"
 #include "runner/cuda_allocation_guard.h"
 #include "runner/cuda_cubin_kernels.h"
 #include "runner/cuda_errors.h"
@@ -97,7 +98,7 @@ class CudaRunnerDevice final : public RunnerDevice {
 
   void set_device_memory_limit(uint64_t bytes) override { memory_limit_ = bytes; }
 
-  void map_arena(const nlohmann::json& arena, std::vector<exec::UniqueFd>* fds) override {
+  void map_arena(const nlohmann::json& arena, std::vector<UniqueFd>* fds) override {
     if (!init_error_.empty()) throw std::runtime_error("CUDA set-up in the runner failed: " + init_error_);
     if (arena.value("kind", "") != "cuda_ipc") throw std::runtime_error("cuda runner expects a cuda_ipc arena");
     bytes_ = arena.at("bytes").get<uint64_t>();
@@ -301,7 +302,6 @@ class CudaRunnerDevice final : public RunnerDevice {
     if (!options_.profiler) throw std::runtime_error("this runner was not started as a profiler");
     nlohmann::json out = nlohmann::json::object();
     // Where the stage's time goes, for the judge's phase_ms.
-    using exec::ms_since;
     auto t = std::chrono::steady_clock::now();
     if (activity_error_.empty()) {
       out["activity"] = trace_one_call(forward);

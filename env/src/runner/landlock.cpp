@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <filesystem>
 
-#include "exec_common/unique_fd.h"
 #include "kforge/core/errno_text.h"
+#include "kforge/core/unique_fd.h"
 
 // Rights newer than the system headers (Debian 12's describe ABI 2); the
 // values are the kernel's ABI and never change.
@@ -57,13 +57,13 @@ FileConfinement confine_file_writes(const std::vector<std::string>& writable,
   result.abi = static_cast<int>(abi);
   landlock_ruleset_attr attr{};
   attr.handled_access_fs = handled_rights(result.abi);
-  exec::UniqueFd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0)));
+  UniqueFd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0)));
   if (!ruleset) {
     result.why_not = "landlock_create_ruleset: " + errno_text(errno);
     return result;
   }
   auto grant = [&](const std::string& path, uint64_t rights) {
-    exec::UniqueFd target(::open(path.c_str(), O_PATH | O_CLOEXEC));
+    UniqueFd target(::open(path.c_str(), O_PATH | O_CLOEXEC));
     if (!target) return true;
     landlock_path_beneath_attr rule{};
     rule.allowed_access = rights;

@@ -9,8 +9,8 @@
 #include <stdexcept>
 #include <utility>
 
-#include "exec_common/unique_fd.h"
 #include "kforge/core/errno_text.h"
+#include "kforge/core/unique_fd.h"
 
 namespace kforge::runner {
 namespace {
@@ -20,7 +20,7 @@ namespace {
 constexpr off_t kMaxCubinBytes = off_t{1} << 30;
 
 std::string read_cubin(const std::string& path) {
-  exec::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) throw std::runtime_error("cannot open the CUBIN " + path + ": " + errno_text(errno));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw std::runtime_error("cannot stat the CUBIN " + path + ": " + errno_text(errno));

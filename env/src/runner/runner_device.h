@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "exec_common/unique_fd.h"
+#include "kforge/core/unique_fd.h"
 #include "runner/cubin_kernels.h"
 
 namespace kforge::runner {
@@ -44,7 +44,7 @@ class RunnerDevice {
   // Maps the arena described by the judge's `setup` message; `fds` are the
   // descriptors that came with it. Runs before any candidate code is loaded
   // and before the sandbox's filters. Throws std::runtime_error.
-  virtual void map_arena(const nlohmann::json& arena, std::vector<exec::UniqueFd>* fds) = 0;
+  virtual void map_arena(const nlohmann::json& arena, std::vector<UniqueFd>* fds) = 0;
   // Address of arena byte `offset` as the candidate sees it (host or device).
   virtual void* arena_address(uint64_t offset) const = 0;
   virtual uint64_t arena_bytes() const = 0;

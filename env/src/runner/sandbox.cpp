@@ -21,14 +21,13 @@
 #include <stdexcept>
 
 #include "exec_common/runner_protocol.h"
-#include "exec_common/unique_fd.h"
 #include "kforge/core/errno_text.h"
+#include "kforge/core/unique_fd.h"
 #include "runner/landlock.h"
 
 namespace kforge::runner {
 namespace {
 
-using exec::UniqueFd;
 namespace protocol = exec::runner_protocol;
 
 [[noreturn]] void fail(const std::string& what, int err) { throw std::runtime_error(what + ": " + errno_text(err)); }

@@ -7,7 +7,9 @@
 #include <random>
 #include <regex>
 
+#include "kforge/core/elapsed.h"
 #include "kforge/core/error.h"
+#include "kforge/core/fnv1a.h"
 #include "kforge/core/splitmix64.h"
 #include "policy/template_policy/codegen.h"
 #include "policy/template_policy/kernel_graph.h"
@@ -17,15 +19,6 @@ namespace kforge::rollout {
 namespace {
 
 using template_policy::Variant;
-
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 std::string text_of(const json& content) {
   if (content.is_string()) return content.get<std::string>();
@@ -111,7 +104,7 @@ std::vector<PolicyReply> TemplatePolicy::act(const std::vector<PolicyRequest>& r
     // Trajectories of builds before the rename say "baseline": readers take
     // the version as an opaque tag, so both read.
     reply.policy_version = "template";
-    reply.latency_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    reply.latency_ms = ms_since(t0);
     out.push_back(std::move(reply));
   }
   return out;

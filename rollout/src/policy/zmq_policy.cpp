@@ -7,6 +7,7 @@
 #include <optional>
 #include <zmq.hpp>
 
+#include "kforge/core/elapsed.h"
 #include "kforge/core/error.h"
 #include "kforge/core/rpc.h"
 #include "policy/policy_wire.h"

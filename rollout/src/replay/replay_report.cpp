@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "kforge/core/error.h"
+#include "kforge/core/process.h"
 #include "kforge/core/remove_tree.h"
-#include "kforge/env/compile/subprocess.h"
 
 namespace kforge::rollout::replay {
 namespace {
@@ -35,18 +35,6 @@ fs::path default_script(const ReportOptions& o) {
   return fs::path(KFORGE_SCRIPTS_DIR) / "replay_plots.py";
 }
 
-std::string last_lines(const std::string& text, size_t n) {
-  size_t pos = text.size();
-  for (size_t i = 0; i < n && pos > 0; ++i) {
-    pos = text.rfind('\n', pos - 1);
-    if (pos == std::string::npos) {
-      pos = 0;
-      break;
-    }
-  }
-  return text.substr(pos == 0 ? 0 : pos + 1);
-}
-
 // Runs the plot script; the PNGs it wrote, or why none.
 std::vector<std::pair<std::string, std::string>> draw_plots(const fs::path& dir, const fs::path& data,
                                                             const ReportOptions& options, std::string* error) {
@@ -58,12 +46,12 @@ std::vector<std::pair<std::string, std::string>> draw_plots(const fs::path& dir,
     return {};
   }
   fs::remove(dir / "plots.json", ec);
-  env::ProcessOptions po;
+  ProcessOptions po;
   po.timeout_s = options.plot_timeout_s;
   po.env["MPLCONFIGDIR"] = (dir / ".matplotlib").string();  // a writable cache, wherever HOME is
-  env::ProcessResult r;
+  ProcessResult r;
   try {
-    r = env::run_process({python.string(), script.string(), data.string(), dir.string()}, po);
+    r = run_process({python.string(), script.string(), data.string(), dir.string()}, po);
   } catch (const SystemError& e) {
     *error = std::string("could not run ") + python.string() + ": " + e.what();
     return {};

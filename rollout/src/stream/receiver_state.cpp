@@ -50,8 +50,8 @@ bool parse_u64(const std::string& s, uint64_t* out) {
 // last complete line (a torn tail starts there).
 template <typename Fn>
 uint64_t for_each_line(const fs::path& path, Fn fn) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
     if (errno == ENOENT) return 0;
     throw SystemError("receiver state: cannot open " + path.string() + ": " + errno_text());
   }
@@ -60,10 +60,9 @@ uint64_t for_each_line(const fs::path& path, Fn fn) {
   size_t number = 0;
   char buf[65536];
   for (;;) {
-    const ssize_t r = ::read(fd, buf, sizeof buf);
+    const ssize_t r = ::read(fd.get(), buf, sizeof buf);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
-      ::close(fd);
       throw SystemError("receiver state: cannot read " + path.string() + ": " + errno_text());
     }
     if (r == 0) break;
@@ -73,23 +72,16 @@ uint64_t for_each_line(const fs::path& path, Fn fn) {
       pending.append(buf + start, i - start);
       start = i + 1;
       complete = offset + i + 1;
-      try {
-        fn(pending, ++number);
-      } catch (...) {
-        ::close(fd);
-        throw;
-      }
+      fn(pending, ++number);
       pending.clear();
     }
     pending.append(buf + start, static_cast<size_t>(r) - start);
     if (pending.size() > kMaxLineBytes) {
-      ::close(fd);
       throw SystemError("receiver state: " + path.string() + " line " + std::to_string(number + 1) +
                         " is longer than " + std::to_string(kMaxLineBytes) + " bytes; the file is damaged");
     }
     offset += static_cast<uint64_t>(r);
   }
-  ::close(fd);
   return complete;
 }
 
@@ -134,9 +126,7 @@ ReceiverState::ReceiverState(fs::path dir, bool fsync) : dir_(std::move(dir)), f
   load();
 }
 
-ReceiverState::~ReceiverState() {
-  if (log_fd_ >= 0) ::close(log_fd_);
-}
+ReceiverState::~ReceiverState() = default;
 
 void ReceiverState::apply_line(const std::string& line, const fs::path& file, size_t line_number) {
   std::istringstream in(line);
@@ -184,11 +174,11 @@ void ReceiverState::load() {
   (void)header_seen;
   const fs::path log = dir_ / "acks.log";
   const uint64_t complete = for_each_line(log, [&](const std::string& line, size_t n) { apply_line(line, log, n); });
-  log_fd_ = ::open(log.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (log_fd_ < 0) throw SystemError("receiver state: cannot open " + log.string() + ": " + errno_text());
+  log_fd_.reset(::open(log.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  if (!log_fd_) throw SystemError("receiver state: cannot open " + log.string() + ": " + errno_text());
   // Drop a torn last line so that the next append starts a line of its own.
-  if (::ftruncate(log_fd_, static_cast<off_t>(complete)) != 0 ||
-      ::lseek(log_fd_, static_cast<off_t>(complete), SEEK_SET) < 0) {
+  if (::ftruncate(log_fd_.get(), static_cast<off_t>(complete)) != 0 ||
+      ::lseek(log_fd_.get(), static_cast<off_t>(complete), SEEK_SET) < 0) {
     throw SystemError("receiver state: cannot truncate " + log.string() + ": " + errno_text());
   }
   log_bytes_ = complete;
@@ -238,8 +228,8 @@ void ReceiverState::acknowledge(const std::map<std::string, std::vector<uint64_t
 
 void ReceiverState::append(const std::string& lines) {
   const fs::path log = dir_ / "acks.log";
-  write_all(log_fd_, lines, log);
-  if (fsync_ && ::fdatasync(log_fd_) != 0) {
+  write_all(log_fd_.get(), lines, log);
+  if (fsync_ && ::fdatasync(log_fd_.get()) != 0) {
     throw SystemError("receiver state: fdatasync of " + log.string() + " failed: " + errno_text());
   }
   log_bytes_ += lines.size();
@@ -259,23 +249,19 @@ void ReceiverState::compact() {
   }
   const fs::path snapshot = dir_ / "state.txt";
   const fs::path tmp = dir_ / "state.txt.tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw SystemError("receiver state: cannot create " + tmp.string() + ": " + errno_text());
-  try {
-    write_all(fd, text, tmp);
-  } catch (...) {
-    ::close(fd);
-    throw;
+  {
+    const UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd) throw SystemError("receiver state: cannot create " + tmp.string() + ": " + errno_text());
+    write_all(fd.get(), text, tmp);
+    ::fsync(fd.get());
   }
-  ::fsync(fd);
-  ::close(fd);
   if (::rename(tmp.c_str(), snapshot.c_str()) != 0) {
     throw SystemError("receiver state: cannot replace " + snapshot.string() + ": " + errno_text());
   }
   // The snapshot now holds everything: the log starts over. A kill between
   // the rename and the truncation replays lines the snapshot already has,
   // which changes nothing.
-  if (::ftruncate(log_fd_, 0) != 0 || ::lseek(log_fd_, 0, SEEK_SET) < 0) {
+  if (::ftruncate(log_fd_.get(), 0) != 0 || ::lseek(log_fd_.get(), 0, SEEK_SET) < 0) {
     throw SystemError("receiver state: cannot truncate the ack log: " + errno_text());
   }
   log_bytes_ = 0;

@@ -8,6 +8,7 @@
 
 #include "kforge/core/errno_text.h"
 #include "kforge/core/error.h"
+#include "kforge/core/unique_fd.h"
 
 namespace kforge::rollout::detail {
 
@@ -36,25 +37,18 @@ void write_all(int fd, const char* buf, size_t n, const fs::path& path) {
 }
 
 void fsync_dir(const fs::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
+  const UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd) ::fsync(fd.get());
 }
 
 void write_atomically(const fs::path& path, std::string_view text) {
   const fs::path tmp = path.string() + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw SystemError("spool: cannot create " + tmp.string() + ": " + errno_text());
-  try {
-    write_all(fd, text.data(), text.size(), tmp);
-  } catch (...) {
-    ::close(fd);
-    throw;
+  {
+    const UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd) throw SystemError("spool: cannot create " + tmp.string() + ": " + errno_text());
+    write_all(fd.get(), text.data(), text.size(), tmp);
+    ::fsync(fd.get());
   }
-  ::fsync(fd);
-  ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     throw SystemError("spool: cannot rename " + tmp.string() + ": " + errno_text());
   }

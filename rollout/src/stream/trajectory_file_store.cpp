@@ -10,6 +10,7 @@
 
 #include "kforge/core/document.h"
 #include "kforge/core/error.h"
+#include "kforge/core/unique_fd.h"
 
 namespace kforge::rollout {
 namespace {
@@ -91,28 +92,21 @@ TrajectoryFileStore::TrajectoryFileStore(const fs::path& out_path, const fs::pat
   if (fs::path(out).has_parent_path()) fs::create_directories(fs::path(out).parent_path(), ec);
   checkpoint_ = load_checkpoint(checkpoint_file_, out);
 
-  fd_ = ::open(out.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw InputError("receive: cannot open " + out + ": " + std::strerror(errno));
-  try {
-    const Tail tail = recover_tail(fd_, out, checkpoint_.committed_bytes);
-    if (tail.lines > checkpoint_.writing.size()) {
-      throw InputError("receive: " + out + " has " + std::to_string(tail.lines) +
-                       " lines past what this receiver checkpointed; something else wrote to it. Use a new --out "
-                       "and --state");
-    }
-    recovered_.assign(checkpoint_.writing.begin(),
-                      checkpoint_.writing.begin() + static_cast<std::ptrdiff_t>(tail.lines));
-    recovered_size_ = tail.size;
-    dropped_torn_line_ = tail.torn;
-  } catch (...) {
-    ::close(fd_);
-    throw;
+  // A member: closed also when the checks below throw out of the constructor.
+  fd_.reset(::open(out.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (!fd_) throw InputError("receive: cannot open " + out + ": " + std::strerror(errno));
+  const Tail tail = recover_tail(fd_.get(), out, checkpoint_.committed_bytes);
+  if (tail.lines > checkpoint_.writing.size()) {
+    throw InputError("receive: " + out + " has " + std::to_string(tail.lines) +
+                     " lines past what this receiver checkpointed; something else wrote to it. Use a new --out "
+                     "and --state");
   }
+  recovered_.assign(checkpoint_.writing.begin(), checkpoint_.writing.begin() + static_cast<std::ptrdiff_t>(tail.lines));
+  recovered_size_ = tail.size;
+  dropped_torn_line_ = tail.torn;
 }
 
-TrajectoryFileStore::~TrajectoryFileStore() {
-  if (fd_ >= 0) ::close(fd_);
-}
+TrajectoryFileStore::~TrajectoryFileStore() = default;
 
 void TrajectoryFileStore::finish_recovery(const AcknowledgeFn& acknowledge_stored) {
   if (recovery_finished_) throw std::logic_error("TrajectoryFileStore::finish_recovery called twice");
@@ -139,8 +133,8 @@ void TrajectoryFileStore::append(const std::vector<Delivery>& batch, const Ackno
   }
   checkpoint_.writing = keys;
   save_checkpoint();                      // (1) what is about to be written
-  write_all(fd_, text, checkpoint_.out);  // (2)
-  if (fsync_ && ::fdatasync(fd_) != 0) throw SystemError("receive: fdatasync of " + checkpoint_.out + " failed");
+  write_all(fd_.get(), text, checkpoint_.out);  // (2)
+  if (fsync_ && ::fdatasync(fd_.get()) != 0) throw SystemError("receive: fdatasync of " + checkpoint_.out + " failed");
   acknowledge(keys);  // (3)
   checkpoint_.committed_bytes += text.size();
   checkpoint_.records += batch.size();
@@ -157,16 +151,12 @@ void TrajectoryFileStore::save_checkpoint() const {
                     {"writing", writing}};
   const std::string text = doc.dump() + "\n";
   const fs::path tmp = checkpoint_file_.string() + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw SystemError("receive: cannot write " + tmp.string() + ": " + std::strerror(errno));
-  try {
-    write_all(fd, text, tmp.string());
-  } catch (...) {
-    ::close(fd);
-    throw;
+  {
+    const UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd) throw SystemError("receive: cannot write " + tmp.string() + ": " + std::strerror(errno));
+    write_all(fd.get(), text, tmp.string());
+    if (fsync_) ::fsync(fd.get());
   }
-  if (fsync_) ::fsync(fd);
-  ::close(fd);
   if (::rename(tmp.c_str(), checkpoint_file_.c_str()) != 0) {
     throw SystemError("receive: cannot replace " + checkpoint_file_.string() + ": " + std::strerror(errno));
   }

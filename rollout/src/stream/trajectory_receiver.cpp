@@ -20,6 +20,7 @@
 #include "curve_socket.h"
 #include "kforge/core/endpoint.h"
 #include "kforge/core/msgpack.h"
+#include "kforge/core/unique_fd.h"
 #include "kforge/rollout/stream/receiver_state.h"
 #include "kforge/rollout/stream/stream_protocol.h"
 
@@ -70,7 +71,7 @@ struct TrajectoryReceiver::Impl {
   std::unique_ptr<detail::ZapHandler> zap;
   zmq::socket_t router;
   std::string endpoint;
-  int wake_fd = -1;
+  UniqueFd wake_fd;
   std::atomic<bool> stopping{false};
   std::thread io;
 
@@ -120,8 +121,8 @@ struct TrajectoryReceiver::Impl {
           " is reachable from other hosts and CurveZMQ is off: anyone who can reach it can send trajectories "
           "to the trainer (see trainer_bridge/STREAM.md, \"CurveZMQ\")");
     }
-    wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wake_fd < 0) throw SystemError("trajectory receiver: eventfd failed");
+    wake_fd.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    if (!wake_fd) throw SystemError("trajectory receiver: eventfd failed");
     io = std::thread([this] { run(); });
   }
 
@@ -129,14 +130,13 @@ struct TrajectoryReceiver::Impl {
     stopping = true;
     wake();
     if (io.joinable()) io.join();
-    if (wake_fd >= 0) ::close(wake_fd);
     router.close();
     zap.reset();
   }
 
   void wake() const {
     const uint64_t one = 1;
-    (void)!::write(wake_fd, &one, sizeof one);
+    (void)!::write(wake_fd.get(), &one, sizeof one);
   }
 
   // ---- sending -----------------------------------------------------------
@@ -187,13 +187,13 @@ struct TrajectoryReceiver::Impl {
 
   void run() {
     while (!stopping) {
-      zmq::pollitem_t items[2] = {{router.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, wake_fd, ZMQ_POLLIN, 0}};
+      zmq::pollitem_t items[2] = {{router.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, wake_fd.get(), ZMQ_POLLIN, 0}};
       const auto interval = std::max(milliseconds(1), config.heartbeat_interval / 4);
       try {
         zmq::poll(items, 2, std::min(interval, milliseconds(100)));
         if (items[1].revents & ZMQ_POLLIN) {
           uint64_t count;
-          (void)!::read(wake_fd, &count, sizeof count);
+          (void)!::read(wake_fd.get(), &count, sizeof count);
         }
         send_outgoing();
         if (items[0].revents & ZMQ_POLLIN) {

@@ -27,8 +27,8 @@ TrajectorySender::Impl::Impl(SenderConfig c)
       spool(SpoolOptions{config.spool_dir, config.worker_id, config.max_spool_bytes, 0, config.fsync}) {
   for (const auto& [seq, rec] : spool.pending()) outbox.emplace(seq, Out{nullptr, Clock::now(), {}});
   counters.unacked = outbox.size();
-  wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd < 0) throw SystemError("trajectory sender: eventfd failed");
+  wake_fd.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!wake_fd) throw SystemError("trajectory sender: eventfd failed");
   if (!outbox.empty()) {
     log(std::to_string(outbox.size()) + " trajectories from an earlier run are waiting in " +
         config.spool_dir.string() + "; they will be sent again");
@@ -52,7 +52,6 @@ TrajectorySender::Impl::~Impl() {
   space_cv.notify_all();
   wake();
   if (io.joinable()) io.join();
-  if (wake_fd >= 0) ::close(wake_fd);
 }
 
 // One wake-up per pass of the I/O thread, not one per write(): under load
@@ -60,7 +59,7 @@ TrajectorySender::Impl::~Impl() {
 void TrajectorySender::Impl::wake() const {
   if (wake_pending.exchange(true)) return;
   const uint64_t one = 1;
-  (void)!::write(wake_fd, &one, sizeof one);
+  (void)!::write(wake_fd.get(), &one, sizeof one);
 }
 
 uint64_t TrajectorySender::Impl::write_encoded(std::string_view id, std::string_view payload, std::string* owned) {

@@ -18,6 +18,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "kforge/core/unique_fd.h"
 #include "kforge/rollout/stream/stream_protocol.h"
 #include "kforge/rollout/stream/trajectory_sender.h"
 #include "kforge/rollout/stream/trajectory_spool.h"
@@ -57,7 +58,7 @@ struct TrajectorySender::Impl {
 
   zmq::context_t ctx{1};
   std::unique_ptr<zmq::socket_t> socket;
-  int wake_fd = -1;
+  UniqueFd wake_fd;
   mutable std::atomic<bool> wake_pending{false};
   std::atomic<bool> stopping{false};
   std::thread io;

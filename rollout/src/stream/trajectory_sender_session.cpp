@@ -8,6 +8,7 @@
 #include <zmq.hpp>
 
 #include "curve_socket.h"
+#include "kforge/core/elapsed.h"
 #include "kforge/rollout/stream/stream_protocol.h"
 #include "trajectory_sender_impl.h"
 
@@ -144,7 +145,7 @@ void TrajectorySender::Impl::step() {
 }
 
 void TrajectorySender::Impl::poll_once() {
-  zmq::pollitem_t items[2] = {{nullptr, wake_fd, ZMQ_POLLIN, 0}, {nullptr, 0, ZMQ_POLLIN, 0}};
+  zmq::pollitem_t items[2] = {{nullptr, wake_fd.get(), ZMQ_POLLIN, 0}, {nullptr, 0, ZMQ_POLLIN, 0}};
   size_t n = 1;
   if (socket) {
     items[1].socket = socket->handle();
@@ -158,7 +159,7 @@ void TrajectorySender::Impl::poll_once() {
   zmq::poll(items, n, timeout);
   if (items[0].revents & ZMQ_POLLIN) {
     uint64_t count;
-    (void)!::read(wake_fd, &count, sizeof count);
+    (void)!::read(wake_fd.get(), &count, sizeof count);
   }
   // Cleared before the next pass looks at the outbox: a write after this
   // point wakes the thread again, one before it is seen by the pass.
@@ -229,9 +230,9 @@ void TrajectorySender::Impl::on_ack(const std::vector<std::pair<uint64_t, uint64
   for (const auto& [first, last] : ranges) {
     for (auto it = outbox.lower_bound(first); it != outbox.end() && it->first <= last;) {
       if (it->second.payload) outbox_bytes -= it->second.payload->size();
-      delivery_latency.add(std::chrono::duration<double, std::milli>(now - it->second.written).count());
+      delivery_latency.add(elapsed_ms(it->second.written, now));
       if (it->second.sent != Clock::time_point{}) {
-        ack_latency.add(std::chrono::duration<double, std::milli>(now - it->second.sent).count());
+        ack_latency.add(elapsed_ms(it->second.sent, now));
       }
       if (it->first < next_to_send && inflight > 0) --inflight;
       seqs.push_back(it->first);

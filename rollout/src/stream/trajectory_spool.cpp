@@ -14,6 +14,7 @@
 
 #include "kforge/core/errno_text.h"
 #include "kforge/core/error.h"
+#include "kforge/core/unique_fd.h"
 #include "kforge/rollout/stream/stream_protocol.h"
 #include "spool_file_io.h"
 #include "spool_format.h"
@@ -56,41 +57,27 @@ TrajectorySpool::TrajectorySpool(SpoolOptions options) : options_(std::move(opti
   if (ec) throw SystemError("spool: cannot create " + options_.dir.string() + ": " + ec.message());
 
   const fs::path lock_path = options_.dir / "lock";
-  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd_ < 0) throw SystemError("spool: cannot open " + lock_path.string() + ": " + errno_text());
-  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+  lock_fd_.reset(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (!lock_fd_) throw SystemError("spool: cannot open " + lock_path.string() + ": " + errno_text());
+  if (::flock(lock_fd_.get(), LOCK_EX | LOCK_NB) != 0) {
     char pid[32] = {};
     // Only for the message: an unreadable pid leaves it empty.
-    if (::pread(lock_fd_, pid, sizeof pid - 1, 0) < 0) pid[0] = '\0';
-    ::close(lock_fd_);
-    lock_fd_ = -1;
+    if (::pread(lock_fd_.get(), pid, sizeof pid - 1, 0) < 0) pid[0] = '\0';
     throw SystemError("spool: " + options_.dir.string() + " is in use by another process (pid " +
                       std::string(pid).substr(0, std::string(pid).find('\n')) +
                       "); every sender needs its own spool directory");
   }
   const std::string pid = std::to_string(::getpid()) + "\n";
-  if (::ftruncate(lock_fd_, 0) == 0) (void)!::pwrite(lock_fd_, pid.data(), pid.size(), 0);
+  if (::ftruncate(lock_fd_.get(), 0) == 0) (void)!::pwrite(lock_fd_.get(), pid.data(), pid.size(), 0);
 
-  try {
-    load_or_create_meta();
-    recover();
-  } catch (...) {
-    for (auto& [first, seg] : segments_) {
-      if (seg.fd >= 0) ::close(seg.fd);
-    }
-    if (acks_fd_ >= 0) ::close(acks_fd_);
-    ::close(lock_fd_);
-    throw;
-  }
+  // A throw from here on closes every file opened so far: they are members.
+  load_or_create_meta();
+  recover();
 }
 
-TrajectorySpool::~TrajectorySpool() {
-  for (auto& [first, seg] : segments_) {
-    if (seg.fd >= 0) ::close(seg.fd);
-  }
-  if (acks_fd_ >= 0) ::close(acks_fd_);
-  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
-}
+// Members go in reverse order: the segments, the ack log, then the lock
+// (releasing the flock only once nothing of the spool is open).
+TrajectorySpool::~TrajectorySpool() = default;
 
 void TrajectorySpool::rewrite_acks() {
   // Only acknowledgements of records still on disk matter: the seqs of the
@@ -114,12 +101,11 @@ void TrajectorySpool::rewrite_acks() {
       ++it;
     }
   }
-  if (acks_fd_ >= 0) ::close(acks_fd_);
-  acks_fd_ = -1;
+  acks_fd_.reset();
   const fs::path path = options_.dir / "acks.log";
   write_atomically(path, bytes);
-  acks_fd_ = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-  if (acks_fd_ < 0) throw SystemError("spool: cannot open " + path.string() + ": " + errno_text());
+  acks_fd_.reset(::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
+  if (!acks_fd_) throw SystemError("spool: cannot open " + path.string() + ": " + errno_text());
   acks_bytes_ = bytes.size();
 }
 
@@ -147,8 +133,8 @@ TrajectorySpool::Segment& TrajectorySpool::active_segment_for(uint64_t record_si
   Segment seg;
   seg.first_seq = next_seq_;
   seg.path = options_.dir / segment_name(next_seq_);
-  seg.fd = ::open(seg.path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (seg.fd < 0) throw SystemError("spool: cannot create " + seg.path.string() + ": " + errno_text());
+  seg.fd.reset(::open(seg.path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (!seg.fd) throw SystemError("spool: cannot create " + seg.path.string() + ": " + errno_text());
   if (options_.fsync) fsync_dir(options_.dir);
   auto previous = segments_.empty() ? segments_.end() : std::prev(segments_.end());
   Segment& created = segments_.emplace(seg.first_seq, std::move(seg)).first->second;
@@ -191,17 +177,17 @@ uint64_t TrajectorySpool::append(std::string_view id, std::string_view payload) 
       for (int i = first; i < 3; ++i) rest[n++] = parts[i];
       rest[0].iov_base = static_cast<char*>(rest[0].iov_base) + skip;
       rest[0].iov_len -= skip;
-      const ssize_t w = ::writev(seg.fd, rest, n);
+      const ssize_t w = ::writev(seg.fd.get(), rest, n);
       if (w < 0 && errno == EINTR) continue;
       if (w < 0) throw SystemError("spool: cannot write " + seg.path.string() + ": " + errno_text());
       done += static_cast<size_t>(w);
     }
-    if (options_.fsync && ::fdatasync(seg.fd) != 0) {
+    if (options_.fsync && ::fdatasync(seg.fd.get()) != 0) {
       throw SystemError("spool: fdatasync of " + seg.path.string() + " failed: " + errno_text());
     }
   } catch (...) {
     // Leave no partial record behind: the next append starts where this one did.
-    if (::ftruncate(seg.fd, static_cast<off_t>(seg.bytes)) != 0) {
+    if (::ftruncate(seg.fd.get(), static_cast<off_t>(seg.bytes)) != 0) {
       std::fprintf(stderr, "kforge spool: cannot truncate %s after a failed write: %s\n", seg.path.c_str(),
                    errno_text().c_str());
     }
@@ -227,7 +213,7 @@ std::string TrajectorySpool::read(uint64_t seq) const {
   if (it == pending_.end()) throw SystemError("spool: seq " + std::to_string(seq) + " is not pending");
   const Segment& seg = segments_.at(it->second.segment);
   std::string payload(it->second.size, '\0');
-  if (!pread_all(seg.fd, payload.data(), payload.size(), it->second.offset)) {
+  if (!pread_all(seg.fd.get(), payload.data(), payload.size(), it->second.offset)) {
     throw SystemError("spool: " + seg.path.string() + " ends before the record of seq " + std::to_string(seq));
   }
   return payload;
@@ -241,7 +227,7 @@ void TrajectorySpool::append_acks(const std::vector<uint64_t>& seqs) {
     put_le(entry + 8, last, 8);
     bytes.append(entry, 16);
   }
-  write_all(acks_fd_, bytes.data(), bytes.size(), options_.dir / "acks.log");
+  write_all(acks_fd_.get(), bytes.data(), bytes.size(), options_.dir / "acks.log");
   acks_bytes_ += bytes.size();
 }
 
@@ -269,7 +255,7 @@ size_t TrajectorySpool::acknowledge(const std::vector<uint64_t>& seqs) {
 }
 
 void TrajectorySpool::release_segment(std::map<uint64_t, Segment>::iterator it) {
-  if (it->second.fd >= 0) ::close(it->second.fd);
+  it->second.fd.reset();
   if (::unlink(it->second.path.c_str()) != 0 && errno != ENOENT) {
     std::fprintf(stderr, "kforge spool: cannot delete %s: %s\n", it->second.path.c_str(), errno_text().c_str());
   }
@@ -291,17 +277,13 @@ void TrajectorySpool::set_aside(uint64_t seq, const std::string& reason) {
                      {"reason", reason},
                      {"file", "rejected/" + file.filename().string()}};
   const fs::path index = options_.dir / "rejected.jsonl";
-  const int fd = ::open(index.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) throw SystemError("spool: cannot open " + index.string() + ": " + errno_text());
-  const std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-  try {
-    write_all(fd, text.data(), text.size(), index);
-  } catch (...) {
-    ::close(fd);
-    throw;
+  {
+    const UniqueFd fd(::open(index.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+    if (!fd) throw SystemError("spool: cannot open " + index.string() + ": " + errno_text());
+    const std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    write_all(fd.get(), text.data(), text.size(), index);
+    ::fsync(fd.get());
   }
-  ::fsync(fd);
-  ::close(fd);
   ++rejected_;
   acknowledge({seq});
 }

@@ -12,6 +12,7 @@
 
 #include "kforge/core/errno_text.h"
 #include "kforge/core/error.h"
+#include "kforge/core/unique_fd.h"
 #include "kforge/rollout/stream/stream_protocol.h"
 #include "kforge/rollout/stream/trajectory_spool.h"
 #include "spool_file_io.h"
@@ -51,10 +52,9 @@ void TrajectorySpool::load_or_create_meta() {
   const uint64_t size = fs::file_size(meta, ec);
   if (ec || size > 65536) throw SystemError("spool: " + meta.string() + " is unreadable or too large");
   std::string text(size, '\0');
-  const int fd = ::open(meta.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw SystemError("spool: cannot open " + meta.string() + ": " + errno_text());
-  const bool ok = pread_all(fd, text.data(), text.size(), 0);
-  ::close(fd);
+  const UniqueFd fd(::open(meta.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw SystemError("spool: cannot open " + meta.string() + ": " + errno_text());
+  const bool ok = pread_all(fd.get(), text.data(), text.size(), 0);
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!ok || !doc.is_object() || doc.value("format", 0) != kSpoolFormat || !doc.contains("worker") ||
       !doc["worker"].is_string() || !doc.contains("instance") || !doc["instance"].is_string()) {
@@ -84,7 +84,7 @@ void TrajectorySpool::scan_segment(Segment& seg, bool is_last) {
     uint32_t payload_len = 0;
     uint64_t seq = 0;
     uint16_t id_len = 0;
-    if (file_size - offset < kSpoolHeaderBytes || !pread_all(seg.fd, header, kSpoolHeaderBytes, offset)) {
+    if (file_size - offset < kSpoolHeaderBytes || !pread_all(seg.fd.get(), header, kSpoolHeaderBytes, offset)) {
       problem = "a record header is cut short";
     } else if (std::memcmp(header, kSpoolMagic, 4) != 0) {
       problem = "no record starts here";
@@ -97,7 +97,7 @@ void TrajectorySpool::scan_segment(Segment& seg, bool is_last) {
         problem = "a record is cut short";
       } else {
         body.resize(body_len);
-        pread_all(seg.fd, body.data(), body.size(), offset + kSpoolHeaderBytes);
+        pread_all(seg.fd.get(), body.data(), body.size(), offset + kSpoolHeaderBytes);
         const std::string_view id(body.data(), id_len);
         const std::string_view payload(body.data() + id_len, payload_len);
         if (record_crc(header, id, payload) != static_cast<uint32_t>(get_le(header + 20, 4))) {
@@ -116,7 +116,7 @@ void TrajectorySpool::scan_segment(Segment& seg, bool is_last) {
       }
       // The active segment's tail: a record that a killed process was still
       // writing. append() had not returned, so it was never reported held.
-      if (::ftruncate(seg.fd, static_cast<off_t>(offset)) != 0) {
+      if (::ftruncate(seg.fd.get(), static_cast<off_t>(offset)) != 0) {
         throw SystemError("spool: cannot truncate " + seg.path.string() + ": " + errno_text());
       }
       std::fprintf(stderr, "kforge spool: dropped an incomplete record at the end of %s (offset %llu: %s)\n",
@@ -140,12 +140,12 @@ void TrajectorySpool::scan_segment(Segment& seg, bool is_last) {
 
 void TrajectorySpool::load_acks(std::vector<std::pair<uint64_t, uint64_t>>* ranges) const {
   const fs::path path = options_.dir / "acks.log";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return;
   char buf[16 * 4096];
   uint64_t offset = 0;
   for (;;) {
-    const ssize_t r = ::pread(fd, buf, sizeof buf, static_cast<off_t>(offset));
+    const ssize_t r = ::pread(fd.get(), buf, sizeof buf, static_cast<off_t>(offset));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) break;
     // A torn last entry (fewer than 16 bytes) was an ack not yet recorded.
@@ -154,7 +154,6 @@ void TrajectorySpool::load_acks(std::vector<std::pair<uint64_t, uint64_t>>* rang
     offset += whole;
     if (whole < static_cast<size_t>(r) || whole == 0) break;
   }
-  ::close(fd);
 }
 
 void TrajectorySpool::recover() {
@@ -168,8 +167,8 @@ void TrajectorySpool::recover() {
   }
   for (auto it = segments_.begin(); it != segments_.end(); ++it) {
     Segment& seg = it->second;
-    seg.fd = ::open(seg.path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
-    if (seg.fd < 0) throw SystemError("spool: cannot open " + seg.path.string() + ": " + errno_text());
+    seg.fd.reset(::open(seg.path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC));
+    if (!seg.fd) throw SystemError("spool: cannot open " + seg.path.string() + ": " + errno_text());
     scan_segment(seg, std::next(it) == segments_.end());
     next_seq_ = std::max({next_seq_, seg.first_seq, seg.last_seq + 1});
   }
@@ -210,10 +209,10 @@ void TrajectorySpool::recover() {
   if (acks_size > kAckLogCompactBytes) {
     rewrite_acks();
   } else {
-    acks_fd_ = ::open(acks.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (acks_fd_ < 0) throw SystemError("spool: cannot open " + acks.string() + ": " + errno_text());
+    acks_fd_.reset(::open(acks.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+    if (!acks_fd_) throw SystemError("spool: cannot open " + acks.string() + ": " + errno_text());
     acks_bytes_ = acks_size / 16 * 16;
-    if (::ftruncate(acks_fd_, static_cast<off_t>(acks_bytes_)) != 0) {
+    if (::ftruncate(acks_fd_.get(), static_cast<off_t>(acks_bytes_)) != 0) {
       throw SystemError("spool: cannot truncate " + acks.string() + ": " + errno_text());
     }
   }
@@ -221,16 +220,15 @@ void TrajectorySpool::recover() {
   // rejected.jsonl has a line per record set aside.
   const fs::path rejected = options_.dir / "rejected.jsonl";
   if (fs::exists(rejected, ec)) {
-    const int fd = ::open(rejected.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
+    const UniqueFd fd(::open(rejected.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd) {
       char buf[65536];
       ssize_t r;
       uint64_t off = 0;
-      while ((r = ::pread(fd, buf, sizeof buf, static_cast<off_t>(off))) > 0) {
+      while ((r = ::pread(fd.get(), buf, sizeof buf, static_cast<off_t>(off))) > 0) {
         rejected_ += static_cast<uint64_t>(std::count(buf, buf + r, '\n'));
         off += static_cast<uint64_t>(r);
       }
-      ::close(fd);
     }
   }
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "kforge/core/elapsed.h"
 #include "kforge/core/error.h"
 #include "runner_impl.h"
 
@@ -23,10 +24,6 @@ Trajectory RolloutRunner::Impl::Record::written() && {
   out.info = to_json(info);
   for (size_t i = 0; i < out.turns.size() && i < turn_info.size(); ++i) out.turns[i].info = to_json(turn_info[i]);
   return out;
-}
-
-double RolloutRunner::Impl::ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
 std::optional<int64_t> RolloutRunner::Impl::as_integer(const std::string& s) {

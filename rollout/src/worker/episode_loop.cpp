@@ -4,6 +4,7 @@
 #include <chrono>
 #include <future>
 
+#include "kforge/core/elapsed.h"
 #include "kforge/core/error.h"
 #include "runner_impl.h"
 

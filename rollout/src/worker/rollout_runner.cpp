@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "kforge/core/elapsed.h"
 #include "kforge/core/error.h"
 #include "kforge/core/splitmix64.h"
 #include "kforge/core/task_set.h"
@@ -223,7 +224,7 @@ void RolloutRunner::Impl::start(const Spec& spec, int env_id) {
     return;
   }
   ep.started = Clock::now();
-  ep.reset_ms = std::chrono::duration<double, std::milli>(ep.started - reset_at).count();
+  ep.reset_ms = elapsed_ms(reset_at, ep.started);
   describe_start(g, task, rr, ep);
   ++stats.episodes_started;
   slots[static_cast<size_t>(env_id)] = std::move(ep);

@@ -166,7 +166,6 @@ struct RolloutRunner::Impl {
   // runner/episode_end.cpp
   void remember_exemplar(const Episode& ep);
   void finish(Episode& ep, bool terminated, const std::string& truncation_reason);
-  static double ms_since(Clock::time_point t);
   // A policy version as a trainer step, when it is an integer.
   static std::optional<int64_t> as_integer(const std::string& s);
   // How far `version` is behind `newest`: the difference of trainer steps

@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 
 #include "kforge/core/error.h"
+#include "kforge/core/process.h"
 #include "kforge/core/remove_tree.h"
 #include "kforge/core/trajectory.h"
 #include "kforge/env/analysis.h"
@@ -527,15 +529,17 @@ struct Cmd {
 
 Cmd run_kforge(const std::string& args) {
   const std::string cache = std::string(KFORGE_BINARY_DIR) + "/tests/gym/compile-cache";
-  const std::string cmd =
-      "KFORGE_CACHE_DIR='" + cache + "' '" + std::string(KFORGE_BINARY_DIR) + "/cli/kforge' " + args + " 2>&1";
+  // The arguments are written as a shell reads them (quoted paths), so
+  // /bin/sh runs the line, named as the program.
+  ProcessOptions options;
+  options.env["KFORGE_CACHE_DIR"] = cache;
+  options.timeout_s = std::numeric_limits<double>::infinity();  // ctest bounds it
+  options.max_output_bytes = size_t{256} << 20;
+  const ProcessResult p =
+      run_process({"/bin/sh", "-c", "'" + std::string(KFORGE_BINARY_DIR) + "/cli/kforge' " + args}, options);
   Cmd r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), pipe)) > 0;) r.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.code = p.exit_code;
+  r.output = p.output;
   return r;
 }
 

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "kforge/core/unique_fd.h"
+
 namespace kforge::rollout {
 
 // A set of sequence numbers as merged, inclusive ranges.
@@ -74,7 +76,7 @@ class ReceiverState {
 
   std::filesystem::path dir_;
   bool fsync_ = false;
-  int log_fd_ = -1;
+  UniqueFd log_fd_;
   uint64_t log_bytes_ = 0;
   std::map<std::string, Worker> workers_;
 };

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "kforge/core/unique_fd.h"
 #include "kforge/rollout/stream/trajectory_receiver.h"
 
 namespace kforge::rollout {
@@ -82,7 +83,7 @@ class TrajectoryFileStore {
 
   std::filesystem::path checkpoint_file_;
   bool fsync_ = false;
-  int fd_ = -1;
+  UniqueFd fd_;
   FileStoreCheckpoint checkpoint_;
   std::vector<DeliveryKey> recovered_;
   uint64_t recovered_size_ = 0;  // the file's size once recovered

@@ -31,6 +31,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kforge/core/unique_fd.h"
+
 namespace kforge::rollout {
 
 struct SpoolOptions {
@@ -103,7 +105,7 @@ class TrajectorySpool {
     uint64_t last_seq = 0;  // 0 while empty
     uint64_t bytes = 0;
     size_t pending = 0;
-    int fd = -1;
+    UniqueFd fd;
     std::filesystem::path path;
   };
 
@@ -118,8 +120,8 @@ class TrajectorySpool {
 
   SpoolOptions options_;
   std::string instance_;
-  int lock_fd_ = -1;
-  int acks_fd_ = -1;
+  UniqueFd lock_fd_;  // declared first, closed last: holds the flock until the files are closed
+  UniqueFd acks_fd_;
   uint64_t acks_bytes_ = 0;
   uint64_t next_seq_ = 1;
   uint64_t rejected_ = 0;

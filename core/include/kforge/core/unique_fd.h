@@ -1,13 +1,15 @@
-// Owning file descriptor. Every fd the execution stack creates is wrapped in
-// one so that an early return or exception can never leak it: the 200-faults
-// leak test counts fds.
+// Owning file descriptor. Every fd the execution stack, the compile service
+// and the trajectory stream create is wrapped in one so that an early return
+// or exception can never leak it: the executor's 200-faults leak test and the
+// stream's spool tests count fds. Header-only, so the sandboxed runner (which
+// links no core library) uses it too.
 #pragma once
 
 #include <unistd.h>
 
 #include <utility>
 
-namespace kforge::exec {
+namespace kforge {
 
 class UniqueFd {
  public:
@@ -35,4 +37,4 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-}  // namespace kforge::exec
+}  // namespace kforge
