@@ -223,7 +223,7 @@ NvrtcWorkerPool::Result NvrtcWorkerPool::compile(const Request& request) {
     throw SystemError("kforge-nvrtc answered '" + type + "' instead of 'compiled'");
   }
   Result r = compiled_result(body);
-  r.wall_ms = exec::ms_since(start);
+  r.wall_ms = ms_since(start);
   // Under its data limit NVRTC's front end reports a failed allocation as a
   // compilation error whose log says "out of memory" (the H200 machine's
   // NVRTC and this one alike); only with a limit set is that the limit.
