@@ -61,9 +61,7 @@ int run_eval(const EvalArgs& a) {
   }
   if (summarize(step).system_error) {
     std::cerr << "kforge eval: the environment failed: "
-              << step.info.error.value_or(env::StepError{env::StepErrorKind::kSystem, "unknown error"})
-                     .message
-              << "\n";
+              << step.info.error.value_or(env::StepError{env::StepErrorKind::kSystem, "unknown error"}).message << "\n";
     return kExitSystem;
   }
   return kExitOk;

@@ -118,7 +118,8 @@ std::string format_report(const TaskSpec& task, const Solution& solution, const 
   return o.str();
 }
 
-json report_json(const TaskSpec& task, const Solution& solution, const std::string& backend, const env::StepResult& step) {
+json report_json(const TaskSpec& task, const Solution& solution, const std::string& backend,
+                 const env::StepResult& step) {
   const env::StepInfo& info = step.info;
   const EvalSummary s = summarize(step);
   return {{"task_id", task.id},

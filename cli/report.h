@@ -24,6 +24,7 @@ EvalSummary summarize(const env::StepResult& step);
 
 std::string format_report(const TaskSpec& task, const Solution& solution, const std::string& backend,
                           const env::StepResult& step);
-json report_json(const TaskSpec& task, const Solution& solution, const std::string& backend, const env::StepResult& step);
+json report_json(const TaskSpec& task, const Solution& solution, const std::string& backend,
+                 const env::StepResult& step);
 
 }  // namespace kforge::cli

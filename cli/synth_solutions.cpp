@@ -92,8 +92,7 @@ json speedup_summary(std::vector<double> v) {
 }
 
 // The index: per task and per op, and the ops the generator cannot generate.
-json build_index(const std::vector<Candidate>& all, const std::map<std::string, json>& rows,
-                 const std::string& mode) {
+json build_index(const std::vector<Candidate>& all, const std::map<std::string, json>& rows, const std::string& mode) {
   struct OpCount {
     int64_t tasks = 0, covered = 0, verified = 0, blocked = 0;
   };

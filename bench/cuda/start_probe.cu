@@ -33,16 +33,17 @@ double now_ms() {
 }
 
 __global__ void touch(float* x, long n) {
-  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) x[i] = x[i] * 1.0001f + 1.0f;
+  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+    x[i] = x[i] * 1.0001f + 1.0f;
 }
 
-#define CHECK(x)                                                                   \
-  do {                                                                             \
-    cudaError_t e_ = (x);                                                          \
-    if (e_ != cudaSuccess) {                                                       \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                \
-      std::exit(2);                                                                \
-    }                                                                              \
+#define CHECK(x)                                                    \
+  do {                                                              \
+    cudaError_t e_ = (x);                                           \
+    if (e_ != cudaSuccess) {                                        \
+      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); \
+      std::exit(2);                                                 \
+    }                                                               \
   } while (0)
 
 // One start-up to `level`; returns the phases' ms.

@@ -259,10 +259,11 @@ void BM_PoolThroughput(benchmark::State& state) {
     const double exclusive_ms = phase_median("time") + phase_median("profile");
     const double bound = exclusive_ms > 0 ? 60000.0 / exclusive_ms * static_cast<double>(devices.size()) : 0;
     const double compile_s = median(r.compile_ms) / 1000.0;
-    std::printf("[pool] physical bound %.0f candidates/min (median exclusive %.1f ms); this run %.0f%% of it; "
-                "compiles: median %.2f s, keeping %.1f cores busy at this rate (%.1f at the bound)\n",
-                bound, exclusive_ms, bound > 0 ? 100 * r.per_minute / bound : 0, compile_s,
-                r.per_minute / 60 * compile_s, bound / 60 * compile_s);
+    std::printf(
+        "[pool] physical bound %.0f candidates/min (median exclusive %.1f ms); this run %.0f%% of it; "
+        "compiles: median %.2f s, keeping %.1f cores busy at this rate (%.1f at the bound)\n",
+        bound, exclusive_ms, bound > 0 ? 100 * r.per_minute / bound : 0, compile_s, r.per_minute / 60 * compile_s,
+        bound / 60 * compile_s);
     state.counters["bound_per_minute"] = bound;
     state.counters["compile_cores"] = r.per_minute / 60 * compile_s;
     if (lanes == 1) g_one_lane_per_minute = r.per_minute;

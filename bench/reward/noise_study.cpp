@@ -152,19 +152,19 @@ const std::vector<std::string>& variants() {
   static const std::vector<std::string> kCpu = {
       "fuse=0 unroll=1 acc=1", "fuse=0 unroll=4 acc=4", "fuse=1 unroll=1 acc=1", "fuse=1 unroll=1 acc=4",
       "fuse=1 unroll=2 acc=4", "fuse=1 unroll=4 acc=4", "fuse=1 unroll=8 acc=8", "fuse=0 unroll=8 acc=8"};
-  static const std::vector<std::string> kCuda = {
-      "fuse=0 block=256 vec=1", "fuse=0 block=256 vec=4", "fuse=1 block=128 vec=1", "fuse=1 block=256 vec=1",
-      "fuse=1 block=256 vec=4", "fuse=1 block=512 vec=4", "fuse=1 block=256 vec=4 unroll=4",
-      "fuse=1 block=128 vec=4 unroll=2"};
+  static const std::vector<std::string> kCuda = {"fuse=0 block=256 vec=1",          "fuse=0 block=256 vec=4",
+                                                 "fuse=1 block=128 vec=1",          "fuse=1 block=256 vec=1",
+                                                 "fuse=1 block=256 vec=4",          "fuse=1 block=512 vec=4",
+                                                 "fuse=1 block=256 vec=4 unroll=4", "fuse=1 block=128 vec=4 unroll=2"};
   return g_backend == "cuda" ? kCuda : kCpu;
 }
 
 // A variant text with every knob (the template's parser wants them all):
 // the knobs given, the defaults for the others.
 std::string full_variant(const std::string& partial) {
-  std::vector<std::pair<std::string, std::string>> knobs = {{"fuse", "1"}, {"block", "256"}, {"vec", "4"},
-                                                             {"unroll", "1"}, {"acc", "4"}, {"tile", "16"},
-                                                             {"naive_matmul", "0"}};
+  std::vector<std::pair<std::string, std::string>> knobs = {{"fuse", "1"},        {"block", "256"}, {"vec", "4"},
+                                                            {"unroll", "1"},      {"acc", "4"},     {"tile", "16"},
+                                                            {"naive_matmul", "0"}};
   size_t pos = 0;
   while (pos < partial.size()) {
     const size_t end = std::min(partial.find(' ', pos), partial.size());
@@ -192,8 +192,8 @@ const std::string& template_mode() {
 reward::RewardFunction log_reward(bool demonstrated, bool statistical_ties) {
   const std::string yaml = std::string("name: study\nterms:\n  - {type: log_speedup, lo: -5, hi: 3, penalty: -6") +
                            (demonstrated ? ", speedup_estimate: demonstrated" : "") +
-                           "}\ngroup_normalization: {mode: mean_std" +
-                           (statistical_ties ? ", ties: statistical" : "") + "}\n";
+                           "}\ngroup_normalization: {mode: mean_std" + (statistical_ties ? ", ties: statistical" : "") +
+                           "}\n";
   return reward::RewardFunction::from_document(Document::from_yaml_text(yaml, "<study>"));
 }
 
@@ -283,7 +283,8 @@ void print_repeat(const RepeatData& d, const std::string& label) {
   }
   std::printf("\n== repeat: %s, %zu evaluations at normal length ==\n", label.c_str(), d.evals.size());
   std::printf("long-timed speedup %.3fx [%.3f, %.3f]\n", d.truth, d.truth_lo, d.truth_hi);
-  std::printf("speedup: mean %.3fx, sd %.3f (CV %.1f %%), range %.3f\n", mean(s), sd(s), 100 * sd(s) / mean(s), range(s));
+  std::printf("speedup: mean %.3fx, sd %.3f (CV %.1f %%), range %.3f\n", mean(s), sd(s), 100 * sd(s) / mean(s),
+              range(s));
   std::printf("%-34s %8s %8s %8s\n", "reward", "mean", "sd", "range");
   std::printf("%-34s %8.3f %8.3f %8.3f\n", "log_speedup, point", mean(rp), sd(rp), range(rp));
   std::printf("%-34s %8.3f %8.3f %8.3f\n", "log_speedup, demonstrated", mean(rd), sd(rd), range(rd));
@@ -440,7 +441,8 @@ void run_stop(const std::vector<Candidate>& cs) {
   rows.push_back({"decided, noise_aware res.", run_stop_config(cs, "noise_aware", true)});
   const double base = mean(rows[0].f.timing_ms);
   std::printf("\n== stop: %zu candidates, configs/env/%s.yaml timing ==\n", cs.size(), g_backend.c_str());
-  std::printf("%-28s %10s %8s %9s %9s  %s\n", "stopping rule", "timing ms", "ratio", "samples", "tier ok", "stop reasons");
+  std::printf("%-28s %10s %8s %9s %9s  %s\n", "stopping rule", "timing ms", "ratio", "samples", "tier ok",
+              "stop reasons");
   for (const Row& r : rows) {
     std::string reasons;
     for (const auto& [k, v] : r.f.reasons) reasons += k + " " + std::to_string(v) + "  ";

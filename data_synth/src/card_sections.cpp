@@ -78,7 +78,8 @@ void difficulty(std::ostringstream& md, const json& stats) {
   }
   md << "\n| quantity | n | min | median | p90 | max |\n|---|---|---|---|---|---|\n";
   md << summary_row("headroom (measured eager / bound)", stats.value("headroom_summary", json::object()));
-  md << summary_row("predicted headroom (cost model / bound)", stats.value("predicted_headroom_summary", json::object()));
+  md << summary_row("predicted headroom (cost model / bound)",
+                    stats.value("predicted_headroom_summary", json::object()));
   md << summary_row("roofline bound, ms", stats.value("bound_ms_summary", json::object()));
 }
 

@@ -7,7 +7,7 @@
 
 #include "compose_graph.h"
 
-namespace kforge::synth::compose_detail {
+namespace kforge::synth::internal {
 namespace {
 
 // The share of graphs whose last op is drawn as an index reduction first.
@@ -379,4 +379,4 @@ std::optional<Value> epilogue_op(Draw& d, const Value& cur, bool* conv_like, boo
   }
 }
 
-}  // namespace kforge::synth::compose_detail
+}  // namespace kforge::synth::internal

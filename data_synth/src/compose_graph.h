@@ -13,7 +13,7 @@
 #include "kforge/core/task_spec.h"
 #include "kforge/data_synth/rng.h"
 
-namespace kforge::synth::compose_detail {
+namespace kforge::synth::internal {
 
 // What is known about the values of a tensor, so that domain-restricted ops
 // (log, sqrt, reciprocal) are only drawn where they are defined and ops that
@@ -99,4 +99,4 @@ std::optional<Value> chained_main_loop(Draw& d, const Value& cur, bool conv_like
 // is still (N, C, *); a layout op clears it.
 std::optional<Value> epilogue_op(Draw& d, const Value& cur, bool* conv_like, bool last);
 
-}  // namespace kforge::synth::compose_detail
+}  // namespace kforge::synth::internal

@@ -6,7 +6,7 @@
 
 #include "compose_graph.h"
 
-namespace kforge::synth::compose_detail {
+namespace kforge::synth::internal {
 
 Value GraphBuilder::input(std::vector<int64_t> shape, InitSpec init) {
   shape.insert(shape.begin(), batch_);
@@ -247,4 +247,4 @@ std::optional<Value> chained_main_loop(Draw& d, const Value& cur, bool conv_like
   return d.g.node("linear", in, json::object(), Domain::kAny);
 }
 
-}  // namespace kforge::synth::compose_detail
+}  // namespace kforge::synth::internal

@@ -143,8 +143,8 @@ NearestProblem KernelBenchSignatures::judge(const TaskSpec& task, const DevicePr
       const bool by_cost = skeleton == d.dominant && d.dominant != d.skeleton;
       consider(&best, p, "dominant",
                "the cost-dominant part " + join(skeleton == d.dominant ? d.dominant : d.skeleton) +
-                   (by_cost ? " (" + percent(d.dominant_share) + " of the non-pointwise cost-model time)" : "") + " is " + p.name +
-                   "'s computation " + join(skeleton) + "; the rest " + join(d.rest) +
+                   (by_cost ? " (" + percent(d.dominant_share) + " of the non-pointwise cost-model time)" : "") +
+                   " is " + p.name + "'s computation " + join(skeleton) + "; the rest " + join(d.rest) +
                    " is cheap pointwise, layout or low-cost work");
     } else if (d.skeleton.empty() && p.core.size() == 1 && work_kind(p.core[0]) == WorkKind::kCheap &&
                (std::find(d.core.begin(), d.core.end(), p.core[0]) != d.core.end() ||

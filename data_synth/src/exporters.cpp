@@ -109,8 +109,8 @@ std::vector<std::pair<int64_t, json>> by_number(const json& histogram) {
 }  // namespace
 
 std::string headroom_bin(double h) {
-  static const std::vector<std::pair<double, const char*>> kBins = {
-      {2, "< 2"}, {5, "2-5"}, {10, "5-10"}, {30, "10-30"}, {100, "30-100"}, {1000, "100-1000"}};
+  static const std::vector<std::pair<double, const char*>> kBins = {{2, "< 2"},    {5, "2-5"},      {10, "5-10"},
+                                                                    {30, "10-30"}, {100, "30-100"}, {1000, "100-1000"}};
   for (const auto& [hi, name] : kBins) {
     if (h < hi) return name;
   }
@@ -141,7 +141,8 @@ json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& 
         headroom.push_back(d["headroom"].get<double>());
         ++headroom_bins[headroom_bin(headroom.back())];
       }
-      if (d.value("predicted_headroom", json()).is_number()) predicted_headroom.push_back(d["predicted_headroom"].get<double>());
+      if (d.value("predicted_headroom", json()).is_number())
+        predicted_headroom.push_back(d["predicted_headroom"].get<double>());
       if (d.value("bound_ms", json()).is_number()) bound_ms.push_back(d["bound_ms"].get<double>());
       if (d.contains("roofline")) ++roofline_devices[d["roofline"].value("name", std::string("?"))];
     }

@@ -215,8 +215,9 @@ std::optional<Rejected> scale_tolerance(TaskSpec& task, const std::vector<at::Te
   verdict->atol_scale = atol_scale_for(out0);
   task.tolerance = magnitude_tolerance(task.tolerance.value_or(Tolerance{}), out0);
   if (verdict->atol_scale > o.max_atol_scale) {
-    return Rejected{"output_magnitude", "the outputs' typical magnitude needs atol x " + format_significant(verdict->atol_scale) +
-                                            " (limit " + format_significant(o.max_atol_scale) +
+    return Rejected{"output_magnitude", "the outputs' typical magnitude needs atol x " +
+                                            format_significant(verdict->atol_scale) + " (limit " +
+                                            format_significant(o.max_atol_scale) +
                                             "): values that large are a blow-up, not a kernel to write"};
   }
   return std::nullopt;
@@ -331,8 +332,9 @@ std::optional<Rejected> filter(TaskSpec& task, const FilterOptions& o, FilterVer
 
   const double precision = max_ratio(out0, run(task, in0, lock, at::kDouble), tol);
   if (precision > o.precision_fraction) {
-    return Rejected{"reference_precision", "the reference differs from its float64 evaluation by " + format_significant(precision) +
-                                               " of the tolerance (limit " + format_significant(o.precision_fraction) + ")"};
+    return Rejected{"reference_precision", "the reference differs from its float64 evaluation by " +
+                                               format_significant(precision) + " of the tolerance (limit " +
+                                               format_significant(o.precision_fraction) + ")"};
   }
   if (auto r = shape_variant_fails(task, o, lock)) return r;
   if (auto r = noop_op(task, in0, out0, tol, o, lock)) return r;

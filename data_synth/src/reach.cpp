@@ -86,8 +86,8 @@ double filter_pass_share(int64_t tasks, const json& rejections) {
   // Rejections made before the filters (compose, shape search, contamination,
   // the curriculum) are already in the sampled count; duplicates of committed
   // tasks are not new tasks either.
-  static const std::vector<std::string> kBefore = {"compose_invalid", "shape_search", "memory_cap", "near_roofline",
-                                                   "contaminated", "headroom_range", "duplicate"};
+  static const std::vector<std::string> kBefore = {"compose_invalid", "shape_search",   "memory_cap", "near_roofline",
+                                                   "contaminated",    "headroom_range", "duplicate"};
   int64_t after = 0;
   for (const auto& [reason, n] : rejections.items()) {
     if (std::find(kBefore.begin(), kBefore.end(), reason) == kBefore.end() && n.is_number_integer()) {

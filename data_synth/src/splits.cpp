@@ -110,12 +110,14 @@ SplitFractions parse_split(const std::string& text) {
     char* end = nullptr;
     const double x = std::strtod(part.c_str(), &end);
     if (part.empty() || end != part.c_str() + part.size() || !(x >= 0) || x > 1e6) {
-      throw InputError("--split: \"" + text + "\" is not three non-negative numbers TRAIN,VALIDATION,TEST (e.g. 0.8,0.1,0.1)");
+      throw InputError("--split: \"" + text +
+                       "\" is not three non-negative numbers TRAIN,VALIDATION,TEST (e.g. 0.8,0.1,0.1)");
     }
     v.push_back(x);
   }
   if (v.size() != 3 || v[0] + v[1] + v[2] <= 0) {
-    throw InputError("--split: \"" + text + "\" needs three shares TRAIN,VALIDATION,TEST with a positive sum (e.g. 0.8,0.1,0.1)");
+    throw InputError("--split: \"" + text +
+                     "\" needs three shares TRAIN,VALIDATION,TEST with a positive sum (e.g. 0.8,0.1,0.1)");
   }
   const double sum = v[0] + v[1] + v[2];
   return {v[0] / sum, v[1] / sum, v[2] / sum};
@@ -175,19 +177,20 @@ SplitAssignment split_tasks(const std::vector<TaskSpec>& tasks, const SplitFract
   for (const Group& g : groups) {
     if (g.tasks == largest) largest_families = std::max(largest_families, g.families.size());
   }
-  a.report = {{"fractions", {{"train", fractions.train}, {"validation", fractions.validation}, {"test", fractions.test}}},
-              {"tasks", task_counts},
-              {"families", family_counts},
-              {"distinct_families", cores.size()},
-              {"groups", groups.size()},
-              {"largest_group", {{"tasks", largest}, {"families", largest_families}}},
-              {"family_splits", families},
-              {"test_cores_in_train", cores_in_train(cores, family_split, "test")},
-              {"validation_cores_in_train", cores_in_train(cores, family_split, "validation")},
-              {"rule",
-               "family = the task's skeleton (main-loop and heavy tokens of its contamination core, canonical "
-               "order); families whose skeletons contain one another as a contiguous run are one group; whole "
-               "groups go to one split, largest first, each to the split with the most room below its target"}};
+  a.report = {
+      {"fractions", {{"train", fractions.train}, {"validation", fractions.validation}, {"test", fractions.test}}},
+      {"tasks", task_counts},
+      {"families", family_counts},
+      {"distinct_families", cores.size()},
+      {"groups", groups.size()},
+      {"largest_group", {{"tasks", largest}, {"families", largest_families}}},
+      {"family_splits", families},
+      {"test_cores_in_train", cores_in_train(cores, family_split, "test")},
+      {"validation_cores_in_train", cores_in_train(cores, family_split, "validation")},
+      {"rule",
+       "family = the task's skeleton (main-loop and heavy tokens of its contamination core, canonical "
+       "order); families whose skeletons contain one another as a contiguous run are one group; whole "
+       "groups go to one split, largest first, each to the split with the most room below its target"}};
   return a;
 }
 

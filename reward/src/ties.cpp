@@ -73,9 +73,8 @@ std::vector<std::vector<size_t>> tie_classes(const std::vector<GroupMember>& mem
   for (size_t i = 0; i < members.size(); ++i) {
     if (members[i].speed) order.push_back(i);
   }
-  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-    return members[x].speed->log_speedup > members[y].speed->log_speedup;
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return members[x].speed->log_speedup > members[y].speed->log_speedup; });
   std::vector<std::vector<size_t>> classes;
   std::vector<SpeedEvidence> current;
   for (size_t i : order) {

@@ -128,7 +128,8 @@ void prompt_from(const Field& f, TrajectoryInfo& t) {
 }  // namespace
 
 TaskSpec TrajectoryInfo::task_spec(const std::string& where) const {
-  if (!task.is_object()) throw InputError(where + ": info.task is missing (trajectories written by kforge rollout have it)");
+  if (!task.is_object())
+    throw InputError(where + ": info.task is missing (trajectories written by kforge rollout have it)");
   return parse_task(Document::from_value(task, where + " info.task"));
 }
 
@@ -163,8 +164,11 @@ json to_json(const env::Exemplar& e) {
 json to_json(const TrajectoryInfo& t) {
   json exemplars = json::array();
   for (const auto& e : t.exemplars) exemplars.push_back(to_json(e));
-  json j = {{"run_id", t.run_id}, {"sampling_seed", t.sampling_seed}, {"task", t.task},
-            {"exemplars", exemplars}, {"policy", t.policy}};
+  json j = {{"run_id", t.run_id},
+            {"sampling_seed", t.sampling_seed},
+            {"task", t.task},
+            {"exemplars", exemplars},
+            {"policy", t.policy}};
   if (t.seed) j["seed"] = *t.seed;
   if (t.prompt_messages) j["prompt"] = {{"messages", *t.prompt_messages}, {"tools", t.prompt_tools}};
   if (t.env) {

@@ -15,9 +15,8 @@ TEST(ActionTest, ToolCallWithStringArguments) {
 }
 
 TEST(ActionTest, OpenAIEnvelopeAndDefaultMode) {
-  json call = {{"id", "call_1"},
-               {"type", "function"},
-               {"function", {{"name", "compile"}, {"arguments", R"({"source": "k"})"}}}};
+  json call = {
+      {"id", "call_1"}, {"type", "function"}, {"function", {{"name", "compile"}, {"arguments", R"({"source": "k"})"}}}};
   Action a = parse_tool_call(call, SolutionMode::kCpp);
   EXPECT_EQ(a.type, ActionType::kCompile);
   EXPECT_EQ(a.solution->mode, SolutionMode::kCpp);

@@ -113,8 +113,12 @@ TaskSpec task_larger_than_the_gpu() {
     const std::string out = i == kInputs - 1 ? "y" : "t" + std::to_string(i);
     nodes.push_back({{"op", "add"}, {"in", {prev, name}}, {"out", out}});
   }
-  json j = {{"id", "test/larger_than_the_gpu"}, {"source", "user"},     {"inputs", inputs},
-            {"nodes", nodes},                   {"outputs", {"y"}}, {"tolerance", {{"atol", 1e-5}, {"rtol", 1e-5}}}};
+  json j = {{"id", "test/larger_than_the_gpu"},
+            {"source", "user"},
+            {"inputs", inputs},
+            {"nodes", nodes},
+            {"outputs", {"y"}},
+            {"tolerance", {{"atol", 1e-5}, {"rtol", 1e-5}}}};
   return parse_task(Document::from_json_text(j.dump(), "<test task>"));
 }
 

@@ -66,23 +66,22 @@ TEST(ContaminationByWorkTest, AGemmWithASignIsLevel1Matmul) {
   expect_rejected(task_of({tensor("x", {256, 512})}, {tensor("w", {512, 512}, "kaiming_uniform")},
                           {{"matmul", {"x", "w"}, "t0", json::object()}, {"neg", {"t0"}, "y", json::object()}}),
                   "dominant", "level1/");
-  expect_rejected(
-      task_of({tensor("x", {256, 512})},
-              {tensor("w", {256, 512}, "kaiming_uniform"), tensor("b", {256}), tensor("c", {256})},
-              {{"linear", {"x", "w", "b"}, "t0", json::object()},
-               {"neg", {"t0"}, "t1", json::object()},
-               {"add", {"t1", "c"}, "y", json::object()}}),
-      "dominant", "level1/");
+  expect_rejected(task_of({tensor("x", {256, 512})},
+                          {tensor("w", {256, 512}, "kaiming_uniform"), tensor("b", {256}), tensor("c", {256})},
+                          {{"linear", {"x", "w", "b"}, "t0", json::object()},
+                           {"neg", {"t0"}, "t1", json::object()},
+                           {"add", {"t1", "c"}, "y", json::object()}}),
+                  "dominant", "level1/");
 }
 
 TEST(ContaminationByWorkTest, AConvolutionWithASignIsLevel1Conv) {
   expect_rejected(task_of({tensor("x", {16, 32, 64, 64})}, {tensor("w", {64, 32, 3, 3}, "kaiming_uniform")},
                           {{"conv2d", {"x", "w"}, "t0", json::object()}, {"neg", {"t0"}, "y", json::object()}}),
                   "dominant", "level1/50_");
-  expect_rejected(task_of({tensor("x", {8, 32, 32, 32})}, {tensor("w", {32, 16, 4, 4}, "kaiming_uniform")},
-                          {{"conv_transpose2d", {"x", "w"}, "t0", {{"stride", 2}}},
-                           {"neg", {"t0"}, "y", json::object()}}),
-                  "dominant", "level1/57_");
+  expect_rejected(
+      task_of({tensor("x", {8, 32, 32, 32})}, {tensor("w", {32, 16, 4, 4}, "kaiming_uniform")},
+              {{"conv_transpose2d", {"x", "w"}, "t0", {{"stride", 2}}}, {"neg", {"t0"}, "y", json::object()}}),
+      "dominant", "level1/57_");
 }
 
 TEST(ContaminationByWorkTest, PointwiseChainsWithALevel1ActivationAreThatProblem) {
@@ -157,12 +156,12 @@ TEST(ContaminationByWorkTest, NewFusionsAreKept) {
 // Attention scores, softmax and the weighted sum: the scores and softmax are
 // level2/66's core, contained as a contiguous run.
 TEST(ContaminationByWorkTest, AttentionContainsMatmulSoftmax) {
-  const Verdict v = judge(task_of({tensor("q", {64, 128, 32}), tensor("k", {64, 32, 128}), tensor("v", {64, 128, 32})},
-                                  {},
-                                  {{"bmm", {"q", "k"}, "t0", json::object()},
-                                   {"softmax", {"t0"}, "t1", {{"dim", -1}}},
-                                   {"bmm", {"t1", "v"}, "y", json::object()}}),
-                          cuda_profile());
+  const Verdict v =
+      judge(task_of({tensor("q", {64, 128, 32}), tensor("k", {64, 32, 128}), tensor("v", {64, 128, 32})}, {},
+                    {{"bmm", {"q", "k"}, "t0", json::object()},
+                     {"softmax", {"t0"}, "t1", {{"dim", -1}}},
+                     {"bmm", {"t1", "v"}, "y", json::object()}}),
+            cuda_profile());
   EXPECT_TRUE(v.contaminated) << v.nearest.why;
   EXPECT_EQ(v.nearest.relation, "contains") << v.nearest.why;
 }
@@ -185,8 +184,8 @@ TEST(ContaminationByWorkTest, TheFamilyIsTheSkeleton) {
                               {"gelu", {"t0"}, "t1", json::object()},
                               {"softmax", {"t1"}, "y", {{"dim", -1}}}});
   EXPECT_EQ(family_name(family_core(t)), "layer_norm>softmax");
-  const TaskSpec pointwise =
-      task_of({tensor("x", {64, 4096})}, {}, {{"sin", {"x"}, "t0", json::object()}, {"cos", {"t0"}, "y", json::object()}});
+  const TaskSpec pointwise = task_of({tensor("x", {64, 4096})}, {},
+                                     {{"sin", {"x"}, "t0", json::object()}, {"cos", {"t0"}, "y", json::object()}});
   EXPECT_EQ(family_name(family_core(pointwise)), "pointwise");
 }
 

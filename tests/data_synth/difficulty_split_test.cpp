@@ -73,8 +73,7 @@ TEST(DifficultyTest, TheLabelCarriesTheMeasuredHeadroom) {
   // curriculum's order.
   EXPECT_GT(predicted_headroom(gemm_relu(256, 4096, 4096), cuda_profile(), "cuda"),
             predicted_headroom(task_of({tensor("x", {4096, 4096})}, {},
-                                       {{"gelu", {"x"}, "t0", json::object()},
-                                        {"mul", {"t0"}, "y", {{"other", 2.0}}}}),
+                                       {{"gelu", {"x"}, "t0", json::object()}, {"mul", {"t0"}, "y", {{"other", 2.0}}}}),
                                cuda_profile(), "cuda"));
 }
 
@@ -111,9 +110,13 @@ TaskSpec family_task(const std::vector<std::string>& heavy, int variant) {
 
 TEST(SplitTest, FamiliesNeverStraddleAndNoTestCoreIsInTrain) {
   std::vector<TaskSpec> tasks;
-  const std::vector<std::vector<std::string>> families = {
-      {"layer_norm", "softmax"}, {"layer_norm", "softmax", "log_softmax"}, {"softmax", "layer_norm"},
-      {"log_softmax", "rms_norm"}, {"rms_norm"}, {"layer_norm", "log_softmax"}, {}};
+  const std::vector<std::vector<std::string>> families = {{"layer_norm", "softmax"},
+                                                          {"layer_norm", "softmax", "log_softmax"},
+                                                          {"softmax", "layer_norm"},
+                                                          {"log_softmax", "rms_norm"},
+                                                          {"rms_norm"},
+                                                          {"layer_norm", "log_softmax"},
+                                                          {}};
   int k = 0;
   for (const auto& f : families) {
     for (int i = 0; i < 5; ++i) tasks.push_back(family_task(f, k++));
@@ -144,8 +147,8 @@ TEST(ReachTest, ThePassShareCountsOnlyWhatTheFiltersAndJudgeRejected) {
 
 TEST(FiltersTest, OutputsThatNeedAtolAbove1024AreRejected) {
   // exp(exp(x)) of x ~ N(3, 0.1): outputs near e^20 ~ 5e8.
-  TaskSpec t = task_of({tensor("x", {64, 256})}, {}, {{"exp", {"x"}, "t0", json::object()},
-                                                      {"exp", {"t0"}, "y", json::object()}});
+  TaskSpec t = task_of({tensor("x", {64, 256})}, {},
+                       {{"exp", {"x"}, "t0", json::object()}, {"exp", {"t0"}, "y", json::object()}});
   t.inputs[0].init.mean = 3.0;
   t.inputs[0].init.std = 0.1;
   FilterOptions o;

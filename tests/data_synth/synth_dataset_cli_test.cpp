@@ -129,8 +129,8 @@ TEST(SynthDatasetCliTest, TheShardedAuditEqualsTheWholeOne) {
   const fs::path dir = scratch("audit");
   std::string out;
   ASSERT_EQ(run(synth(dir, 4, ""), &out), 0) << out;
-  const std::string audit = std::string(KFORGE_PYTHON) + " " + KFORGE_SOURCE_DIR + "/bench/synth/audit_shortcuts.py " +
-                            dir.string();
+  const std::string audit =
+      std::string(KFORGE_PYTHON) + " " + KFORGE_SOURCE_DIR + "/bench/synth/audit_shortcuts.py " + dir.string();
   ASSERT_EQ(run(audit, &out), 0) << out;
   const json whole = json::parse(out.substr(out.rfind("\n{") + 1));
   ASSERT_EQ(run(audit + " --jobs 2 --write", &out), 0) << out;

@@ -33,9 +33,9 @@ class Draws {
 
 // One side's time per call, as a multiple of its typical (median) time.
 enum class Noise {
-  kLogNormal,   // exp(0.1 N): a quiet GPU-like spread
-  kPreempted,   // 1 + Exp(0.03), and 1 round in 10 preempted (x 2 to 6): a busy CPU
-  kHeavyTail,   // exp(0.3 N) plus Exp(0.2): wide and skewed
+  kLogNormal,  // exp(0.1 N): a quiet GPU-like spread
+  kPreempted,  // 1 + Exp(0.03), and 1 round in 10 preempted (x 2 to 6): a busy CPU
+  kHeavyTail,  // exp(0.3 N) plus Exp(0.2): wide and skewed
 };
 
 // A draw of one side's noise whose median is exactly 1 for kLogNormal; the

@@ -278,9 +278,9 @@ TEST_F(ReferenceProbeTest, AReferenceTooSlowEvenAtPeakRatesIsRefusedBeforeItRuns
             "2.7 s even at the device's peak rates, and a request may take 2.0 s (eval_timeout_ms): shrink its shapes "
             "or check it with --backend cuda");
   EXPECT_TRUE(r.nodes.empty());
-  RecordProperty("refusal_ms", std::to_string(std::chrono::duration<double, std::milli>(
-                                                  std::chrono::steady_clock::now() - start)
-                                                  .count()));
+  RecordProperty(
+      "refusal_ms",
+      std::to_string(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count()));
 }
 
 TEST_F(ReferenceProbeTest, AReferenceSlowerThanItsBoundIsStoppedBetweenCasesWithWhatItTook) {
@@ -305,7 +305,8 @@ TEST_F(ReferenceProbeTest, AReferenceSlowerThanItsBoundIsStoppedBetweenCasesWith
   ASSERT_EQ(r.status, ReferenceStatus::kInvalid) << r.problem;
   EXPECT_EQ(r.problem.rfind("the task's reference is too slow for a judge on the cpu backend: it took ", 0), 0u)
       << r.problem;
-  EXPECT_TRUE(has(r.problem, " for 1 of 3 shape cases, more than half of the 20 ms a request may take (eval_timeout_ms)"))
+  EXPECT_TRUE(
+      has(r.problem, " for 1 of 3 shape cases, more than half of the 20 ms a request may take (eval_timeout_ms)"))
       << r.problem;
   EXPECT_EQ(r.nodes.size(), 1u) << "the first case ran: " << r.nodes.dump();
 }

@@ -200,8 +200,8 @@ Measurement measured(const testing::PairedRounds& r) {
 TEST(SpeedupTies, IdenticalCandidatesAreTiedAndDifferentOnesAreNot) {
   const reward::RewardFunction ties = reward::RewardFunction::from_document(Document::from_yaml_text(
       "name: t\nterms: [{type: log_speedup}]\ngroup_normalization: {mode: mean_std, ties: statistical}\n", "<t>"));
-  const reward::RewardFunction exact = reward::RewardFunction::from_document(
-      Document::from_yaml_text("name: t\nterms: [{type: log_speedup}]\ngroup_normalization: {mode: mean_std}\n", "<t>"));
+  const reward::RewardFunction exact = reward::RewardFunction::from_document(Document::from_yaml_text(
+      "name: t\nterms: [{type: log_speedup}]\ngroup_normalization: {mode: mean_std}\n", "<t>"));
   Draws d(2024);
   constexpr int kGroups = 300;
   int pooled = 0, exact_pooled = 0, mixed = 0;

@@ -35,9 +35,7 @@ inline EnvConfig fast_config() {
 }
 
 // The step error's kind name, "" when the step had none.
-inline std::string error_kind(const StepInfo& info) {
-  return info.error ? step_error_kind_name(info.error->kind) : "";
-}
+inline std::string error_kind(const StepInfo& info) { return info.error ? step_error_kind_name(info.error->kind) : ""; }
 
 inline Action make_action(ActionType type, const std::string& candidate_name = "") {
   Action a;

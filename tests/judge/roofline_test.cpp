@@ -1,6 +1,4 @@
 // below_roofline (judge/roofline_floor.h) and the CPU device's peak bandwidth.
-#include "judge/roofline_floor.h"
-
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -9,6 +7,7 @@
 
 #include "judge/cpu_cache.h"
 #include "judge/cpu_judge_device.h"
+#include "judge/roofline_floor.h"
 #include "test_support.h"
 
 namespace kforge::judge {

@@ -102,7 +102,8 @@ TEST(NoiseAwareRewardTest, TieredCountsOnlyADemonstratedMargin) {
 }
 
 TEST(NoiseAwareRewardTest, EstimateIsValidatedAndDescribed) {
-  const std::string err = input_error_of([] { from_yaml("name: x\nterms:\n  - {type: log_speedup, speedup_estimate: lower}\n"); });
+  const std::string err =
+      input_error_of([] { from_yaml("name: x\nterms:\n  - {type: log_speedup, speedup_estimate: lower}\n"); });
   EXPECT_NE(err.find("speedup_estimate"), std::string::npos) << err;
   const json d = from_yaml("name: x\nterms:\n  - {type: tiered, speedup_estimate: demonstrated}\n").describe();
   EXPECT_EQ(d.at("terms").at(0).at("speedup_estimate"), "demonstrated");
@@ -166,7 +167,8 @@ TEST(NoiseAwareRewardTest, StatisticalTiesShareOneRewardAndOneAdvantage) {
   // (exact ties would have turned the noise into advantages of +-1).
   const auto same = group({{1.80, 0.08}, {1.92, 0.08}, {1.71, 0.09}, {1.85, 0.07}});
   for (double a : f.normalize_group(same)) EXPECT_EQ(a, 0.0);  // exactly, not 1e-11
-  const RewardFunction exact = from_yaml("name: g\nterms: [{type: log_speedup}]\ngroup_normalization: {mode: mean_std}\n");
+  const RewardFunction exact =
+      from_yaml("name: g\nterms: [{type: log_speedup}]\ngroup_normalization: {mode: mean_std}\n");
   EXPECT_GT(std::abs(exact.normalize_group(same)[1]), 0.9);
 
   // Two clear levels: within each the same advantage, between them the order.
@@ -207,7 +209,8 @@ TEST(NoiseAwareRewardTest, SpeedEvidenceNeedsAPassedTimedStepWithAnInterval) {
 // ---- what the reward needs of the timing ----
 
 TEST(NoiseAwareRewardTest, TimingNeedComesFromTheTerms) {
-  const TimingNeed tiered = from_yaml("name: x\nterms: [{type: tiered, margin: 0.1}, {type: turn_cost}]\n").timing_need();
+  const TimingNeed tiered =
+      from_yaml("name: x\nterms: [{type: tiered, margin: 0.1}, {type: turn_cost}]\n").timing_need();
   EXPECT_EQ(tiered.eager_edges, std::vector<double>{1.1});
   EXPECT_EQ(tiered.compile_edges, std::vector<double>{1.1});
   EXPECT_EQ(tiered.log_resolution, 0.0);

@@ -22,9 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path recorded(const std::string& name) {
-  return fs::path(KFORGE_SOURCE_DIR) / "tests/rollout/replay/data" / name;
-}
+fs::path recorded(const std::string& name) { return fs::path(KFORGE_SOURCE_DIR) / "tests/rollout/replay/data" / name; }
 
 // Every line of a JSONL file as a trajectory.
 std::vector<Trajectory> trajectories(const fs::path& file) {
@@ -114,18 +112,22 @@ TEST(TrajectoryInfoTest, WrongTypesAreErrorsNamingTheField) {
   json missing = {{"state", state}};
   missing["state"].erase("episode_return");
   EXPECT_NE(error_of([&] { turn_info_from_json(missing, "t"); }).find("episode_return"), std::string::npos);
-  EXPECT_NE(error_of([&] { turn_info_from_json({{"policy", {{"token_ids", {1, "2"}}}}}, "t"); })
-                .find("/policy/token_ids/1"),
+  EXPECT_NE(error_of([&] {
+              turn_info_from_json({{"policy", {{"token_ids", {1, "2"}}}}}, "t");
+            }).find("/policy/token_ids/1"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { turn_info_from_json({{"env", {{"budget", {{"turns_used", 1.5}}}}}}, "t"); })
-                .find("/env/budget/turns_used"),
+  EXPECT_NE(error_of([&] {
+              turn_info_from_json({{"env", {{"budget", {{"turns_used", 1.5}}}}}}, "t");
+            }).find("/env/budget/turns_used"),
             std::string::npos);
   EXPECT_NE(error_of([&] { trajectory_info_from_json({{"seed", -1}}, "t"); }).find("/seed"), std::string::npos);
-  EXPECT_NE(error_of([&] { trajectory_info_from_json({{"exemplars", {{{"speedup_eager", "fast"}}}}}, "t"); })
-                .find("/exemplars/0/speedup_eager"),
+  EXPECT_NE(error_of([&] {
+              trajectory_info_from_json({{"exemplars", {{{"speedup_eager", "fast"}}}}}, "t");
+            }).find("/exemplars/0/speedup_eager"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { trajectory_info_from_json({{"group", {{"advantage", "high"}}}}, "t"); })
-                .find("/group/advantage"),
+  EXPECT_NE(error_of([&] {
+              trajectory_info_from_json({{"group", {{"advantage", "high"}}}}, "t");
+            }).find("/group/advantage"),
             std::string::npos);
   EXPECT_NE(error_of([&] { TrajectoryInfo{}.task_spec("trajectory x"); }).find("info.task is missing"),
             std::string::npos);
@@ -133,8 +135,12 @@ TEST(TrajectoryInfoTest, WrongTypesAreErrorsNamingTheField) {
 
 TEST(TrajectoryInfoTest, WhatTheWorkerFillsWritesAndReadsBack) {
   TurnInfo t;
-  t.policy = PolicyTurnInfo{"7", "tool_calls", 12.5, std::vector<int64_t>{1, 2, 3},
-                            std::vector<double>{-0.5, std::nan("")}, json{{"prompt_tokens", 10}}};
+  t.policy = PolicyTurnInfo{"7",
+                            "tool_calls",
+                            12.5,
+                            std::vector<int64_t>{1, 2, 3},
+                            std::vector<double>{-0.5, std::nan("")},
+                            json{{"prompt_tokens", 10}}};
   t.state = TurnState{2, 1.25, 1, 0.5, 0};
   env::StepInfo step;
   step.turn = 1;

@@ -89,7 +89,8 @@ TEST(EpisodeEndTest, EndIsCheckedLikeAnyStepParam) {
   EXPECT_EQ(bad.code, "bad_request");
   EXPECT_EQ(bad.field, "/params/end");
   EXPECT_NE(bad.message.find("policy_stopped"), std::string::npos) << bad.message;
-  protocol::Reply both = client.call("step", {{"env_id", env_id}, {"end", "turn_limit"}, {"tool_call", tool_call("verify")}});
+  protocol::Reply both =
+      client.call("step", {{"env_id", env_id}, {"end", "turn_limit"}, {"tool_call", tool_call("verify")}});
   EXPECT_EQ(both.code, "bad_request");
   EXPECT_EQ(client.call("step", {{"env_id", env_id}, {"end", 7}}).code, "bad_request");
   client.ok("step", {{"env_id", env_id}, {"end", "turn_limit"}});

@@ -43,8 +43,7 @@ typedef struct {
   int64_t stride[KF_MAX_DIMS];
 } kf_tensor;
 
-int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs,
-               int num_outputs, void* stream);
+int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream);
 
 /* Number of elements of a tensor; a convenience for candidates. */
 static inline int64_t kf_numel(const kf_tensor* t) {

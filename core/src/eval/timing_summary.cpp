@@ -47,9 +47,9 @@ json to_json(const SampleStats& s) {
 }
 
 json to_json(const SpeedupInterval& i) {
-  return {{"lo", number_or_null(i.lo)},          {"hi", number_or_null(i.hi)},
-          {"confidence", number_or_null(i.confidence)}, {"level", number_or_null(i.level)},
-          {"rounds", i.rounds},                  {"method", i.method}};
+  return {
+      {"lo", number_or_null(i.lo)},       {"hi", number_or_null(i.hi)}, {"confidence", number_or_null(i.confidence)},
+      {"level", number_or_null(i.level)}, {"rounds", i.rounds},         {"method", i.method}};
 }
 
 json to_json(const TimingSummary& t) {

@@ -3,7 +3,7 @@
 #include "ops/op_helpers.h"
 #include "reference/aten_ops.h"
 
-namespace kforge::ref::detail {
+namespace kforge::ref::internal {
 namespace {
 
 using ops::get_int;
@@ -44,4 +44,4 @@ void add_layout_ops(AtenOpTable& t) {
   t["triu"] = [](const Tensors& in, const json& a) { return at::triu(in[0], get_int(a, "diagonal")); };
 }
 
-}  // namespace kforge::ref::detail
+}  // namespace kforge::ref::internal

@@ -2,7 +2,7 @@
 #include "ops/op_helpers.h"
 #include "reference/aten_ops.h"
 
-namespace kforge::ref::detail {
+namespace kforge::ref::internal {
 namespace {
 
 using ops::get_int;
@@ -54,4 +54,4 @@ void add_main_loop_ops(AtenOpTable& t) {
   }
 }
 
-}  // namespace kforge::ref::detail
+}  // namespace kforge::ref::internal

@@ -3,7 +3,7 @@
 #include "ops/op_helpers.h"
 #include "reference/aten_ops.h"
 
-namespace kforge::ref::detail {
+namespace kforge::ref::internal {
 namespace {
 
 using ops::get_float;
@@ -53,4 +53,4 @@ void add_norm_ops(AtenOpTable& t) {
   };
 }
 
-}  // namespace kforge::ref::detail
+}  // namespace kforge::ref::internal

@@ -1,6 +1,6 @@
 #include "reference/aten_ops.h"
 
-namespace kforge::ref::detail {
+namespace kforge::ref::internal {
 
 const AtenOpTable& aten_ops() {
   static const AtenOpTable kTable = [] {
@@ -27,4 +27,4 @@ at::Scalar to_scalar(const json& value) {
   return at::Scalar(value.get<double>());
 }
 
-}  // namespace kforge::ref::detail
+}  // namespace kforge::ref::internal

@@ -13,7 +13,7 @@
 
 #include "kforge/core/document.h"
 
-namespace kforge::ref::detail {
+namespace kforge::ref::internal {
 
 using Tensors = std::vector<at::Tensor>;
 using AtenOp = std::function<at::Tensor(const Tensors&, const json&)>;
@@ -33,4 +33,4 @@ c10::optional<at::Tensor> optional_input(const Tensors& in, size_t i);
 // A number attr as the Scalar torch would see: ints stay integral.
 at::Scalar to_scalar(const json& value);
 
-}  // namespace kforge::ref::detail
+}  // namespace kforge::ref::internal

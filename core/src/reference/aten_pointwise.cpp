@@ -2,7 +2,7 @@
 #include "ops/op_helpers.h"
 #include "reference/aten_ops.h"
 
-namespace kforge::ref::detail {
+namespace kforge::ref::internal {
 namespace {
 
 using ops::get_float;
@@ -125,4 +125,4 @@ void add_pointwise_ops(AtenOpTable& t) {
   add_softmax_ops(t);
 }
 
-}  // namespace kforge::ref::detail
+}  // namespace kforge::ref::internal

@@ -2,7 +2,7 @@
 #include "ops/op_helpers.h"
 #include "reference/aten_ops.h"
 
-namespace kforge::ref::detail {
+namespace kforge::ref::internal {
 namespace {
 
 using ops::get_bool;
@@ -74,4 +74,4 @@ void add_pooling_ops(AtenOpTable& t) {
   };
 }
 
-}  // namespace kforge::ref::detail
+}  // namespace kforge::ref::internal

@@ -2,7 +2,7 @@
 #include "ops/op_helpers.h"
 #include "reference/aten_ops.h"
 
-namespace kforge::ref::detail {
+namespace kforge::ref::internal {
 namespace {
 
 using ops::get_bool;
@@ -77,4 +77,4 @@ void add_reduction_ops(AtenOpTable& t) {
   t["cumsum"] = [](const Tensors& in, const json& a) { return at::cumsum(in[0], get_int(a, "dim")); };
 }
 
-}  // namespace kforge::ref::detail
+}  // namespace kforge::ref::internal

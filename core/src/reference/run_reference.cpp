@@ -74,7 +74,7 @@ std::vector<at::Tensor> run_reference(const TaskSpec& task, const std::vector<at
   std::map<std::string, at::Tensor> values;
   for (size_t i = 0; i < specs.size(); ++i) values[specs[i].name] = to_working(kernel_inputs[i], compute_dtype);
 
-  const auto& impls = detail::aten_ops();
+  const auto& impls = internal::aten_ops();
   for (size_t i = 0; i < task.nodes.size(); ++i) {
     const GraphNode& node = task.nodes[i];
     const OpSchema* schema = op_registry().find(node.op);

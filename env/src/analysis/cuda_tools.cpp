@@ -11,7 +11,7 @@
 #include "kforge/core/errno_text.h"
 #include "kforge/core/process.h"
 
-namespace kforge::env::analysis_detail {
+namespace kforge::env::internal {
 namespace {
 
 std::string getenv_string(const char* name) {
@@ -121,12 +121,12 @@ std::string run_cuda_tool(const std::string& tool, const std::vector<std::string
   return r.output;
 }
 
-}  // namespace kforge::env::analysis_detail
+}  // namespace kforge::env::internal
 
 namespace kforge::env {
 
 std::optional<std::filesystem::path> find_cuda_binary_tool(const std::string& name, const AnalysisConfig& config) {
-  return analysis_detail::find_cuda_tool(name, config);
+  return internal::find_cuda_tool(name, config);
 }
 
 }  // namespace kforge::env

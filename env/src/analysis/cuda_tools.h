@@ -12,7 +12,7 @@
 #include "kforge/core/error.h"
 #include "kforge/env/analysis.h"
 
-namespace kforge::env::analysis_detail {
+namespace kforge::env::internal {
 
 // The utility is not installed where we looked; the message says where.
 class ToolUnavailable : public SystemError {
@@ -30,4 +30,4 @@ std::optional<std::filesystem::path> find_cuda_tool(const std::string& name, con
 std::string run_cuda_tool(const std::string& tool, const std::vector<std::string>& args,
                           const std::filesystem::path& file, const AnalysisConfig& config);
 
-}  // namespace kforge::env::analysis_detail
+}  // namespace kforge::env::internal

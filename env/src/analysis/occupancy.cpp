@@ -115,7 +115,7 @@ ArchLimits limits_for_device(const DeviceProperties& device) {
   } else {
     if (device.max_threads_per_sm <= 0 || device.max_blocks_per_sm <= 0 || device.registers_per_sm <= 0 ||
         device.shared_bytes_per_sm <= 0) {
-      throw InputError("no occupancy limits for " + device.arch + " (known: " + analysis_detail::join(known_archs()) +
+      throw InputError("no occupancy limits for " + device.arch + " (known: " + internal::join(known_archs()) +
                        "); give the device's max_threads_per_sm, max_blocks_per_sm, registers_per_sm and "
                        "shared_bytes_per_sm");
     }

@@ -12,22 +12,22 @@
 namespace kforge::env {
 namespace {
 
-using analysis_detail::args_document;
-using analysis_detail::Dims;
-using analysis_detail::dims_product;
-using analysis_detail::dims_to_json;
-using analysis_detail::dims_to_string;
-using analysis_detail::display_name;
-using analysis_detail::find_plan_launch;
-using analysis_detail::format_bytes;
-using analysis_detail::format_fixed;
-using analysis_detail::format_percent;
-using analysis_detail::kernel_parameter_schema;
-using analysis_detail::obtain_resources;
-using analysis_detail::plan_launches;
-using analysis_detail::PlanLaunch;
-using analysis_detail::read_dims;
-using analysis_detail::select_kernels;
+using internal::args_document;
+using internal::Dims;
+using internal::dims_product;
+using internal::dims_to_json;
+using internal::dims_to_string;
+using internal::display_name;
+using internal::find_plan_launch;
+using internal::format_bytes;
+using internal::format_fixed;
+using internal::format_percent;
+using internal::kernel_parameter_schema;
+using internal::obtain_resources;
+using internal::plan_launches;
+using internal::PlanLaunch;
+using internal::read_dims;
+using internal::select_kernels;
 
 struct Args {
   std::optional<std::string> kernel;
@@ -74,7 +74,7 @@ struct KernelInput {
 };
 
 void add_hints(const KernelInput& k, const ArchLimits& limits, const OccupancyQuery& q, const OccupancyResult& occ,
-               const std::optional<analysis_detail::Dims>& grid, const WaveInfo& waves, const AnalysisInput& input,
+               const std::optional<internal::Dims>& grid, const WaveInfo& waves, const AnalysisInput& input,
                std::vector<std::string>& hints) {
   const std::string who = display_name(k.name, 60);
   const int threads = q.threads_per_block;

@@ -8,7 +8,7 @@
 namespace kforge::env {
 namespace {
 
-using analysis_detail::join;
+using internal::join;
 
 // The environment's own actions share the policy's function namespace.
 const std::vector<std::string>& reserved_names() {

@@ -6,7 +6,7 @@
 #include "cuda_tools.h"
 #include "tool_util.h"
 
-namespace kforge::env::analysis_detail {
+namespace kforge::env::internal {
 namespace {
 
 // A fat binary can hold the same kernels for several targets; the device runs
@@ -61,4 +61,4 @@ ResourceReport obtain_resources(const AnalysisInput& input) {
   return report;
 }
 
-}  // namespace kforge::env::analysis_detail
+}  // namespace kforge::env::internal

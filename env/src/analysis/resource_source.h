@@ -9,7 +9,7 @@
 #include "kforge/env/analysis.h"
 #include "kforge/env/analysis/resources.h"
 
-namespace kforge::env::analysis_detail {
+namespace kforge::env::internal {
 
 struct ResourceReport {
   std::string source;  // "compiler report" or "cuobjdump"
@@ -23,4 +23,4 @@ struct ResourceReport {
 // device's.
 ResourceReport obtain_resources(const AnalysisInput& input);
 
-}  // namespace kforge::env::analysis_detail
+}  // namespace kforge::env::internal

@@ -11,20 +11,20 @@
 namespace kforge::env {
 namespace {
 
-using analysis_detail::args_document;
-using analysis_detail::Dims;
-using analysis_detail::dims_product;
-using analysis_detail::dims_to_json;
-using analysis_detail::display_name;
-using analysis_detail::find_plan_launch;
-using analysis_detail::format_bytes;
-using analysis_detail::format_percent;
-using analysis_detail::kernel_parameter_schema;
-using analysis_detail::obtain_resources;
-using analysis_detail::plan_launches;
-using analysis_detail::read_dims;
-using analysis_detail::ResourceReport;
-using analysis_detail::select_kernels;
+using internal::args_document;
+using internal::Dims;
+using internal::dims_product;
+using internal::dims_to_json;
+using internal::display_name;
+using internal::find_plan_launch;
+using internal::format_bytes;
+using internal::format_percent;
+using internal::kernel_parameter_schema;
+using internal::obtain_resources;
+using internal::plan_launches;
+using internal::read_dims;
+using internal::ResourceReport;
+using internal::select_kernels;
 
 struct Args {
   std::optional<std::string> kernel;

@@ -9,8 +9,8 @@
 namespace kforge::env {
 namespace {
 
-using analysis_detail::starts_with;
-using analysis_detail::trim;
+using internal::starts_with;
+using internal::trim;
 
 // Leading integer of `s` (after spaces); nullopt when there is none.
 std::optional<int64_t> leading_int(const std::string& s) {
@@ -270,6 +270,5 @@ std::vector<KernelResources> resources_from_json(const json& resources) {
   for (auto it = doc.root.begin(); it != doc.root.end(); ++it) read_one(it.key(), top.required(it.key()).as_object());
   return out;
 }
-
 
 }  // namespace kforge::env

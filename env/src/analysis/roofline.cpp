@@ -9,8 +9,8 @@
 namespace kforge::env {
 namespace {
 
-using analysis_detail::format_fixed;
-using analysis_detail::format_percent;
+using internal::format_fixed;
+using internal::format_percent;
 
 std::string micros(double seconds) { return format_fixed(seconds * 1e6, seconds < 1e-4 ? 1 : 0) + " us"; }
 

@@ -11,8 +11,8 @@
 namespace kforge::env {
 namespace {
 
-using analysis_detail::starts_with;
-using analysis_detail::trim;
+using internal::starts_with;
+using internal::trim;
 
 bool is_hex(const std::string& s) {
   return !s.empty() &&

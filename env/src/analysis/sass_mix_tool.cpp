@@ -15,17 +15,17 @@
 namespace kforge::env {
 namespace {
 
-using analysis_detail::args_document;
-using analysis_detail::display_name;
-using analysis_detail::format_percent;
-using analysis_detail::join;
-using analysis_detail::kernel_parameter_schema;
-using analysis_detail::require_artifact;
-using analysis_detail::run_cuda_tool;
-using analysis_detail::select_kernels;
-using analysis_detail::task_is_matmul_like;
-using analysis_detail::task_uses_float64;
-using analysis_detail::ToolUnavailable;
+using internal::args_document;
+using internal::display_name;
+using internal::format_percent;
+using internal::join;
+using internal::kernel_parameter_schema;
+using internal::require_artifact;
+using internal::run_cuda_tool;
+using internal::select_kernels;
+using internal::task_is_matmul_like;
+using internal::task_uses_float64;
+using internal::ToolUnavailable;
 
 constexpr size_t kDefaultTop = 10;
 constexpr size_t kMaxHints = 10;

@@ -7,7 +7,7 @@
 
 #include "kforge/core/trim.h"
 
-namespace kforge::env::analysis_detail {
+namespace kforge::env::internal {
 
 inline bool starts_with(const std::string& s, const std::string& prefix) {
   return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
@@ -28,4 +28,4 @@ std::string format_percent(double fraction);
 // Fixed-point with `digits` decimals, trailing zeros kept ("1.50").
 std::string format_fixed(double value, int digits);
 
-}  // namespace kforge::env::analysis_detail
+}  // namespace kforge::env::internal

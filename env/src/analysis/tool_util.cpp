@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
-namespace kforge::env::analysis_detail {
+namespace kforge::env::internal {
 
 std::string format_bytes(int64_t bytes) {
   if (bytes < 10 * 1024) return std::to_string(bytes) + " B";
@@ -203,4 +203,4 @@ bool task_uses_float64(const TaskSpec* task) {
   return false;
 }
 
-}  // namespace kforge::env::analysis_detail
+}  // namespace kforge::env::internal

@@ -12,7 +12,7 @@
 #include "kforge/env/analysis/resources.h"
 #include "text_util.h"
 
-namespace kforge::env::analysis_detail {
+namespace kforge::env::internal {
 
 using Dims = std::array<int64_t, 3>;
 
@@ -89,4 +89,4 @@ bool task_is_matmul_like(const TaskSpec* task);
 // A task with any float64 tensor.
 bool task_uses_float64(const TaskSpec* task);
 
-}  // namespace kforge::env::analysis_detail
+}  // namespace kforge::env::internal

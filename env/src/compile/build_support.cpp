@@ -15,7 +15,7 @@
 #include "kforge/env/compile/compilers.h"
 #include "kforge/env/compile/diagnostics.h"
 
-namespace kforge::env::detail {
+namespace kforge::env::internal {
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -210,4 +210,4 @@ std::string command_line(const std::vector<std::string>& argv) {
   return s + "\n";
 }
 
-}  // namespace kforge::env::detail
+}  // namespace kforge::env::internal

@@ -9,7 +9,7 @@
 #include "kforge/core/process.h"
 #include "kforge/env/compiler.h"
 
-namespace kforge::env::detail {
+namespace kforge::env::internal {
 
 // Throws SystemError naming the path.
 void write_file(const std::filesystem::path& path, const std::string& text);
@@ -59,4 +59,4 @@ CompileResult rejected_result(const std::string& message);
 // A compact text of argv for logs ("$ g++ -O3 ...").
 std::string command_line(const std::vector<std::string>& argv);
 
-}  // namespace kforge::env::detail
+}  // namespace kforge::env::internal

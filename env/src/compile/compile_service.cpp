@@ -105,7 +105,7 @@ struct CompileService::Impl {
   };
 
   CompileServiceConfig config;
-  detail::DiskCache disk;
+  internal::DiskCache disk;
   mutable std::mutex mu;
   std::condition_variable cv;
   std::map<SolutionMode, std::shared_ptr<Compiler>> compilers;

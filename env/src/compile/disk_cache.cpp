@@ -13,7 +13,7 @@
 #include "kforge/core/error.h"
 #include "kforge/core/remove_tree.h"
 
-namespace kforge::env::detail {
+namespace kforge::env::internal {
 namespace {
 
 namespace fs = std::filesystem;
@@ -140,4 +140,4 @@ CompileResult DiskCache::commit(const std::string& key, const fs::path& work_dir
 
 void DiskCache::discard(const fs::path& work_dir) const { kforge::remove_tree(work_dir); }
 
-}  // namespace kforge::env::detail
+}  // namespace kforge::env::internal

@@ -10,7 +10,7 @@
 
 #include "kforge/env/compiler.h"
 
-namespace kforge::env::detail {
+namespace kforge::env::internal {
 
 class DiskCache {
  public:
@@ -34,4 +34,4 @@ class DiskCache {
   std::filesystem::path dir_;
 };
 
-}  // namespace kforge::env::detail
+}  // namespace kforge::env::internal

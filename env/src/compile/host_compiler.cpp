@@ -26,7 +26,7 @@ class HostCompiler : public Compiler {
     std::string flags = kDefaultStd;
     for (const auto& f : kFixedFlags) flags += " " + f;
     return "cpp;cxx=" + cxx_.string() + ";version=" + version() + ";flags=" + flags +
-           ";abi=" + detail::abi_header_hash(detail::resolve_abi_include_dir(ctx));
+           ";abi=" + internal::abi_header_hash(internal::resolve_abi_include_dir(ctx));
   }
 
   std::string precheck(const Solution& solution, const CompileContext& ctx) const override {
@@ -36,10 +36,10 @@ class HostCompiler : public Compiler {
   CompileResult compile(const Solution& solution, const CompileContext& ctx,
                         const std::filesystem::path& out_dir) override {
     const CheckedOptions options = check_host_options(solution.options);
-    if (!options.error.empty()) return detail::rejected_result(options.error);
+    if (!options.error.empty()) return internal::rejected_result(options.error);
     if (cxx_.empty()) throw SystemError("no host C++ compiler: g++ is not on PATH (set KFORGE_CXX)");
-    const std::filesystem::path abi = detail::resolve_abi_include_dir(ctx);
-    detail::write_file(out_dir / kCppSourceName, solution.source);
+    const std::filesystem::path abi = internal::resolve_abi_include_dir(ctx);
+    internal::write_file(out_dir / kCppSourceName, solution.source);
 
     std::vector<std::string> argv = {cxx_.string()};
     if (!options.sets_std) argv.push_back(kDefaultStd);
@@ -49,11 +49,11 @@ class HostCompiler : public Compiler {
     argv.insert(argv.end(), options.args.begin(), options.args.end());
     argv.insert(argv.end(), {kCppSourceName, "-o", kSharedObjectName});
 
-    const ProcessResult process = run_process(argv, detail::compiler_process_options(out_dir, ctx));
+    const ProcessResult process = run_process(argv, internal::compiler_process_options(out_dir, ctx));
     kforge::remove_tree(out_dir / "tmp");
-    CompileResult r =
-        detail::result_from_process(process, "g++", kCppSourceName, solution.source, out_dir / kSharedObjectName, ctx);
-    r.log = detail::command_line(argv) + r.log;
+    CompileResult r = internal::result_from_process(process, "g++", kCppSourceName, solution.source,
+                                                    out_dir / kSharedObjectName, ctx);
+    r.log = internal::command_line(argv) + r.log;
     r.artifact.mode = SolutionMode::kCpp;
     if (r.ok) r.artifact.path = out_dir / kSharedObjectName;
     return r;
@@ -63,7 +63,7 @@ class HostCompiler : public Compiler {
   const std::string& version() const {
     std::call_once(version_once_, [this] {
       if (cxx_.empty()) throw SystemError("no host C++ compiler: g++ is not on PATH (set KFORGE_CXX)");
-      version_ = detail::tool_version(cxx_);
+      version_ = internal::tool_version(cxx_);
     });
     return version_;
   }

@@ -71,11 +71,11 @@ class NvccCompiler : public Compiler {
     std::string lib_text;
     for (const auto& l : libs) lib_text += l + ",";
     const std::string shim = mode_ == SolutionMode::kTorchExt
-                                 ? ";torch_shim=" + detail::directory_hash(detail::resolve_torch_ext_include_dir())
+                                 ? ";torch_shim=" + internal::directory_hash(internal::resolve_torch_ext_include_dir())
                                  : "";
     return solution_mode_name(mode_) + ";nvcc=" + nvcc_.string() + ";version=" + versions() + ";flags=" + flags + " " +
            gencode(ctx.arch) + ";libraries=" + lib_text +
-           ";abi=" + detail::abi_header_hash(detail::resolve_abi_include_dir(ctx)) + shim;
+           ";abi=" + internal::abi_header_hash(internal::resolve_abi_include_dir(ctx)) + shim;
   }
 
   std::string precheck(const Solution& solution, const CompileContext& ctx) const override {
@@ -87,20 +87,20 @@ class NvccCompiler : public Compiler {
   CompileResult compile(const Solution& solution, const CompileContext& ctx,
                         const std::filesystem::path& out_dir) override {
     const CheckedOptions options = check_nvcc_options(solution.options);
-    if (!options.error.empty()) return detail::rejected_result(options.error);
+    if (!options.error.empty()) return internal::rejected_result(options.error);
     if (nvcc_.empty()) throw SystemError("nvcc not found (set KFORGE_NVCC or put the CUDA toolkit on PATH)");
-    const std::filesystem::path abi = detail::resolve_abi_include_dir(ctx);
+    const std::filesystem::path abi = internal::resolve_abi_include_dir(ctx);
     std::string file_name = kCudaSourceName;
     std::vector<std::string> includes = {"-I" + abi.string()};
     if (mode_ == SolutionMode::kTorchExt) {
       const TorchExtSource prepared = prepare_torch_ext_source(solution.source);
-      if (!prepared.error.empty()) return detail::rejected_result(prepared.error);
-      detail::write_file(out_dir / kCudaSourceName, prepared.text);
+      if (!prepared.error.empty()) return internal::rejected_result(prepared.error);
+      internal::write_file(out_dir / kCudaSourceName, prepared.text);
       file_name = prepared.file_name;
       // The shim first: its torch/extension.h is the one the candidate gets.
-      includes.insert(includes.begin(), "-I" + detail::resolve_torch_ext_include_dir().string());
+      includes.insert(includes.begin(), "-I" + internal::resolve_torch_ext_include_dir().string());
     } else {
-      detail::write_file(out_dir / kCudaSourceName, solution.source);
+      internal::write_file(out_dir / kCudaSourceName, solution.source);
     }
 
     std::vector<std::string> argv = {nvcc_.string()};
@@ -117,11 +117,11 @@ class NvccCompiler : public Compiler {
       argv.insert(argv.end(), libs.begin(), libs.end());
     }
 
-    const ProcessResult process = run_process(argv, detail::compiler_process_options(out_dir, ctx));
+    const ProcessResult process = run_process(argv, internal::compiler_process_options(out_dir, ctx));
     kforge::remove_tree(out_dir / "tmp");
     CompileResult r =
-        detail::result_from_process(process, "nvcc", file_name, solution.source, out_dir / kSharedObjectName, ctx);
-    r.log = detail::command_line(argv) + r.log;
+        internal::result_from_process(process, "nvcc", file_name, solution.source, out_dir / kSharedObjectName, ctx);
+    r.log = internal::command_line(argv) + r.log;
     r.artifact.mode = mode_;
     r.artifact.libraries = ctx.libraries;
     if (r.ok) {
@@ -138,8 +138,8 @@ class NvccCompiler : public Compiler {
     std::call_once(version_once_, [this] {
       if (nvcc_.empty()) throw SystemError("nvcc not found (set KFORGE_NVCC or put the CUDA toolkit on PATH)");
       const std::filesystem::path host = find_on_path("g++");
-      versions_ = detail::tool_version(nvcc_, "release") + "; host " +
-                  (host.empty() ? std::string("none") : detail::tool_version(host));
+      versions_ = internal::tool_version(nvcc_, "release") + "; host " +
+                  (host.empty() ? std::string("none") : internal::tool_version(host));
     });
     return versions_;
   }

@@ -104,15 +104,15 @@ class NvrtcCompiler : public Compiler {
                         const std::filesystem::path& out_dir) override {
     const auto start = std::chrono::steady_clock::now();
     const CheckedOptions options = check_nvrtc_options(solution.options);
-    if (!options.error.empty()) return detail::rejected_result(options.error);
+    if (!options.error.empty()) return internal::rejected_result(options.error);
     LaunchPlan plan;
     try {
       plan = parse_plan(solution, ctx);
     } catch (const InputError& e) {
-      return detail::rejected_result(e.what());
+      return internal::rejected_result(e.what());
     }
     cuda_arch_number(ctx.arch);  // a virtual or malformed arch is a configuration error
-    detail::write_file(out_dir / kCudaSourceName, solution.source);
+    internal::write_file(out_dir / kCudaSourceName, solution.source);
 
     std::vector<std::string> args = {"--gpu-architecture=" + ctx.arch};
     if (!options.sets_std) args.push_back(kDefaultStd);
@@ -127,7 +127,7 @@ class NvrtcCompiler : public Compiler {
     request.timeout_s = ctx.timeout_s;
     request.memory_limit_bytes = ctx.memory_limit_bytes;
     const NvrtcWorkerPool::Result compiled = workers_->compile(request);
-    const std::string shown = detail::command_line([&] {
+    const std::string shown = internal::command_line([&] {
       std::vector<std::string> line = {"nvrtc"};
       line.insert(line.end(), args.begin(), args.end());
       return line;
@@ -137,7 +137,7 @@ class NvrtcCompiler : public Compiler {
       const std::string what = compiled.status == Status::kTimedOut      ? "time"
                                : compiled.status == Status::kOutOfMemory ? "memory"
                                                                          : compiled.detail;
-      CompileResult r = detail::limit_result(ctx, "NVRTC", what, compiled.wall_ms, shown + compiled.log);
+      CompileResult r = internal::limit_result(ctx, "NVRTC", what, compiled.wall_ms, shown + compiled.log);
       r.artifact.mode = SolutionMode::kNvrtc;
       return r;
     }
@@ -148,7 +148,7 @@ class NvrtcCompiler : public Compiler {
       const json resources = parse_ptxas_resource_usage(r.log);
       const std::string missing = lower_kernel_names(compiled, resources, &plan);
       if (missing.empty()) {
-        detail::write_file(out_dir / kCubinName, compiled.cubin);
+        internal::write_file(out_dir / kCubinName, compiled.cubin);
         r.ok = true;
         r.artifact.path = out_dir / kCubinName;
         r.artifact.launch = to_json(plan);

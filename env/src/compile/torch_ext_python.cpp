@@ -8,7 +8,7 @@
 
 #include "kforge/core/input_limits.h"
 
-namespace kforge::env::detail {
+namespace kforge::env::internal {
 namespace {
 
 struct Token {
@@ -346,4 +346,4 @@ TorchExtSource from_python(const std::string& source) {
   return r;
 }
 
-}  // namespace kforge::env::detail
+}  // namespace kforge::env::internal

@@ -8,7 +8,7 @@
 
 #include "kforge/env/compile/torch_ext_source.h"
 
-namespace kforge::env::detail {
+namespace kforge::env::internal {
 
 // A character of a C++ or Python identifier.
 inline bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
@@ -17,4 +17,4 @@ inline bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char
 // the .py, and its entry; or an error naming the fix.
 TorchExtSource from_python(const std::string& source);
 
-}  // namespace kforge::env::detail
+}  // namespace kforge::env::internal

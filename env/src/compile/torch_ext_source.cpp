@@ -9,8 +9,8 @@
 
 namespace kforge::env {
 
-using detail::from_python;
-using detail::is_name_char;
+using internal::from_python;
+using internal::is_name_char;
 
 namespace {
 

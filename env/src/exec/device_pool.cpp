@@ -52,7 +52,7 @@ std::vector<int> allowed_cores() {
 
 }  // namespace
 
-namespace pool_detail {
+namespace internal {
 
 Pool::Pool(const ExecutorConfig& config) : config_(config) {
   std::vector<int> indices;
@@ -300,7 +300,7 @@ void Pool::enqueue(JobPtr job) {
   job->abandon(setup_error_.empty() ? "executor is shutting down" : setup_error_);
 }
 
-}  // namespace pool_detail
+}  // namespace internal
 
 std::vector<int> visible_gpu_indices() {
   std::vector<int> out;
@@ -329,7 +329,7 @@ std::vector<int> visible_gpu_indices() {
 }
 
 std::unique_ptr<DevicePool> make_device_pool(const ExecutorConfig& config) {
-  return std::make_unique<pool_detail::Pool>(config);
+  return std::make_unique<internal::Pool>(config);
 }
 
 }  // namespace kforge::env

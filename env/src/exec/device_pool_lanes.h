@@ -21,7 +21,7 @@
 #include "exec/judge_lane.h"
 #include "kforge/env/device_pool.h"
 
-namespace kforge::env::pool_detail {
+namespace kforge::env::internal {
 
 using exec::JudgeLane;
 using exec::LaneFault;
@@ -114,4 +114,4 @@ class Pool final : public DevicePool {
   std::atomic<int> reference_checks_{0};
 };
 
-}  // namespace kforge::env::pool_detail
+}  // namespace kforge::env::internal

@@ -6,7 +6,7 @@
 #include "exec/device_pool_lanes.h"
 #include "kforge/core/sha256.h"
 
-namespace kforge::env::pool_detail {
+namespace kforge::env::internal {
 namespace {
 
 // check_task results kept; a report is small next to the reference run it saves.
@@ -121,4 +121,4 @@ std::shared_future<ReferenceReport> Pool::check_task(const TaskSpec& task, const
   return future;
 }
 
-}  // namespace kforge::env::pool_detail
+}  // namespace kforge::env::internal

@@ -3,7 +3,7 @@
 
 #include "exec/device_pool_lanes.h"
 
-namespace kforge::env::pool_detail {
+namespace kforge::env::internal {
 
 std::string Pool::device_name() {
   std::unique_lock<std::mutex> lock(mutex_);
@@ -128,4 +128,4 @@ json Pool::health() {
   return out;
 }
 
-}  // namespace kforge::env::pool_detail
+}  // namespace kforge::env::internal

@@ -5,7 +5,7 @@
 #include <iterator>
 #include <sstream>
 
-namespace kforge::exec::elf_detail {
+namespace kforge::exec::internal {
 
 std::vector<uint8_t> read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -132,4 +132,4 @@ FunctionNames read_function_names(const ElfImage& img, const std::vector<Section
   return names;
 }
 
-}  // namespace kforge::exec::elf_detail
+}  // namespace kforge::exec::internal

@@ -18,7 +18,7 @@
 #include "exec_common/elf_inspector.h"
 #include "kforge/core/error.h"
 
-namespace kforge::exec::elf_detail {
+namespace kforge::exec::internal {
 
 // A bounds-checked view of the file: every read names what it was reading, so a
 // truncated or corrupt file gives a clear error instead of undefined behaviour.
@@ -108,4 +108,4 @@ void read_load_time_code(const ElfImage& img, const Elf64_Ehdr& eh, const LoadTa
                          const AddressToOffset& to_offset, const std::vector<SectionInfo>& sections,
                          const FunctionNames& names, ElfFacts* facts);
 
-}  // namespace kforge::exec::elf_detail
+}  // namespace kforge::exec::internal

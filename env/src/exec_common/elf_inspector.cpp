@@ -14,17 +14,17 @@
 namespace kforge::exec {
 namespace {
 
-using elf_detail::AddressToOffset;
-using elf_detail::DynamicSymbols;
-using elf_detail::ElfImage;
-using elf_detail::FunctionNames;
-using elf_detail::hex;
-using elf_detail::LoadTags;
-using elf_detail::read_file;
-using elf_detail::read_function_names;
-using elf_detail::read_load_time_code;
-using elf_detail::read_sections;
-using elf_detail::SectionInfo;
+using internal::AddressToOffset;
+using internal::DynamicSymbols;
+using internal::ElfImage;
+using internal::FunctionNames;
+using internal::hex;
+using internal::LoadTags;
+using internal::read_file;
+using internal::read_function_names;
+using internal::read_load_time_code;
+using internal::read_sections;
+using internal::SectionInfo;
 
 // Functions that toolchains put into .init_array themselves (see the header).
 // Exact names must be unique in the object, so that a candidate cannot hide a

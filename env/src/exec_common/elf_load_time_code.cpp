@@ -4,7 +4,7 @@
 
 #include "exec_common/elf_image.h"
 
-namespace kforge::exec::elf_detail {
+namespace kforge::exec::internal {
 namespace {
 
 // Relocation types that matter here, per machine.
@@ -288,4 +288,4 @@ void read_load_time_code(const ElfImage& img, const Elf64_Ehdr& eh, const LoadTa
   add_load_hazards(img, tags, dynsym, facts);
 }
 
-}  // namespace kforge::exec::elf_detail
+}  // namespace kforge::exec::internal

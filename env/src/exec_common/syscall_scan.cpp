@@ -123,13 +123,13 @@ class X86Scan {
     std::string name;
     if (insn->id == X86_INS_SYSCALL) name = "syscall";
     if (insn->id == X86_INS_SYSENTER) name = "sysenter";
-    if (insn->id == X86_INS_INT && insn->detail->x86.op_count == 1 && insn->detail->x86.operands[0].type == X86_OP_IMM &&
-        insn->detail->x86.operands[0].imm == 0x80) {
+    if (insn->id == X86_INS_INT && insn->detail->x86.op_count == 1 &&
+        insn->detail->x86.operands[0].type == X86_OP_IMM && insn->detail->x86.operands[0].imm == 0x80) {
       name = "int 0x80";
     }
     if (!name.empty() && reported_.insert(insn->address).second) {
-      out_->sites.push_back({r.file_offset + (insn->address - r.address), insn->address, name,
-                             describe(insn->address, r, functions_)});
+      out_->sites.push_back(
+          {r.file_offset + (insn->address - r.address), insn->address, name, describe(insn->address, r, functions_)});
     }
     const bool jump = cs_insn_group(cs_.handle, insn, CS_GRP_JUMP);
     const bool call = cs_insn_group(cs_.handle, insn, CS_GRP_CALL);
@@ -182,8 +182,8 @@ class X86Scan {
                        (bytes_[i] == 0xcd && bytes_[i + 1] == 0x80);
       if (hit) {
         const uint64_t address = r.address + (i - r.file_offset);
-        out_->sites.push_back({i, address, "undecoded bytes of a system-call instruction",
-                               describe(address, r, functions_)});
+        out_->sites.push_back(
+            {i, address, "undecoded bytes of a system-call instruction", describe(address, r, functions_)});
       }
     }
   }

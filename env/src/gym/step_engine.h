@@ -13,7 +13,6 @@
 
 #include "kforge/core/action.h"
 #include "kforge/core/measurement.h"
-#include "kforge/env/step_result.h"
 #include "kforge/core/task_spec.h"
 #include "kforge/env/analysis.h"
 #include "kforge/env/compile_service.h"
@@ -21,6 +20,7 @@
 #include "kforge/env/executor.h"
 #include "kforge/env/observation.h"
 #include "kforge/env/step_info.h"
+#include "kforge/env/step_result.h"
 #include "kforge/reward/reward.h"
 
 namespace kforge::env::internal {

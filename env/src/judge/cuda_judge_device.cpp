@@ -12,9 +12,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "exec_common/hex_codec.h"
 #include "cuda_timing/launch_gate.h"
 #include "cuda_timing/read_flush.h"
+#include "exec_common/hex_codec.h"
 #include "judge/l2_flush.h"
 #include "judge/nvml_monitor.h"
 

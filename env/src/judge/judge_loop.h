@@ -34,7 +34,7 @@ struct JudgeLoopConfig {
   // Where the GPU gate's lock files are (cuda only); empty: no gate, as when
   // this judge is alone on its GPU.
   std::filesystem::path gate_dir;
-  MemoryLimits memory;            // memory_bound.h
+  MemoryLimits memory;  // memory_bound.h
   // Spare timing runners kept started (runner_pool.h); 0: the backend's
   // default (cuda 3, cpu 1).
   int runner_spares = 0;

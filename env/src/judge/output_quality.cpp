@@ -10,9 +10,7 @@
 #include "kforge/core/output_spread.h"
 
 namespace kforge::judge {
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 nlohmann::json OutputQuality::to_json() const {
   return {{"finite", finite},
@@ -46,8 +44,7 @@ OutputQuality measure_output_quality(const at::Tensor& got, const at::Tensor& ex
   // 1.13 and 2.x; the means stay on the device, and the four figures come
   // back in one transfer (each .item() waits for the device on its own).
   auto stddev = [](const at::Tensor& t) { return (t - t.mean()).square().mean().sqrt(); };
-  const at::Tensor figures =
-      at::stack({stddev(g), stddev(e), e.square().sum(), (g - e).square().sum()}).to(at::kCPU);
+  const at::Tensor figures = at::stack({stddev(g), stddev(e), e.square().sum(), (g - e).square().sum()}).to(at::kCPU);
   const double* f = figures.data_ptr<double>();
   q.got_std = f[0];
   q.expected_std = f[1];

@@ -40,8 +40,7 @@ class RunnerPool {
   // runner starts in milliseconds; a CUDA runner takes 0.4-0.6 s alone and
   // up to 1.9 s for 8 at once (H100), longer than several evaluations, so
   // the CUDA judge keeps more (judge_loop.cpp, kDefaultCudaSpares).
-  explicit RunnerPool(exec::RunnerProcess::Config config, int spares = 1,
-                      StartUp start_up = StartUp::kBesideTiming)
+  explicit RunnerPool(exec::RunnerProcess::Config config, int spares = 1, StartUp start_up = StartUp::kBesideTiming)
       : config_(std::move(config)), target_(spares), start_up_(start_up) {}
 
   // A waiting spare if one is still alive, else a new runner, given until

@@ -16,11 +16,11 @@ double type_bytes(const TensorType& t) {
 
 // The tensors of one shape case, by role.
 struct CaseBytes {
-  double kernel_inputs = 0;    // inputs and params
-  double outputs = 0;          // the task's outputs
-  double node_outputs = 0;     // every node's output (outputs included)
-  double largest_output = 0;   // the largest single node output
-  double intermediates = 0;    // node outputs that are not task outputs
+  double kernel_inputs = 0;   // inputs and params
+  double outputs = 0;         // the task's outputs
+  double node_outputs = 0;    // every node's output (outputs included)
+  double largest_output = 0;  // the largest single node output
+  double intermediates = 0;   // node outputs that are not task outputs
 };
 
 CaseBytes case_bytes(const TaskSpec& task) {
@@ -166,7 +166,8 @@ TaskFit check_task_fit(const TaskSpec& task, JudgeWork work, const env::EvalOpti
       largest_case = i == 0 ? "the base shape" : "shape variant " + std::to_string(i - 1);
     }
     const WorkEstimate w = estimate_work(one);
-    largest_case_ms = std::max(largest_case_ms, 1000 * std::max(w.flops / peak.flops_per_s, w.bytes / peak.bytes_per_s));
+    largest_case_ms =
+        std::max(largest_case_ms, 1000 * std::max(w.flops / peak.flops_per_s, w.bytes / peak.bytes_per_s));
   }
   // The judge's largest case and the candidate's largest case may differ;
   // both stay in memory for the whole request.
@@ -186,10 +187,11 @@ TaskFit check_task_fit(const TaskSpec& task, JudgeWork work, const env::EvalOpti
                              (options.judge_memory_limit_bytes > 0 ? " (judge_memory_limit_bytes)" : "") +
                              ": shrink its shapes" + (backend == "cpu" ? " or check it with --backend cuda" : "");
   } else if (fit.min_reference_ms > fit.limit_ms) {
-    fit.problem = "the task's reference is too slow for a judge on the " + backend + " backend: " +
-                  work_name(work) + " takes at least " + format_duration(fit.min_reference_ms) +
+    fit.problem = "the task's reference is too slow for a judge on the " + backend + " backend: " + work_name(work) +
+                  " takes at least " + format_duration(fit.min_reference_ms) +
                   " even at the device's peak rates, and a request may take " + format_duration(fit.limit_ms) +
-                  " (eval_timeout_ms): shrink its shapes" + (backend == "cpu" ? " or check it with --backend cuda" : "");
+                  " (eval_timeout_ms): shrink its shapes" +
+                  (backend == "cpu" ? " or check it with --backend cuda" : "");
   }
   if (lane && work == JudgeWork::kEvaluation && fit.fits())
     fit.candidate_bytes = lane->candidate_bytes(fit.judge_bytes);

@@ -403,7 +403,8 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
   // A median at or below zero means the kernel is faster than the overhead
   // can resolve; report no speedup rather than an infinite one.
   if (f.cand.median > 0) t.speedup = f.ref.median / f.cand.median;
-  if (t.speedup) t.speedup_interval = speedup_interval(f.device_clock_rejected.empty() ? rounds.primary(clocks) : rounds.wall);
+  if (t.speedup)
+    t.speedup_interval = speedup_interval(f.device_clock_rejected.empty() ? rounds.primary(clocks) : rounds.wall);
   t.resolution_ms = f.overhead->p75 - f.overhead->p25;
 
   // The checks of the whole timing.

@@ -75,7 +75,7 @@ exec::StopReason SamplingSchedule::check(const exec::SampleSummary& a, const exe
 }
 
 exec::StopReason SamplingSchedule::check_paired(const std::vector<double>& reference,
-                                               const std::vector<double>& candidate) const {
+                                                const std::vector<double>& candidate) const {
   return rule_.check_paired(reference, candidate, ms_since(sampling_start_));
 }
 

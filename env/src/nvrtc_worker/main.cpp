@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "compile/nvrtc_worker_protocol.h"
 #include "exec_common/child_process.h"
 #include "exec_common/wire.h"
-#include "compile/nvrtc_worker_protocol.h"
 
 namespace {
 

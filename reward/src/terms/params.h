@@ -90,9 +90,7 @@ inline const char* estimate_name(bool demonstrated) { return demonstrated ? "dem
 inline double decision_resolution_or(ObjectReader& r) { return positive_or(r, "decision_resolution", 0.05); }
 
 // The smaller positive of two log resolutions (0 means none asked).
-inline double tighter(double current, double asked) {
-  return current > 0 ? std::min(current, asked) : asked;
-}
+inline double tighter(double current, double asked) { return current > 0 ? std::min(current, asked) : asked; }
 
 inline double clip(double v, double lo, double hi) { return std::min(hi, std::max(lo, v)); }
 

@@ -7,7 +7,7 @@
 #include <nmmintrin.h>
 #endif
 
-namespace kforge::rollout::detail {
+namespace kforge::rollout::internal {
 namespace {
 
 constexpr uint32_t kPolynomial = 0x82f63b78;  // CRC-32C, reflected
@@ -58,4 +58,4 @@ uint32_t crc32c(uint32_t crc, const void* data, size_t n) {
   return ~crc;
 }
 
-}  // namespace kforge::rollout::detail
+}  // namespace kforge::rollout::internal

@@ -7,9 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace kforge::rollout::detail {
+namespace kforge::rollout::internal {
 
 // Extends `crc` (0 to start) over `n` bytes.
 uint32_t crc32c(uint32_t crc, const void* data, size_t n);
 
-}  // namespace kforge::rollout::detail
+}  // namespace kforge::rollout::internal

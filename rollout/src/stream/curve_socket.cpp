@@ -4,7 +4,7 @@
 
 #include "kforge/core/error.h"
 
-namespace kforge::rollout::detail {
+namespace kforge::rollout::internal {
 
 void apply_curve_client(zmq::socket_t& socket, const CurveClientOptions& options) {
   if (!options.enabled()) return;
@@ -81,4 +81,4 @@ void ZapHandler::run() {
   }
 }
 
-}  // namespace kforge::rollout::detail
+}  // namespace kforge::rollout::internal

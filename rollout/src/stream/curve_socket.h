@@ -11,7 +11,7 @@
 
 #include "kforge/rollout/stream/curve.h"
 
-namespace kforge::rollout::detail {
+namespace kforge::rollout::internal {
 
 // Client side: the server's public key and this end's pair (a fresh one when
 // no secret key is given).
@@ -39,4 +39,4 @@ class ZapHandler {
   std::thread thread_;
 };
 
-}  // namespace kforge::rollout::detail
+}  // namespace kforge::rollout::internal

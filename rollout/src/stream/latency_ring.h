@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace kforge::rollout::detail {
+namespace kforge::rollout::internal {
 
 inline constexpr size_t kLatencySamples = 65536;
 
@@ -36,4 +36,4 @@ class LatencyRing {
   size_t next_ = 0;
 };
 
-}  // namespace kforge::rollout::detail
+}  // namespace kforge::rollout::internal

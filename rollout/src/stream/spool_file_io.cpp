@@ -10,7 +10,7 @@
 #include "kforge/core/error.h"
 #include "kforge/core/unique_fd.h"
 
-namespace kforge::rollout::detail {
+namespace kforge::rollout::internal {
 
 namespace fs = std::filesystem;
 
@@ -55,4 +55,4 @@ void write_atomically(const fs::path& path, std::string_view text) {
   fsync_dir(path.parent_path());
 }
 
-}  // namespace kforge::rollout::detail
+}  // namespace kforge::rollout::internal

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string_view>
 
-namespace kforge::rollout::detail {
+namespace kforge::rollout::internal {
 
 // Reads exactly n bytes at `offset`; false at end of file.
 bool pread_all(int fd, char* buf, size_t n, uint64_t offset);
@@ -22,4 +22,4 @@ void fsync_dir(const std::filesystem::path& dir);
 // file is either the old or the new version after a crash.
 void write_atomically(const std::filesystem::path& path, std::string_view text);
 
-}  // namespace kforge::rollout::detail
+}  // namespace kforge::rollout::internal

@@ -5,7 +5,7 @@
 
 #include "crc32c.h"
 
-namespace kforge::rollout::detail {
+namespace kforge::rollout::internal {
 
 uint32_t record_crc(const char* header, std::string_view id, std::string_view payload) {
   uint32_t crc = crc32c(0, header + 4, 16);
@@ -40,4 +40,4 @@ uint64_t parse_segment_name(const std::string& name) {
   return v;
 }
 
-}  // namespace kforge::rollout::detail
+}  // namespace kforge::rollout::internal

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace kforge::rollout::detail {
+namespace kforge::rollout::internal {
 
 inline constexpr char kSpoolMagic[4] = {'K', 'F', 'R', '1'};
 inline constexpr size_t kSpoolHeaderBytes = 24;
@@ -42,4 +42,4 @@ std::string segment_name(uint64_t first_seq);
 // First seq from "seg-<20 digits>.kfs", or 0 if the name is not a segment's.
 uint64_t parse_segment_name(const std::string& name);
 
-}  // namespace kforge::rollout::detail
+}  // namespace kforge::rollout::internal

@@ -132,7 +132,7 @@ void TrajectoryFileStore::append(const std::vector<Delivery>& batch, const Ackno
     keys.push_back(d.key());
   }
   checkpoint_.writing = keys;
-  save_checkpoint();                      // (1) what is about to be written
+  save_checkpoint();                            // (1) what is about to be written
   write_all(fd_.get(), text, checkpoint_.out);  // (2)
   if (fsync_ && ::fdatasync(fd_.get()) != 0) throw SystemError("receive: fdatasync of " + checkpoint_.out + " failed");
   acknowledge(keys);  // (3)

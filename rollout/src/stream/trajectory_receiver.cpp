@@ -68,7 +68,7 @@ struct TrajectoryReceiver::Impl {
   std::function<void(const std::string&)> log;
   std::string receiver_id = random_id();
   zmq::context_t ctx{1};
-  std::unique_ptr<detail::ZapHandler> zap;
+  std::unique_ptr<internal::ZapHandler> zap;
   zmq::socket_t router;
   std::string endpoint;
   UniqueFd wake_fd;
@@ -106,9 +106,9 @@ struct TrajectoryReceiver::Impl {
     router.set(zmq::sockopt::sndhwm, 0);
     if (config.curve.enabled()) {
       if (!config.curve.authorized_keys.empty()) {
-        zap = std::make_unique<detail::ZapHandler>(ctx, config.curve.authorized_keys);
+        zap = std::make_unique<internal::ZapHandler>(ctx, config.curve.authorized_keys);
       }
-      detail::apply_curve_server(router, config.curve);
+      internal::apply_curve_server(router, config.curve);
     }
     try {
       router.bind(config.bind);

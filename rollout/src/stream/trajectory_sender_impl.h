@@ -53,8 +53,8 @@ struct TrajectorySender::Impl {
   std::map<uint64_t, Out> outbox;  // everything unacknowledged, by seq
   uint64_t outbox_bytes = 0;
   SenderStats counters;
-  detail::LatencyRing ack_latency;       // sent -> acked
-  detail::LatencyRing delivery_latency;  // written -> acked
+  internal::LatencyRing ack_latency;       // sent -> acked
+  internal::LatencyRing delivery_latency;  // written -> acked
 
   zmq::context_t ctx{1};
   std::unique_ptr<zmq::socket_t> socket;

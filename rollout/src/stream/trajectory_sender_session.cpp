@@ -33,7 +33,7 @@ void TrajectorySender::Impl::open_socket() {
   s->set(zmq::sockopt::rcvhwm, 0);
   // Receivers send small messages only.
   s->set(zmq::sockopt::maxmsgsize, int64_t{1} << 20);
-  detail::apply_curve_client(*s, config.curve);
+  internal::apply_curve_client(*s, config.curve);
   try {
     s->connect(config.endpoint);
   } catch (const zmq::error_t& e) {

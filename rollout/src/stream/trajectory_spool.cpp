@@ -23,18 +23,18 @@ namespace kforge::rollout {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using detail::fsync_dir;
-using detail::kAckLogCompactBytes;
-using detail::kMaxSegment;
-using detail::kMinSegment;
-using detail::kSpoolHeaderBytes;
-using detail::kSpoolMagic;
-using detail::pread_all;
-using detail::put_le;
-using detail::record_crc;
-using detail::segment_name;
-using detail::write_all;
-using detail::write_atomically;
+using internal::fsync_dir;
+using internal::kAckLogCompactBytes;
+using internal::kMaxSegment;
+using internal::kMinSegment;
+using internal::kSpoolHeaderBytes;
+using internal::kSpoolMagic;
+using internal::pread_all;
+using internal::put_le;
+using internal::record_crc;
+using internal::segment_name;
+using internal::write_all;
+using internal::write_atomically;
 
 TrajectorySpool::TrajectorySpool(SpoolOptions options) : options_(std::move(options)) {
   if (std::string why = stream::check_worker_id(options_.worker_id); !why.empty()) {

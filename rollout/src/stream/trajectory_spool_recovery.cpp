@@ -22,16 +22,16 @@ namespace kforge::rollout {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using detail::get_le;
-using detail::kAckLogCompactBytes;
-using detail::kSpoolFormat;
-using detail::kSpoolHeaderBytes;
-using detail::kSpoolMagic;
-using detail::parse_segment_name;
-using detail::pread_all;
-using detail::random_instance;
-using detail::record_crc;
-using detail::write_atomically;
+using internal::get_le;
+using internal::kAckLogCompactBytes;
+using internal::kSpoolFormat;
+using internal::kSpoolHeaderBytes;
+using internal::kSpoolMagic;
+using internal::parse_segment_name;
+using internal::pread_all;
+using internal::random_instance;
+using internal::record_crc;
+using internal::write_atomically;
 
 void TrajectorySpool::load_or_create_meta() {
   const fs::path meta = options_.dir / "spool.json";

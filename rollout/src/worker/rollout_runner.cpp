@@ -239,8 +239,8 @@ env::ResetOptions RolloutRunner::Impl::continue_fork(const Fork& fork, const Spe
   const int k = fork.turn;
   task = parent_info.task_spec("trajectory " + parent.id);
   ep.env_seed = *parent_info.seed;
-  ep.sampling_seed = splitmix64(ep.env_seed ^ splitmix64(static_cast<uint64_t>(spec.member) + 1) ^
-                                std::hash<std::string>{}(group_id));
+  ep.sampling_seed =
+      splitmix64(ep.env_seed ^ splitmix64(static_cast<uint64_t>(spec.member) + 1) ^ std::hash<std::string>{}(group_id));
   const TurnState& state = *fork.parent_turns[static_cast<size_t>(k)].state;
   env::EpisodeResume resume;
   resume.turns_used = state.turns_used;
@@ -278,8 +278,8 @@ void RolloutRunner::Impl::describe_start(const Group& g, const TaskSpec& task, c
   info.exemplars = g.exemplars;
   info.prompt_messages = g.fork ? *g.fork->parent_info.prompt_messages : ep.messages;
   info.prompt_tools = ep.tools;
-  info.env = EpisodeEnvInfo{reset.info.backend, reset.info.solution_mode, reset.info.budgets_json(),
-                            reset.info.reward_json()};
+  info.env =
+      EpisodeEnvInfo{reset.info.backend, reset.info.solution_mode, reset.info.budgets_json(), reset.info.reward_json()};
   info.policy = policy->describe();
 }
 
@@ -319,8 +319,8 @@ void RolloutRunner::Impl::maybe_complete(size_t index) {
     for (size_t i = 0; i < members.size(); ++i) {
       if (members[i] == m) advantage = advantages[i];
     }
-    g.done[m]->info.group = GroupInfo{g.id, g.size, m, rewards, advantage, group_normalization_name(normalization),
-                                      members.size()};
+    g.done[m]->info.group =
+        GroupInfo{g.id, g.size, m, rewards, advantage, group_normalization_name(normalization), members.size()};
     const Trajectory t = std::move(*g.done[m]).written();
     for (TrajectorySink* sink : sinks) sink->write(t);
     reward_sum += t.total_reward;
@@ -354,8 +354,9 @@ void RolloutRunner::add_fork(const Trajectory& parent, int turn, int n) {
   // once here, with errors naming the field.
   TrajectoryInfo info = trajectory_info_from_json(parent.info, what + ": info");
   if (info.task.is_null() || !info.seed || !info.prompt_messages) {
-    throw InputError(what + ": info.task, info.seed and info.prompt are needed (trajectories written by kforge rollout "
-                            "have them)");
+    throw InputError(what +
+                     ": info.task, info.seed and info.prompt are needed (trajectories written by kforge rollout "
+                     "have them)");
   }
   std::vector<TurnInfo> turns;
   for (size_t i = 0; i < parent.turns.size(); ++i) {

@@ -62,9 +62,9 @@ TEST(TemplateGpuTest, AllVariantsAreCorrectOnTheGpuAndTheirSpeedsDiffer) {
       const double s = info.measurement.speedup_eager.value_or(0.0);
       const std::string outcome = outcome_name(info.measurement.outcome);
       std::printf("[template-gpu] %-20s %-62s %-8s %6.2fx\n", task.c_str(), variant.c_str(), outcome.c_str(), s);
-      EXPECT_EQ(outcome, "correct")
-          << task << " / " << variant << ": " << (info.eval_report ? info.eval_report->summary : "") << "\n"
-          << r.result.observation.text;
+      EXPECT_EQ(outcome, "correct") << task << " / " << variant << ": "
+                                    << (info.eval_report ? info.eval_report->summary : "") << "\n"
+                                    << r.result.observation.text;
       if (s > 0) {
         auto [it, fresh] = range.emplace(task, std::make_pair(s, s));
         if (!fresh) it->second = {std::min(it->second.first, s), std::max(it->second.second, s)};

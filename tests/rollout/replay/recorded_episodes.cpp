@@ -93,9 +93,8 @@ json record_episode(env::Env& env, const TaskSpec& task, uint64_t seed, const st
   t.task_id = task.id;
   t.policy_version_start = tags.policy_version;
   t.policy_version_end = tags.policy_version;
-  t.info = {
-      {"seed", seed},
-      {"env", {{"backend", env::backend_name(env.config().backend)}, {"reward", reset.info.reward_json()}}}};
+  t.info = {{"seed", seed},
+            {"env", {{"backend", env::backend_name(env.config().backend)}, {"reward", reset.info.reward_json()}}}};
   if (tags.carry_task) t.info["task"] = to_json(task);
   std::vector<json> turn_info;
   for (size_t i = 0; i < calls.size(); ++i) {

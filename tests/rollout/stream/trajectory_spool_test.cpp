@@ -58,10 +58,10 @@ class SpoolTest : public ::testing::Test {
 };
 
 TEST(Crc32cTest, MatchesTheStandardCheckValue) {
-  EXPECT_EQ(detail::crc32c(0, "123456789", 9), 0xe3069283u);
+  EXPECT_EQ(internal::crc32c(0, "123456789", 9), 0xe3069283u);
   // Incremental use gives the same as one call.
-  EXPECT_EQ(detail::crc32c(detail::crc32c(0, "1234", 4), "56789", 5), 0xe3069283u);
-  EXPECT_EQ(detail::crc32c(0, "", 0), 0u);
+  EXPECT_EQ(internal::crc32c(internal::crc32c(0, "1234", 4), "56789", 5), 0xe3069283u);
+  EXPECT_EQ(internal::crc32c(0, "", 0), 0u);
 }
 
 TEST_F(SpoolTest, RecordsSurviveReopeningAndAcksAreRemembered) {

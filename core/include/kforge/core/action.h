@@ -25,7 +25,7 @@ struct Action {
   ActionType type = ActionType::kCompile;
   // Absent: act on the most recent solution of the episode.
   std::optional<Solution> solution;
-  std::string tool;            // kAnalyze: the analysis tool's name
+  std::string tool;  // kAnalyze: the analysis tool's name
   json tool_args = json::object();
 };
 

@@ -18,27 +18,27 @@ struct Violation {
 };
 
 enum class Outcome {
-  kNotRun,        // the action did not get this far (e.g. compile only)
+  kNotRun,  // the action did not get this far (e.g. compile only)
   kCompileError,
   kRejected,      // refused before running (forbidden symbol, bad flag, ...)
   kRuntimeError,  // kf_forward returned non-zero or a CUDA error
   kCrash,         // the runner died (signal, illegal address, abort, exit)
   kTimeout,
-  kWrong,         // ran, outputs do not match the reference
-  kViolation,     // a hack check fired
-  kCorrect,       // verified on every seed and shape variant
+  kWrong,      // ran, outputs do not match the reference
+  kViolation,  // a hack check fired
+  kCorrect,    // verified on every seed and shape variant
 };
 
 const std::string& outcome_name(Outcome outcome);
 
 struct Measurement {
-  std::string action;            // compile | verify | profile | submit | analyze
+  std::string action;  // compile | verify | profile | submit | analyze
   bool compiled = false;
   Outcome outcome = Outcome::kNotRun;
-  bool timed = false;            // timing ran and produced numbers
-  std::optional<double> candidate_ms;  // median
-  std::optional<double> eager_ms;      // reference measured in the same run
-  std::optional<double> compile_ms;    // torch.compile baseline, scaled to this run
+  bool timed = false;                     // timing ran and produced numbers
+  std::optional<double> candidate_ms;     // median
+  std::optional<double> eager_ms;         // reference measured in the same run
+  std::optional<double> compile_ms;       // torch.compile baseline, scaled to this run
   std::optional<double> speedup_eager;    // eager_ms / candidate_ms
   std::optional<double> speedup_compile;  // compile_ms / candidate_ms
   // The eager speedup's confidence interval (TimingSummary::speedup_interval)
@@ -52,7 +52,7 @@ struct Measurement {
   std::optional<double> own_kernel_fraction;
   std::optional<double> energy_j;  // per call, NVML
   std::vector<Violation> violations;
-  int turn = 0;                 // 0-based index of this step in the episode
+  int turn = 0;  // 0-based index of this step in the episode
   int compile_errors_so_far = 0;
 
   bool correct() const { return outcome == Outcome::kCorrect; }

@@ -11,7 +11,7 @@
 namespace kforge {
 
 struct Observation {
-  std::string text;          // chat-ready, for the policy
+  std::string text;            // chat-ready, for the policy
   json data = json::object();  // the same facts, structured
 };
 

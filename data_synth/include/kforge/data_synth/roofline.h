@@ -23,7 +23,7 @@
 namespace kforge::synth {
 
 struct DeviceRoofline {
-  std::string name;            // "NVIDIA H200", "one x86-64 core", ...
+  std::string name;                  // "NVIDIA H200", "one x86-64 core", ...
   double main_loop_tflops = 0;       // GEMM/conv on tensor cores, float32 (TF32)
   double main_loop_half_tflops = 0;  // the same for float16/bfloat16
   double other_tflops = 0;           // everything else (float32 vector units)

@@ -46,7 +46,6 @@ SplitAssignment split_tasks(const std::vector<TaskSpec>& tasks, const SplitFract
 
 // Writes <out>/split/{train,validation,test}.jsonl (the tasks, in tasks.jsonl
 // order) and <out>/split/split.json (the report). Returns the report.
-json write_split(const std::filesystem::path& out, const std::vector<TaskSpec>& tasks,
-                 const SplitFractions& fractions);
+json write_split(const std::filesystem::path& out, const std::vector<TaskSpec>& tasks, const SplitFractions& fractions);
 
 }  // namespace kforge::synth

@@ -44,7 +44,7 @@ struct EvalOptions {
   std::vector<double> decision_edges;          // eager speedups at which the reward steps
   std::vector<double> decision_compile_edges;  // torch.compile speedups at which it steps (the
                                                // judge converts them with the task's baselines)
-  double decision_resolution = 0.0;  // largest useful half-width of the log-speedup interval; 0: none
+  double decision_resolution = 0.0;            // largest useful half-width of the log-speedup interval; 0: none
   // CUDA profile: CUPTI range-profiler metrics (hardware counters; about a
   // second per evaluation on the H200). The environment asks for them on
   // `profile` actions, and on `submit` only with hardware_metrics_on_submit:

@@ -103,7 +103,8 @@ struct StepInfo {
   json tool_call_preview = nullptr;
   std::optional<EvalReport> eval_report;            // the judge's report, when it ran
   std::optional<FinalEvaluation> final_evaluation;  // truncated episodes
-  std::string truncation_reason;  // max_turns | time_budget | an end_episodes reason when this step truncated; "" otherwise
+  std::string
+      truncation_reason;  // max_turns | time_budget | an end_episodes reason when this step truncated; "" otherwise
 
   bool system_error() const { return error && error->kind == StepErrorKind::kSystem; }
   // The measurement the episode's verdict is about: a truncated episode's

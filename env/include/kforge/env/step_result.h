@@ -56,11 +56,11 @@ struct ResetInfo {
   std::string solution_mode;  // solution_mode_name: the default mode of solutions
   int max_turns = 0;          // the episode's budgets
   double time_budget_s = 0.0;
-  json tools = json::array();  // the OpenAI tool definitions (tools.h)
+  json tools = json::array();   // the OpenAI tool definitions (tools.h)
   std::string reward_function;  // the reward function's name and where it came from
   std::string reward_source;
   std::optional<ResumedInfo> resumed;
-  std::string reference_check_status;  // reference_status_name of the task's reference check
+  std::string reference_check_status;   // reference_status_name of the task's reference check
   std::string reference_check_problem;  // set when the check found a problem
 
   // The wire's `budgets` and `reward` objects, which the recorded trajectory

@@ -89,7 +89,7 @@ struct GroupInfo {
   std::string id;
   int size = 0;
   size_t index = 0;
-  json rewards = json::array();  // every member's total reward, null for members that were not written
+  json rewards = json::array();     // every member's total reward, null for members that were not written
   std::optional<double> advantage;  // absent (null) for members left out of the normalization
   std::string normalization;
   size_t members_normalized = 0;
@@ -112,7 +112,7 @@ struct TrajectoryInfo {
   std::optional<json> prompt_messages;
   json prompt_tools = json::array();
   std::optional<EpisodeEnvInfo> env;
-  std::string policy;  // Policy::describe()
+  std::string policy;         // Policy::describe()
   std::optional<json> usage;  // token counts summed over the turns, when the policy reported any
   std::optional<std::string> policy_error;
   std::optional<std::string> truncation_reason;

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "kforge/core/document.h"
 #include "kforge/core/demangle.h"  // demangle(): kernel names in reports
+#include "kforge/core/document.h"
 
 namespace kforge::env {
 

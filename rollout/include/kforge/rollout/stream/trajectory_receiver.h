@@ -72,9 +72,9 @@ struct ReceiverStats {
   uint64_t delivered = 0;   // handed to the trainer
   uint64_t acked = 0;       // acknowledged by the trainer
   uint64_t duplicates = 0;  // received again while delivered or after acked
-  uint64_t rejected = 0;  // malformed trajectories refused
-  uint64_t errors = 0;    // malformed or unexpected messages
-  uint64_t sessions = 0;  // hellos welcomed
+  uint64_t rejected = 0;    // malformed trajectories refused
+  uint64_t errors = 0;      // malformed or unexpected messages
+  uint64_t sessions = 0;    // hellos welcomed
   uint64_t sessions_live = 0;
   uint64_t queued = 0;   // received, waiting for next()
   uint64_t unacked = 0;  // delivered, waiting for ack()

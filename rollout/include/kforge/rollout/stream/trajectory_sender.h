@@ -26,8 +26,8 @@
 #include <string_view>
 
 #include "kforge/core/document.h"
-#include "kforge/rollout/stream/curve.h"
 #include "kforge/core/trajectory_sink.h"
+#include "kforge/rollout/stream/curve.h"
 
 namespace kforge::rollout {
 

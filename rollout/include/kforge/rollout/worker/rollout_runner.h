@@ -49,9 +49,9 @@
 #include <vector>
 
 #include "kforge/core/trajectory.h"
+#include "kforge/core/trajectory_sink.h"
 #include "kforge/env/env_pool.h"
 #include "kforge/rollout/policy/policy.h"
-#include "kforge/core/trajectory_sink.h"
 #include "kforge/rollout/worker/rollout_config.h"
 
 namespace kforge::rollout {
