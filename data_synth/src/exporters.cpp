@@ -125,49 +125,29 @@ std::string kernelbench_file_name(const std::string& task_id) {
   return s + ".py";
 }
 
-json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& slots) {
-  std::map<std::string, int64_t> op_hist, category_hist, dtype_hist, rejections, nearest_hist, baseline_devices;
-  std::map<int64_t, int64_t> op_count_hist;
-  std::vector<double> numel, predicted, measured, eager, compile, distance, total_bytes, per_sample, conv_channels;
-  std::map<int64_t, int64_t> main_loops_hist, atol_scale_hist;
-  std::map<std::string, int64_t> relation_hist;
-  int64_t attempts = 0, baselines = 0, measured_in_window = 0, judge_retries = 0;
+namespace {
+
+// What the accepted tasks themselves say: their ops, shapes, baselines,
+// difficulty and nearest KernelBench problems.
+struct TaskTally {
+  std::map<std::string, int64_t> op_hist, dtype_hist, nearest_hist, baseline_devices, relation_hist;
+  std::map<std::string, int64_t> headroom_bins, roofline_devices, families;
+  std::map<int64_t, int64_t> op_count_hist, main_loops_hist, atol_scale_hist;
+  std::vector<double> numel, eager, compile, distance, per_sample, conv_channels;
   std::vector<double> headroom, predicted_headroom, bound_ms;
-  std::map<std::string, int64_t> headroom_bins, roofline_devices, families, contaminated_by;
-  for (const auto& t : tasks) {
-    if (t.meta.contains("difficulty")) {
-      const json& d = t.meta["difficulty"];
-      if (d.value("headroom", json()).is_number()) {
-        headroom.push_back(d["headroom"].get<double>());
-        ++headroom_bins[headroom_bin(headroom.back())];
-      }
-      if (d.value("predicted_headroom", json()).is_number())
-        predicted_headroom.push_back(d["predicted_headroom"].get<double>());
-      if (d.value("bound_ms", json()).is_number()) bound_ms.push_back(d["bound_ms"].get<double>());
-      if (d.contains("roofline")) ++roofline_devices[d["roofline"].value("name", std::string("?"))];
-    }
+  int64_t baselines = 0;
+
+  void add(const TaskSpec& t) {
+    if (t.meta.contains("difficulty")) add_difficulty(t.meta["difficulty"]);
     if (t.meta.contains("family")) ++families[t.meta["family"].get<std::string>()];
-    int64_t main_loops = 0;
-    const std::map<std::string, TensorType> types = infer_graph(t);
-    for (const auto& n : t.nodes) {
-      ++op_hist[n.op];
-      const OpSchema* schema = op_registry().find(n.op);
-      if (schema && schema->category == OpCategory::kMainLoop) {
-        ++main_loops;
-        if (n.op.rfind("conv", 0) == 0) {
-          const TensorType& in = types.at(n.in.at(0));
-          if (in.shape.size() >= 2) conv_channels.push_back(static_cast<double>(in.shape[1]));
-        }
-      }
-    }
-    ++main_loops_hist[main_loops];
+    add_ops(t);
     const auto& first = t.inputs.front();
     if (!first.shape.empty() && first.shape[0] > 0) {
       per_sample.push_back(static_cast<double>(first.numel()) / static_cast<double>(first.shape[0]));
     }
     ++op_count_hist[static_cast<int64_t>(t.nodes.size())];
-    ++dtype_hist[dtype_name(t.inputs.front().dtype)];
-    numel.push_back(static_cast<double>(t.inputs.front().numel()));
+    ++dtype_hist[dtype_name(first.dtype)];
+    numel.push_back(static_cast<double>(first.numel()));
     if (t.baselines && t.baselines->eager_ms) {
       eager.push_back(*t.baselines->eager_ms);
       ++baselines;
@@ -184,13 +164,48 @@ json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& 
       ++nearest_hist[nk.value("problem", std::string())];
     }
   }
-  for (const auto& s : slots) {
+
+  void add_difficulty(const json& d) {
+    if (d.value("headroom", json()).is_number()) {
+      headroom.push_back(d["headroom"].get<double>());
+      ++headroom_bins[headroom_bin(headroom.back())];
+    }
+    if (d.value("predicted_headroom", json()).is_number()) {
+      predicted_headroom.push_back(d["predicted_headroom"].get<double>());
+    }
+    if (d.value("bound_ms", json()).is_number()) bound_ms.push_back(d["bound_ms"].get<double>());
+    if (d.contains("roofline")) ++roofline_devices[d["roofline"].value("name", std::string("?"))];
+  }
+
+  void add_ops(const TaskSpec& t) {
+    int64_t main_loops = 0;
+    const std::map<std::string, TensorType> types = infer_graph(t);
+    for (const auto& n : t.nodes) {
+      ++op_hist[n.op];
+      const OpSchema* schema = op_registry().find(n.op);
+      if (!schema || schema->category != OpCategory::kMainLoop) continue;
+      ++main_loops;
+      if (n.op.rfind("conv", 0) == 0) {
+        const TensorType& in = types.at(n.in.at(0));
+        if (in.shape.size() >= 2) conv_channels.push_back(static_cast<double>(in.shape[1]));
+      }
+    }
+    ++main_loops_hist[main_loops];
+  }
+};
+
+// What the slots of the run say: the attempts, their rejections and timings.
+struct SlotTally {
+  std::map<std::string, int64_t> rejections, contaminated_by;
+  std::vector<double> predicted, measured, total_bytes;
+  int64_t measured_in_window = 0, judge_retries = 0;
+
+  void add(const json& s) {
     predicted.push_back(s.value("predicted_ms", 0.0));
     measured.push_back(s.value("measured_ms", 0.0));
     if (s.value("measured_in_window", false)) ++measured_in_window;
     judge_retries += s.value("judge_retries", int64_t{0});
     total_bytes.push_back(s.value("bytes", 0.0));
-    attempts += s.value("attempt", int64_t{0}) + 1;
     if (s.contains("rejections")) {
       for (const auto& [k, v] : s["rejections"].items()) rejections[k] += v.get<int64_t>();
     }
@@ -198,148 +213,131 @@ json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& 
       for (const auto& [k, v] : s["contaminated_by"].items()) contaminated_by[k] += v.get<int64_t>();
     }
   }
-  json rej = json::object();
-  for (const auto& r : rejection_reasons()) rej[r] = rejections.count(r) ? rejections[r] : 0;
-  json op_counts = json::object();
-  for (const auto& [k, v] : op_count_hist) op_counts[std::to_string(k)] = v;
-  std::vector<std::pair<int64_t, std::string>> nearest_sorted;
-  for (const auto& [k, v] : nearest_hist) nearest_sorted.push_back({-v, k});
-  std::sort(nearest_sorted.begin(), nearest_sorted.end());
-  json nearest_top = json::array();
-  for (size_t i = 0; i < nearest_sorted.size() && i < 10; ++i) {
-    nearest_top.push_back({{"problem", nearest_sorted[i].second}, {"tasks", -nearest_sorted[i].first}});
+
+  int64_t rejected(const std::string& reason) const {
+    auto it = rejections.find(reason);
+    return it == rejections.end() ? 0 : it->second;
   }
-  json main_loops_json = json::object();
-  for (const auto& [k, v] : main_loops_hist) main_loops_json[std::to_string(k)] = v;
-  json atol_scales = json::object();
-  for (const auto& [k, v] : atol_scale_hist) atol_scales[std::to_string(k)] = v;
+};
+
+json keys_as_text(const std::map<int64_t, int64_t>& histogram) {
+  json out = json::object();
+  for (const auto& [k, v] : histogram) out[std::to_string(k)] = v;
+  return out;
+}
+
+// The ten KernelBench problems most tasks are nearest to.
+json nearest_problems_top(const std::map<std::string, int64_t>& nearest_hist) {
+  std::vector<std::pair<int64_t, std::string>> sorted;
+  for (const auto& [k, v] : nearest_hist) sorted.push_back({-v, k});
+  std::sort(sorted.begin(), sorted.end());
+  json top = json::array();
+  for (size_t i = 0; i < sorted.size() && i < 10; ++i) {
+    top.push_back({{"problem", sorted[i].second}, {"tasks", -sorted[i].first}});
+  }
+  return top;
+}
+
+json composition_stats(const TaskTally& t, size_t task_count) {
   json unused = json::array();
   for (const auto& name : op_registry().names()) {
-    if (!op_hist.count(name)) unused.push_back(name);
+    if (!t.op_hist.count(name)) unused.push_back(name);
   }
+  double op_total = 0;
+  for (const auto& [k, v] : t.op_count_hist) op_total += static_cast<double>(k * v);
+  return {{"op_histogram", t.op_hist},
+          {"op_count_histogram", keys_as_text(t.op_count_hist)},
+          {"mean_ops", task_count == 0 ? 0.0 : op_total / static_cast<double>(task_count)},
+          {"main_loops_per_task", keys_as_text(t.main_loops_hist)},
+          {"atol_scale_histogram", keys_as_text(t.atol_scale_hist)},
+          {"per_sample_elements_summary", summary_of(t.per_sample)},
+          {"conv_input_channels_summary", summary_of(t.conv_channels)},
+          {"ops_never_used", unused},
+          {"nearest_relation_histogram", t.relation_hist},
+          {"dtype_histogram", t.dtype_hist},
+          {"first_input_numel", t.numel},
+          {"first_input_numel_summary", summary_of(t.numel)},
+          {"families", t.families}};
+}
+
+json baseline_and_difficulty_stats(const TaskTally& t) {
+  return {{"eager_ms", t.eager},
+          {"eager_ms_summary", summary_of(t.eager)},
+          {"compile_ms_summary", summary_of(t.compile)},
+          {"tasks_with_eager_baseline", t.baselines},
+          {"eager_baseline_devices", t.baseline_devices},
+          {"kernelbench_distance", t.distance},
+          {"kernelbench_distance_summary", summary_of(t.distance)},
+          {"nearest_problems_top", nearest_problems_top(t.nearest_hist)},
+          {"headroom", t.headroom},
+          {"headroom_summary", summary_of(t.headroom)},
+          {"headroom_histogram", t.headroom_bins},
+          {"predicted_headroom_summary", summary_of(t.predicted_headroom)},
+          {"bound_ms_summary", summary_of(t.bound_ms)},
+          {"roofline_devices", t.roofline_devices}};
+}
+
+json attempt_stats(const SlotTally& s, size_t task_count) {
+  json rej = json::object();
+  for (const auto& r : rejection_reasons()) rej[r] = s.rejected(r);
   int64_t shortcuts = 0;
   for (const char* r : {"near_constant", "constant_passes", "constant_node", "seed_insensitive",
                         "activation_insensitive", "op_is_noop", "near_roofline"}) {
-    shortcuts += rejections.count(r) ? rejections[r] : 0;
+    shortcuts += s.rejected(r);
   }
-  double op_total = 0;
-  for (const auto& [k, v] : op_count_hist) op_total += static_cast<double>(k * v);
   int64_t rejected_total = 0;
-  for (const auto& [k, v] : rejections) rejected_total += v;
-  return {{"tasks", tasks.size()},
-          {"attempts_recorded", rejected_total + static_cast<int64_t>(tasks.size())},
+  for (const auto& [k, v] : s.rejections) rejected_total += v;
+  return {{"tasks", task_count},
+          {"attempts_recorded", rejected_total + static_cast<int64_t>(task_count)},
           {"rejected", rejected_total},
           {"rejections", rej},
-          {"op_histogram", op_hist},
-          {"op_count_histogram", op_counts},
-          {"mean_ops", tasks.empty() ? 0.0 : op_total / static_cast<double>(tasks.size())},
-          {"main_loops_per_task", main_loops_json},
-          {"atol_scale_histogram", atol_scales},
-          {"per_sample_elements_summary", summary_of(per_sample)},
-          {"conv_input_channels_summary", summary_of(conv_channels)},
-          {"ops_never_used", unused},
           {"shortcut_rejections", shortcuts},
-          {"nearest_relation_histogram", relation_hist},
-          {"dtype_histogram", dtype_hist},
-          {"first_input_numel", numel},
-          {"first_input_numel_summary", summary_of(numel)},
-          {"bytes", total_bytes},
-          {"predicted_ms", predicted},
-          {"measured_ms", measured},
-          {"measured_ms_summary", summary_of(measured)},
-          {"measured_in_window", measured_in_window},
-          {"judge_retries", judge_retries},
-          {"eager_ms", eager},
-          {"eager_ms_summary", summary_of(eager)},
-          {"compile_ms_summary", summary_of(compile)},
-          {"tasks_with_eager_baseline", baselines},
-          {"eager_baseline_devices", baseline_devices},
-          {"kernelbench_distance", distance},
-          {"kernelbench_distance_summary", summary_of(distance)},
-          {"nearest_problems_top", nearest_top},
-          {"headroom", headroom},
-          {"headroom_summary", summary_of(headroom)},
-          {"headroom_histogram", headroom_bins},
-          {"predicted_headroom_summary", summary_of(predicted_headroom)},
-          {"bound_ms_summary", summary_of(bound_ms)},
-          {"roofline_devices", roofline_devices},
-          {"families", families},
-          {"contaminated_by", contaminated_by}};
+          {"bytes", s.total_bytes},
+          {"predicted_ms", s.predicted},
+          {"measured_ms", s.measured},
+          {"measured_ms_summary", summary_of(s.measured)},
+          {"measured_in_window", s.measured_in_window},
+          {"judge_retries", s.judge_retries},
+          {"contaminated_by", s.contaminated_by}};
 }
 
-ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) {
-  ExportSummary summary;
-  std::vector<TaskSpec> tasks;
-  std::vector<json> slots;
-  JsonlReadOptions ro;
-  ro.allow_torn_tail = true;
-  for_each_jsonl_line(
-      out / "tasks.jsonl", [&](const Document& d, size_t) { tasks.push_back(parse_task(d)); }, ro);
-  if (fs::exists(out / "slots.jsonl")) {
-    for_each_jsonl_line(
-        out / "slots.jsonl", [&](const Document& d, size_t) { slots.push_back(d.root); }, ro);
-  }
-  summary.tasks = tasks.size();
+}  // namespace
 
-  const fs::path py_dir = out / "kernelbench";
-  fs::create_directories(py_dir);
-  for (const auto& t : tasks) {
-    write_file_atomically(py_dir / kernelbench_file_name(t.id), render_kernelbench(t));
-    ++summary.python_files;
-  }
-  if (options.python_files_only) return summary;
+// The keys are distinct across the three parts; a JSON object keeps them sorted.
+json dataset_stats(const std::vector<TaskSpec>& tasks, const std::vector<json>& slots) {
+  TaskTally t;
+  for (const auto& task : tasks) t.add(task);
+  SlotTally s;
+  for (const auto& slot : slots) s.add(slot);
+  json stats = attempt_stats(s, tasks.size());
+  stats.update(composition_stats(t, tasks.size()));
+  stats.update(baseline_and_difficulty_stats(t));
+  return stats;
+}
 
-  json stats = dataset_stats(tasks, slots);
-  stats["device"] = options.device;
-  stats["elapsed_s"] = options.elapsed_s;
-  write_file_atomically(
-      out / "rejections.json",
-      json({{"tasks", tasks.size()}, {"rejected", stats["rejected"]}, {"by_reason", stats["rejections"]}}).dump(2) +
-          "\n");
+namespace {
 
-  json per_task = json::array();
-  for (const auto& t : tasks) {
-    per_task.push_back({{"task_id", t.id}, {"nearest", t.meta.value("nearest_kernelbench", json::object())}});
-  }
-  write_file_atomically(out / "contamination_report.json",
-                        json({{"threshold", kContaminationThreshold},
-                              {"rule",
-                               "cores by meaning (composites fused, the clamp family aliased, layout ops and "
-                               "scalar/bias epilogues stripped); rejected when the task's core equals a KernelBench "
-                               "problem's, contains one of 2+ tokens as a contiguous run, or is within the threshold "
-                               "in normalized Levenshtein distance. Each task's `nearest.why` says how it passed"},
-                              {"rejected_as_contaminated", stats["rejections"]["contaminated"]},
-                              {"accepted_distance_summary", stats["kernelbench_distance_summary"]},
-                              {"most_frequent_nearest", stats["nearest_problems_top"]},
-                              {"tasks", per_task}})
-                                .dump(2) +
-                            "\n");
-  write_file_atomically(out / "card_stats.json", stats.dump() + "\n");
-
-  // Plots: matplotlib in a child process; the card says so when it cannot run.
-  fs::create_directories(out / "plots");
-  if (!options.plot_script.empty() && fs::exists(options.plot_script)) {
-    summary.plots_note = draw_card_plots(options, out);
-    summary.plots = summary.plots_note.empty();
-  } else {
-    summary.plots_note = "plot script not found: " + options.plot_script.string();
-  }
-
-  std::ostringstream md;
+// The card's opening list: what the set holds and how the run went.
+void card_summary(std::ostream& md, const fs::path& out, const ExportOptions& options, const json& stats,
+                  size_t task_count, size_t slot_count) {
   md << "# Dataset card: synthesized KernelForge tasks\n\n";
-  md << "- Tasks: " << tasks.size() << " (tasks.jsonl; KernelBench-format files in kernelbench/)\n";
+  md << "- Tasks: " << task_count << " (tasks.jsonl; KernelBench-format files in kernelbench/)\n";
   md << "- Filters and shape search ran on: " << (options.device.empty() ? "?" : options.device) << "\n";
-  md << "- Eager baselines from the judge: " << stats["tasks_with_eager_baseline"] << " of " << tasks.size();
+  md << "- Eager baselines from the judge: " << stats["tasks_with_eager_baseline"] << " of " << task_count;
   for (const auto& [device, n] : stats["eager_baseline_devices"].items()) md << "; " << n << " on " << device;
   md << "\n";
   md << "- torch.compile baselines: " << compile_line(out, stats) << "\n";
-  md << "- In-process eager time inside the runtime window: " << stats["measured_in_window"] << " of " << slots.size()
+  md << "- In-process eager time inside the runtime window: " << stats["measured_in_window"] << " of " << slot_count
      << " (the cost model decides the window; a measurement rejects only beyond a factor "
      << format_significant(run_option(out, "measured_far_outside", 3.0)) << " of an edge)\n";
   md << "- Attempts: " << stats["attempts_recorded"] << ", rejected: " << stats["rejected"] << "\n";
   md << "- Judge system errors asked again: " << stats["judge_retries"]
      << "; attempts rejected as judge_error after their retries: " << stats["rejections"]["judge_error"] << "\n";
   if (options.elapsed_s > 0) md << "- Wall time of the last run: " << format_fixed(options.elapsed_s, 1) << " s\n";
+}
+
+// Rejections, op counts, tolerances, dtypes and ops, as tables.
+void card_composition(std::ostream& md, const json& stats) {
   md << "\n## Rejections by reason\n\n| reason | attempts |\n|---|---|\n";
   for (const auto& r : rejection_reasons()) md << "| " << r << " | " << stats["rejections"][r] << " |\n";
   md << "\n## Op counts per task\n\n| ops | tasks |\n|---|---|\n";
@@ -367,6 +365,10 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
   for (const auto& [k, v] : stats["op_histogram"].items()) ops.push_back({-v.get<int64_t>(), k});
   std::sort(ops.begin(), ops.end());
   for (const auto& [n, op] : ops) md << "| " << op << " | " << -n << " |\n";
+}
+
+// The distributions and the contamination summary.
+void card_distributions(std::ostream& md, const json& stats) {
   auto line = [&](const char* what, const json& s) {
     md << "| " << what << " | " << s.value("count", 0);
     for (const char* k : {"min", "median", "p90", "max"})
@@ -389,6 +391,10 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
   for (const auto& p : stats["nearest_problems_top"]) {
     md << "- " << p["problem"].get<std::string>() << ": " << p["tasks"] << " tasks\n";
   }
+}
+
+// A decision the set leaves to its owner, stated in the card.
+void card_owner_decision(std::ostream& md) {
   md << "\n## Decision for the owner: level-3-like blocks\n\n"
         "No level-3-like family (a small block of a real model: an MLP, attention without SDPA, a residual conv "
         "block) is in this set, by construction: such a block contains a KernelBench level-2 core as a contiguous "
@@ -397,7 +403,10 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
         "rejects every task whose core contains a KernelBench problem's core of two or more tokens. The policy "
         "is unchanged here: whether a block that contains a level-2 core may pass, because the block "
         "as a whole is more than that problem, is for the owner to decide.\n";
-  md << card_extra_sections(out, stats);
+}
+
+// The plots, or why there are none.
+void card_plots(std::ostream& md, const ExportSummary& summary) {
   md << "\n## Plots\n\n";
   if (summary.plots) {
     for (const char* p :
@@ -407,6 +416,80 @@ ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) 
   } else {
     md << "No plots: " << summary.plots_note << "\n";
   }
+}
+
+// rejections.json, contamination_report.json and card_stats.json.
+void write_reports(const fs::path& out, const std::vector<TaskSpec>& tasks, const json& stats) {
+  write_file_atomically(
+      out / "rejections.json",
+      json({{"tasks", tasks.size()}, {"rejected", stats["rejected"]}, {"by_reason", stats["rejections"]}}).dump(2) +
+          "\n");
+
+  json per_task = json::array();
+  for (const auto& t : tasks) {
+    per_task.push_back({{"task_id", t.id}, {"nearest", t.meta.value("nearest_kernelbench", json::object())}});
+  }
+  write_file_atomically(out / "contamination_report.json",
+                        json({{"threshold", kContaminationThreshold},
+                              {"rule",
+                               "cores by meaning (composites fused, the clamp family aliased, layout ops and "
+                               "scalar/bias epilogues stripped); rejected when the task's core equals a KernelBench "
+                               "problem's, contains one of 2+ tokens as a contiguous run, or is within the threshold "
+                               "in normalized Levenshtein distance. Each task's `nearest.why` says how it passed"},
+                              {"rejected_as_contaminated", stats["rejections"]["contaminated"]},
+                              {"accepted_distance_summary", stats["kernelbench_distance_summary"]},
+                              {"most_frequent_nearest", stats["nearest_problems_top"]},
+                              {"tasks", per_task}})
+                                .dump(2) +
+                            "\n");
+  write_file_atomically(out / "card_stats.json", stats.dump() + "\n");
+}
+
+}  // namespace
+
+ExportSummary export_dataset(const fs::path& out, const ExportOptions& options) {
+  ExportSummary summary;
+  std::vector<TaskSpec> tasks;
+  std::vector<json> slots;
+  JsonlReadOptions ro;
+  ro.allow_torn_tail = true;
+  for_each_jsonl_line(
+      out / "tasks.jsonl", [&](const Document& d, size_t) { tasks.push_back(parse_task(d)); }, ro);
+  if (fs::exists(out / "slots.jsonl")) {
+    for_each_jsonl_line(
+        out / "slots.jsonl", [&](const Document& d, size_t) { slots.push_back(d.root); }, ro);
+  }
+  summary.tasks = tasks.size();
+
+  const fs::path py_dir = out / "kernelbench";
+  fs::create_directories(py_dir);
+  for (const auto& t : tasks) {
+    write_file_atomically(py_dir / kernelbench_file_name(t.id), render_kernelbench(t));
+    ++summary.python_files;
+  }
+  if (options.python_files_only) return summary;
+
+  json stats = dataset_stats(tasks, slots);
+  stats["device"] = options.device;
+  stats["elapsed_s"] = options.elapsed_s;
+  write_reports(out, tasks, stats);
+
+  // Plots: matplotlib in a child process; the card says so when it cannot run.
+  fs::create_directories(out / "plots");
+  if (!options.plot_script.empty() && fs::exists(options.plot_script)) {
+    summary.plots_note = draw_card_plots(options, out);
+    summary.plots = summary.plots_note.empty();
+  } else {
+    summary.plots_note = "plot script not found: " + options.plot_script.string();
+  }
+
+  std::ostringstream md;
+  card_summary(md, out, options, stats, tasks.size(), slots.size());
+  card_composition(md, stats);
+  card_distributions(md, stats);
+  card_owner_decision(md);
+  md << card_extra_sections(out, stats);
+  card_plots(md, summary);
   write_file_atomically(out / "DATASET_CARD.md", md.str());
   return summary;
 }

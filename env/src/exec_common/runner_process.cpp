@@ -235,6 +235,70 @@ std::string reply_problem(const std::string& type, const json& body) {
   return "";
 }
 
+namespace {
+
+std::string a_reply(const std::string& type) {
+  const bool vowel = !type.empty() && std::string("aeiou").find(type[0]) != std::string::npos;
+  return std::string(vowel ? "an '" : "a '") + type + "' reply";
+}
+
+// What is wrong with a frame's envelope (its type and seq, its size, the
+// fields its type needs), or "". Sets *type; makes the body valid UTF-8.
+std::string envelope_problem(Frame& frame, std::string* type) {
+  json& body = frame.body;
+  if (std::string problem = check_fields(body, {{"type", FieldKind::kString, true}, {"seq", FieldKind::kUnsigned}});
+      !problem.empty()) {
+    return "a reply whose " + problem;
+  }
+  *type = to_valid_utf8(body["type"].get<std::string>());
+  if (type->size() > 64) return "a reply of an unknown type of " + std::to_string(type->size()) + " bytes";
+  if (*type != "profiled" && frame.payload_bytes > kMaxReplyBytes) {
+    return a_reply(*type) + " of " + std::to_string(frame.payload_bytes) + " bytes (the limit is " +
+           std::to_string(kMaxReplyBytes) + ")";
+  }
+  make_valid_utf8(&body);
+  if (std::string problem = reply_problem(*type, body); !problem.empty()) return a_reply(*type) + " whose " + problem;
+  return "";
+}
+
+// The seccomp filter stopped a system call: the runner names it.
+void fill_sandbox_reply(const json& body, RunnerReply* reply) {
+  reply->status = RunnerReply::Status::kSandbox;
+  reply->syscall =
+      syscall_name(static_cast<int>(std::clamp<int64_t>(body["syscall"].get<int64_t>(), INT32_MIN, INT32_MAX)));
+  reply->detail = "blocked syscall " + reply->syscall;
+  if (std::string arg = string_or(body, "arg", ""); !arg.empty()) reply->detail += " (" + arg + ")";
+}
+
+// It leads the report's one-line summary: the candidate's exception text
+// must not make that line 64 KiB long.
+std::string bounded_error_message(const json& body) {
+  std::string message = body["message"].get<std::string>();
+  if (message.size() > kMaxErrorMessageBytes) {
+    message = to_valid_utf8(std::string_view(message).substr(0, kMaxErrorMessageBytes)) + " [truncated]";
+  }
+  return message;
+}
+
+void fill_wire_failure(const WireError& e, RunnerReply* reply) {
+  switch (e.kind()) {
+    case WireError::Kind::kTimeout:
+      reply->status = RunnerReply::Status::kTimedOut;
+      reply->detail = "no reply within the time limit";
+      break;
+    case WireError::Kind::kClosed:
+    case WireError::Kind::kIo:
+      reply->status = RunnerReply::Status::kCrashed;
+      break;
+    case WireError::Kind::kMalformed:
+      reply->status = RunnerReply::Status::kProtocol;
+      reply->detail = e.what();
+      break;
+  }
+}
+
+}  // namespace
+
 RunnerReply RunnerProcess::converse(const json* request, const std::vector<int>& fds, const std::string& expected_type,
                                     uint64_t seq, Deadline deadline) {
   RunnerReply reply;
@@ -242,10 +306,6 @@ RunnerReply RunnerProcess::converse(const json* request, const std::vector<int>&
   auto start = std::chrono::steady_clock::now();
   // Whatever the runner sends is read as the candidate's: from `loading` on,
   // candidate code runs in it and can write any frame to this socket.
-  auto a_reply = [](const std::string& type) {
-    const bool vowel = !type.empty() && std::string("aeiou").find(type[0]) != std::string::npos;
-    return std::string(vowel ? "an '" : "a '") + type + "' reply";
-  };
   auto tamper = [&](std::string detail) {
     reply.status = RunnerReply::Status::kProtocol;
     reply.detail = std::move(detail);
@@ -262,27 +322,11 @@ RunnerReply RunnerProcess::converse(const json* request, const std::vector<int>&
       reply.round_trip_ms = ms_since(start);
       double cpu_end = runner_cpu_ms();
       if (cpu_start >= 0 && cpu_end >= 0) reply.cpu_ms = cpu_end - cpu_start;
+      std::string type;
+      if (std::string problem = envelope_problem(frame, &type); !problem.empty()) return tamper(problem);
       json& body = frame.body;
-      if (std::string problem = check_fields(body, {{"type", FieldKind::kString, true}, {"seq", FieldKind::kUnsigned}});
-          !problem.empty()) {
-        return tamper("a reply whose " + problem);
-      }
-      const std::string type = to_valid_utf8(body["type"].get<std::string>());
-      if (type.size() > 64) return tamper("a reply of an unknown type of " + std::to_string(type.size()) + " bytes");
-      if (type != "profiled" && frame.payload_bytes > kMaxReplyBytes) {
-        return tamper(a_reply(type) + " of " + std::to_string(frame.payload_bytes) + " bytes (the limit is " +
-                      std::to_string(kMaxReplyBytes) + ")");
-      }
-      make_valid_utf8(&body);
-      if (std::string problem = reply_problem(type, body); !problem.empty()) {
-        return tamper(a_reply(type) + " whose " + problem);
-      }
       if (type == "sandbox") {
-        reply.status = RunnerReply::Status::kSandbox;
-        reply.syscall =
-            syscall_name(static_cast<int>(std::clamp<int64_t>(body["syscall"].get<int64_t>(), INT32_MIN, INT32_MAX)));
-        reply.detail = "blocked syscall " + reply.syscall;
-        if (std::string arg = string_or(body, "arg", ""); !arg.empty()) reply.detail += " (" + arg + ")";
+        fill_sandbox_reply(body, &reply);
         reply.candidate_ran = candidate_ran_;
         return fail(std::move(reply));
       }
@@ -299,13 +343,7 @@ RunnerReply RunnerProcess::converse(const json* request, const std::vector<int>&
       reply.candidate_ran = candidate_ran_;
       if (type == "error") {
         reply.status = RunnerReply::Status::kError;
-        // It leads the report's one-line summary: the candidate's exception
-        // text must not make that line 64 KiB long.
-        std::string message = body["message"].get<std::string>();
-        if (message.size() > kMaxErrorMessageBytes) {
-          message = to_valid_utf8(std::string_view(message).substr(0, kMaxErrorMessageBytes)) + " [truncated]";
-        }
-        reply.detail = std::move(message);
+        reply.detail = bounded_error_message(body);
       }
       reply.body = std::move(body);
       return reply;
@@ -313,20 +351,7 @@ RunnerReply RunnerProcess::converse(const json* request, const std::vector<int>&
   } catch (const WireError& e) {
     reply.round_trip_ms = ms_since(start);
     reply.candidate_ran = candidate_ran_;
-    switch (e.kind()) {
-      case WireError::Kind::kTimeout:
-        reply.status = RunnerReply::Status::kTimedOut;
-        reply.detail = "no reply within the time limit";
-        break;
-      case WireError::Kind::kClosed:
-      case WireError::Kind::kIo:
-        reply.status = RunnerReply::Status::kCrashed;
-        break;
-      case WireError::Kind::kMalformed:
-        reply.status = RunnerReply::Status::kProtocol;
-        reply.detail = e.what();
-        break;
-    }
+    fill_wire_failure(e, &reply);
     return fail(std::move(reply));
   }
 }
