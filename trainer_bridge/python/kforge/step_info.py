@@ -1,7 +1,7 @@
 """A step's ``info``, typed: the Python twin of the C++ ``StepInfo``
 (env/include/kforge/env/step_info.h), which the env server sends as the
 ``info`` of every step reply and the rollout workers record as each turn's
-``info.env`` (docs/environment.md, "Step info").
+``info.env`` (docs/environment.md, "Info").
 
     info = StepInfo.from_dict(reply_info)          # or from a recorded turn's info["env"]
     info.scored_measurement().outcome, info.budget.turns_used, info.reward_components["total"]

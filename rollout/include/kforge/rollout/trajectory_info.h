@@ -1,6 +1,6 @@
 // The typed parts of a recorded trajectory's `info` objects: TurnInfo for
 // `turns[i].info` and TrajectoryInfo for the trajectory's own `info`
-// (schema: docs/rollout.md, "Trajectory schema").
+// (schema: docs/rollout.md, "Trajectories").
 //
 //   TurnInfo t{step_result.info, policy_turn, state};   // the worker, in memory
 //   turn.info = to_json(t);                             // once, when the trajectory is handed to its sinks
