@@ -28,7 +28,7 @@ Tolerance synth_tolerance(DType dtype) {
 }
 
 Composition compose(uint64_t seed, int64_t batch, const ComposeOptions& options) {
-  using namespace compose_detail;
+  using namespace internal;
   Rng rng(seed);
   const int num_ops = static_cast<int>(rng.weighted(options.op_count_weights)) + 1;
   const double r = rng.uniform();
