@@ -33,8 +33,9 @@ CXX_FUNCTION_ROOTS = ("core/", "reward/", "data_synth/", "env/", "rollout/", "cl
 # The torch C++ API that torch_ext candidates compile against (docs/torch-ext.md):
 # its names are PyTorch's, `detail` included.
 API_SHIMS = ("env/torch_ext_shim/",)
-# Inputs, not our code: candidates written to test the judge, and fuzz corpora.
-NOT_OURS = ("tests/adversarial/", "tests/honest/", "fuzz/")
+# Inputs, not our code: candidate solutions (bundled examples, test data, the
+# exploit and honest corpora) and fuzz corpora.
+NOT_OURS = ("examples/", "tests/adversarial/", "tests/honest/", "fuzz/")
 LONG_FUNCTION_MARK = re.compile(r"#\s*lint:\s*long-function\s*\S")
 PRIVATE_NAMESPACE = re.compile(r"^\s*namespace\s+(?:[A-Za-z_][A-Za-z0-9_]*::)*([A-Za-z_]*detail)\s*\{", re.M)
 

@@ -8,7 +8,8 @@ static inline float clamp06(float v) {
   return v > 6.0f ? 6.0f : v;
 }
 
-extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream) {
+extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,
+                          void* stream) {
   if (num_inputs != 3 || num_outputs != 1) return 1;
   const float* __restrict__ x = static_cast<const float*>(inputs[0].data);
   const float* __restrict__ w = static_cast<const float*>(inputs[1].data);

@@ -18,13 +18,15 @@ __global__ void affine_relu6_vec4(const float4* __restrict__ x, const float* __r
   }
 }
 
-__global__ void affine_relu6_scalar(const float* x, const float* w, const float* b, float* y, int64_t n, int64_t cols) {
+__global__ void affine_relu6_scalar(const float* x, const float* w, const float* b, float* y, int64_t n,
+                                    int64_t cols) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     y[i] = relu6(x[i] * w[i % cols] + b[i % cols]);
   }
 }
 
-extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream) {
+extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,
+                          void* stream) {
   if (num_inputs != 3 || num_outputs != 1) return 1;
   const int64_t n = kf_numel(&inputs[0]);
   const int64_t cols = inputs[0].shape[inputs[0].ndim - 1];
@@ -38,15 +40,17 @@ extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* ou
     const int64_t n4 = n / 4;
     int64_t blocks = (n4 + threads - 1) / threads;
     if (blocks > (int64_t)sms * 8) blocks = (int64_t)sms * 8;
-    affine_relu6_vec4<<<(unsigned)blocks, threads, 0, s>>>((const float4*)inputs[0].data, (const float*)inputs[1].data,
-                                                           (const float*)inputs[2].data, (float4*)outputs[0].data, n4,
-                                                           cols);
+    affine_relu6_vec4<<<(unsigned)blocks, threads, 0, s>>>((const float4*)inputs[0].data,
+                                                          (const float*)inputs[1].data,
+                                                          (const float*)inputs[2].data, (float4*)outputs[0].data,
+                                                          n4, cols);
   } else {
     int64_t blocks = (n + threads - 1) / threads;
     if (blocks > (int64_t)sms * 8) blocks = (int64_t)sms * 8;
-    affine_relu6_scalar<<<(unsigned)blocks, threads, 0, s>>>((const float*)inputs[0].data, (const float*)inputs[1].data,
-                                                             (const float*)inputs[2].data, (float*)outputs[0].data, n,
-                                                             cols);
+    affine_relu6_scalar<<<(unsigned)blocks, threads, 0, s>>>((const float*)inputs[0].data,
+                                                            (const float*)inputs[1].data,
+                                                            (const float*)inputs[2].data, (float*)outputs[0].data,
+                                                            n, cols);
   }
   return cudaGetLastError() == cudaSuccess ? 0 : 2;
 }

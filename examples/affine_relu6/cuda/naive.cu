@@ -10,14 +10,15 @@ __global__ void affine_relu6(const float* x, const float* w, const float* b, flo
   }
 }
 
-extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream) {
+extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,
+                          void* stream) {
   if (num_inputs != 3 || num_outputs != 1) return 1;
   const int64_t n = kf_numel(&inputs[0]);
   const int64_t cols = inputs[0].shape[1];
   const int threads = 256;
   const int64_t blocks = (n + threads - 1) / threads;
   affine_relu6<<<(unsigned)blocks, threads, 0, (cudaStream_t)stream>>>(
-      (const float*)inputs[0].data, (const float*)inputs[1].data, (const float*)inputs[2].data, (float*)outputs[0].data,
-      n, cols);
+      (const float*)inputs[0].data, (const float*)inputs[1].data, (const float*)inputs[2].data,
+      (float*)outputs[0].data, n, cols);
   return cudaGetLastError() == cudaSuccess ? 0 : 2;
 }

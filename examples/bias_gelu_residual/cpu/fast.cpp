@@ -11,9 +11,9 @@
 
 // exp(x) for x already clamped to [-87, 88].
 static inline float exp_clamped(float x) {
-  const float t = x * 1.4426950408889634f;          // x / ln 2
+  const float t = x * 1.4426950408889634f;      // x / ln 2
   const float n = (t + 12582912.0f) - 12582912.0f;  // round to nearest: adding 1.5 * 2^23 drops the fraction
-  const float g = (t - n) * 0.6931471805599453f;    // in [-ln2/2, ln2/2]
+  const float g = (t - n) * 0.6931471805599453f;  // in [-ln2/2, ln2/2]
   float p = 1.0f / 720.0f;
   p = p * g + 1.0f / 120.0f;
   p = p * g + 1.0f / 24.0f;
@@ -27,7 +27,8 @@ static inline float exp_clamped(float x) {
   return p * scale;
 }
 
-extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream) {
+extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,
+                          void* stream) {
   if (num_inputs != 2 || num_outputs != 1) return 1;
   const float* __restrict__ x = static_cast<const float*>(inputs[0].data);
   const float* __restrict__ b = static_cast<const float*>(inputs[1].data);

@@ -3,7 +3,8 @@
 
 #include <cmath>
 
-extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream) {
+extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,
+                          void* stream) {
   if (num_inputs != 2 || num_outputs != 1) return 1;
   const float* x = static_cast<const float*>(inputs[0].data);
   const float* b = static_cast<const float*>(inputs[1].data);

@@ -28,7 +28,8 @@ __global__ void bias_gelu_residual_scalar(const float* x, const float* b, float*
   }
 }
 
-extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream) {
+extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,
+                          void* stream) {
   if (num_inputs != 2 || num_outputs != 1) return 1;
   const int64_t n = kf_numel(&inputs[0]);
   const int64_t cols = inputs[0].shape[inputs[0].ndim - 1];
@@ -40,13 +41,15 @@ extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* ou
   if (cols % 4 == 0) {
     int64_t blocks = (n / 4 + threads - 1) / threads;
     if (blocks > (int64_t)sms * 8) blocks = (int64_t)sms * 8;
-    bias_gelu_residual_vec4<<<(unsigned)blocks, threads, 0, s>>>(
-        (const float4*)inputs[0].data, (const float*)inputs[1].data, (float4*)outputs[0].data, n / 4, cols);
+    bias_gelu_residual_vec4<<<(unsigned)blocks, threads, 0, s>>>((const float4*)inputs[0].data,
+                                                                (const float*)inputs[1].data,
+                                                                (float4*)outputs[0].data, n / 4, cols);
   } else {
     int64_t blocks = (n + threads - 1) / threads;
     if (blocks > (int64_t)sms * 8) blocks = (int64_t)sms * 8;
-    bias_gelu_residual_scalar<<<(unsigned)blocks, threads, 0, s>>>(
-        (const float*)inputs[0].data, (const float*)inputs[1].data, (float*)outputs[0].data, n, cols);
+    bias_gelu_residual_scalar<<<(unsigned)blocks, threads, 0, s>>>((const float*)inputs[0].data,
+                                                                  (const float*)inputs[1].data,
+                                                                  (float*)outputs[0].data, n, cols);
   }
   return cudaGetLastError() == cudaSuccess ? 0 : 2;
 }

@@ -11,7 +11,8 @@ __global__ void bias_gelu_residual(const float* x, const float* b, float* y, int
   }
 }
 
-extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream) {
+extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,
+                          void* stream) {
   if (num_inputs != 2 || num_outputs != 1) return 1;
   const int64_t n = kf_numel(&inputs[0]);
   bias_gelu_residual<<<(unsigned)((n + 255) / 256), 256, 0, (cudaStream_t)stream>>>(

@@ -4,7 +4,8 @@
 
 #include <cmath>
 
-extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream) {
+extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,
+                          void* stream) {
   const float* x = static_cast<const float*>(inputs[0].data);
   const float* r = static_cast<const float*>(inputs[1].data);
   const float* gamma = static_cast<const float*>(inputs[2].data);

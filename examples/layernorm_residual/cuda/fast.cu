@@ -17,9 +17,10 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
   return total;
 }
 
-__global__ void __launch_bounds__(kThreads)
-    add_layernorm(const float* __restrict__ x, const float* __restrict__ r, const float* __restrict__ gamma,
-                  const float* __restrict__ beta, float* __restrict__ y, int64_t cols) {
+__global__ void __launch_bounds__(kThreads) add_layernorm(const float* __restrict__ x, const float* __restrict__ r,
+                                                           const float* __restrict__ gamma,
+                                                           const float* __restrict__ beta, float* __restrict__ y,
+                                                           int64_t cols) {
   __shared__ float scratch[kThreads / 32];
   const int64_t base = blockIdx.x * cols;
   if (cols <= (int64_t)kThreads * kPerThread) {
@@ -61,7 +62,8 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream) {
+extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,
+                          void* stream) {
   if (num_inputs != 4 || num_outputs != 1) return 1;
   const int64_t rows = inputs[0].shape[0], cols = inputs[0].shape[1];
   add_layernorm<<<(unsigned)rows, kThreads, 0, (cudaStream_t)stream>>>(

@@ -20,7 +20,8 @@ __global__ void add_layernorm(const float* x, const float* r, const float* gamma
   }
 }
 
-extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream) {
+extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,
+                          void* stream) {
   if (num_inputs != 4 || num_outputs != 1) return 1;
   const int64_t rows = inputs[0].shape[0], cols = inputs[0].shape[1];
   add_layernorm<<<(unsigned)((rows + 127) / 128), 128, 0, (cudaStream_t)stream>>>(

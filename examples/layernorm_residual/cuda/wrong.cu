@@ -19,7 +19,8 @@ __global__ void add_layernorm(const float* x, const float* r, const float* gamma
   }
 }
 
-extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream) {
+extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,
+                          void* stream) {
   const int64_t rows = inputs[0].shape[0], cols = inputs[0].shape[1];
   add_layernorm<<<(unsigned)((rows + 127) / 128), 128, 0, (cudaStream_t)stream>>>(
       (const float*)inputs[0].data, (const float*)inputs[1].data, (const float*)inputs[2].data,

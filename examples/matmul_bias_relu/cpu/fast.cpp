@@ -4,7 +4,8 @@
 // BLAS (no packing, no register tiling): an honest "faster than naive".
 #include <kforge/kernel_abi.h>
 
-extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream) {
+extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,
+                          void* stream) {
   if (num_inputs != 3 || num_outputs != 1) return 1;
   const float* __restrict__ x = static_cast<const float*>(inputs[0].data);
   const float* __restrict__ w = static_cast<const float*>(inputs[1].data);

@@ -1,7 +1,8 @@
 // Wrong: reads w as if it were stored transposed ([n, k] instead of [k, n]).
 #include <kforge/kernel_abi.h>
 
-extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream) {
+extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,
+                          void* stream) {
   const float* x = static_cast<const float*>(inputs[0].data);
   const float* w = static_cast<const float*>(inputs[1].data);
   const float* b = static_cast<const float*>(inputs[2].data);

@@ -7,7 +7,7 @@
 constexpr int kTile = 32;
 constexpr int kRowsPerThread = 4;
 
-__global__ void __launch_bounds__(kTile* kTile / kRowsPerThread)
+__global__ void __launch_bounds__(kTile * kTile / kRowsPerThread)
     matmul_bias_relu_tiled(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ b,
                            float* __restrict__ y, int m, int k, int n) {
   __shared__ float xs[kTile][kTile + 1];
@@ -43,13 +43,15 @@ __global__ void __launch_bounds__(kTile* kTile / kRowsPerThread)
   }
 }
 
-extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream) {
+extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,
+                          void* stream) {
   if (num_inputs != 3 || num_outputs != 1) return 1;
   const int m = (int)inputs[0].shape[0], k = (int)inputs[0].shape[1], n = (int)inputs[1].shape[1];
   dim3 block(kTile, kTile / kRowsPerThread);
   dim3 grid((n + kTile - 1) / kTile, (m + kTile - 1) / kTile);
-  matmul_bias_relu_tiled<<<grid, block, 0, (cudaStream_t)stream>>>(
-      (const float*)inputs[0].data, (const float*)inputs[1].data, (const float*)inputs[2].data, (float*)outputs[0].data,
-      m, k, n);
+  matmul_bias_relu_tiled<<<grid, block, 0, (cudaStream_t)stream>>>((const float*)inputs[0].data,
+                                                                  (const float*)inputs[1].data,
+                                                                  (const float*)inputs[2].data,
+                                                                  (float*)outputs[0].data, m, k, n);
   return cudaGetLastError() == cudaSuccess ? 0 : 2;
 }

@@ -13,12 +13,14 @@ __global__ void matmul_bias_relu(const float* x, const float* w, const float* b,
   }
 }
 
-extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream) {
+extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,
+                          void* stream) {
   const int m = (int)inputs[0].shape[0], k = (int)inputs[0].shape[1], n = (int)inputs[1].shape[1];
   dim3 block(16, 16);
   dim3 grid((n + 15) / 16, (m + 15) / 16);
-  matmul_bias_relu<<<grid, block, 0, (cudaStream_t)stream>>>((const float*)inputs[0].data, (const float*)inputs[1].data,
-                                                             (const float*)inputs[2].data, (float*)outputs[0].data, m,
-                                                             k, n);
+  matmul_bias_relu<<<grid, block, 0, (cudaStream_t)stream>>>((const float*)inputs[0].data,
+                                                            (const float*)inputs[1].data,
+                                                            (const float*)inputs[2].data, (float*)outputs[0].data,
+                                                            m, k, n);
   return cudaGetLastError() == cudaSuccess ? 0 : 2;
 }

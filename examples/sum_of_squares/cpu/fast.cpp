@@ -2,7 +2,8 @@
 // dependency chain so the loop vectorizes (and is more accurate, too).
 #include <kforge/kernel_abi.h>
 
-extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream) {
+extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,
+                          void* stream) {
   if (num_inputs != 1 || num_outputs != 1) return 1;
   const float* __restrict__ x = static_cast<const float*>(inputs[0].data);
   float* __restrict__ y = static_cast<float*>(outputs[0].data);

@@ -1,7 +1,8 @@
 // Wrong: an off-by-one that skips the last element of every row.
 #include <kforge/kernel_abi.h>
 
-extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream) {
+extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,
+                          void* stream) {
   const float* x = static_cast<const float*>(inputs[0].data);
   float* y = static_cast<float*>(outputs[0].data);
   const int64_t rows = inputs[0].shape[0], cols = inputs[0].shape[1];

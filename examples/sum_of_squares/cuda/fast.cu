@@ -5,8 +5,8 @@
 
 constexpr int kThreads = 256;
 
-__global__ void __launch_bounds__(kThreads)
-    row_sum_sq(const float* __restrict__ x, float* __restrict__ y, int64_t cols) {
+__global__ void __launch_bounds__(kThreads) row_sum_sq(const float* __restrict__ x, float* __restrict__ y,
+                                                        int64_t cols) {
   const float* xr = x + blockIdx.x * cols;
   float acc = 0.0f;
   if ((cols & 3) == 0) {
@@ -29,10 +29,11 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream) {
+extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,
+                          void* stream) {
   if (num_inputs != 1 || num_outputs != 1) return 1;
   const int64_t rows = inputs[0].shape[0], cols = inputs[0].shape[1];
   row_sum_sq<<<(unsigned)rows, kThreads, 0, (cudaStream_t)stream>>>((const float*)inputs[0].data,
-                                                                    (float*)outputs[0].data, cols);
+                                                                   (float*)outputs[0].data, cols);
   return cudaGetLastError() == cudaSuccess ? 0 : 2;
 }

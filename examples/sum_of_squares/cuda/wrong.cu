@@ -12,7 +12,8 @@ __global__ void row_sum_sq(const float* x, float* y, int64_t rows, int64_t cols)
   }
 }
 
-extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream) {
+extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,
+                          void* stream) {
   const int64_t rows = inputs[0].shape[0], cols = inputs[0].shape[1];
   // Rounds the grid down: the tail rows are never written.
   row_sum_sq<<<(unsigned)(rows / 128 > 0 ? rows / 128 : 1), 128, 0, (cudaStream_t)stream>>>(

@@ -1,7 +1,8 @@
 // Correct: one fused pass, shapes read from the ABI on every call.
 #include <kforge/kernel_abi.h>
 
-extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs, void* stream) {
+extern "C" int kf_forward(const kf_tensor* inputs, int num_inputs, kf_tensor* outputs, int num_outputs,
+                          void* stream) {
   if (num_inputs != 3 || num_outputs != 1) return 1;
   const float* x = static_cast<const float*>(inputs[0].data);
   const float* w = static_cast<const float*>(inputs[1].data);
