@@ -9,7 +9,7 @@
 #     clang-tidy's readability-function-size (LineThreshold in .clang-tidy) on
 #     these translation units, or on every C++ source unit of the modules in
 #     build/default/compile_commands.json. The same rule as pass 1 read from the
-#     AST: ~20 CPU-minutes for the tree (why CI runs pass 1 instead, see
+#     AST: 11 CPU-minutes for the tree (why CI runs pass 1 instead, see
 #     docs/contributing.md). Needs build/default configured.
 # Every pass runs even when an earlier one failed, so one run lists everything.
 # JOBS (default: nproc) processes run at once.
