@@ -23,37 +23,13 @@
 #include <memory>
 #include <string>
 
+#include "chain_candidate.h"
 #include "kforge/core/document.h"
-#include "kforge/core/process.h"
 #include "kforge/env/executor.h"
 
 namespace {
 
-constexpr const char* kChainSource = R"(
-#include <kforge/kernel_abi.h>
-extern "C" int kf_forward(const kf_tensor* in, int, kf_tensor* out, int, void*) {
-  const float* x = (const float*)in[0].data; const float* y = (const float*)in[1].data;
-  const float* z = (const float*)in[2].data; float* o = (float*)out[0].data;
-  int64_t n = kf_numel(&out[0]);
-  for (int64_t i = 0; i < n; ++i) { float v = x[i] * y[i] + z[i]; o[i] = v > 0.f ? v : 0.f; }
-  return 0;
-}
-)";
-
-std::filesystem::path build_candidate() {
-  auto dir = std::filesystem::path(KFORGE_BINARY_DIR) / "bench" / "exec";
-  std::filesystem::create_directories(dir);
-  auto src = dir / "memory_chain.cpp", so = dir / "memory_chain.so";
-  std::ofstream(src) << kChainSource;
-  const kforge::ProcessResult r =
-      kforge::run_process({kforge::find_on_path("g++").string(), "-std=c++17", "-O3", "-shared", "-fPIC",
-                           "-I" KFORGE_SOURCE_DIR "/core/include", "-o", so.string(), src.string()});
-  if (!r.ok()) {
-    std::fprintf(stderr, "g++ failed:\n%s\n", r.output.c_str());
-    std::abort();
-  }
-  return so;
-}
+std::filesystem::path build_candidate() { return kforge::bench::build_chain_candidate("memory_chain"); }
 
 kforge::TaskSpec chain_task(int64_t n) {
   kforge::json j = {{"id", "bench/memory_chain_" + std::to_string(n)},
