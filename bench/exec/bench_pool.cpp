@@ -31,7 +31,8 @@
 // each round's sources new; default 3 on cuda, where one round of 20
 // candidates lasts a few seconds and the first compile's latency would
 // weigh on it, 1 on cpu), KFORGE_BENCH_DEVICES (cuda: "0,1,..." to spread
-// the throughput run over several GPUs with L lanes each).
+// the throughput run over several GPUs with L lanes each), KFORGE_BENCH_WARMUP_MS
+// (the submit's warm-up instead of the default, to compare warm-ups in one run).
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -124,6 +125,8 @@ EvalOptions submit_options() {
     o.target_rse = 0.01;
   }
   o.hardware_metrics = false;  // counters only on profile actions
+  // A knob for trying other warm-ups against the default in one run.
+  if (const int warmup = env_int("KFORGE_BENCH_WARMUP_MS", -1); warmup >= 0) o.warmup_ms = warmup;
   return o;
 }
 
@@ -191,6 +194,9 @@ void remove_cache(const CompileService& c) { kforge::remove_tree(c.cache_dir());
 // Candidates per minute over `job_list`, compiled and judged as they come.
 struct ThroughputResult {
   double per_minute = 0;
+  // Between the first report and the last: the rate once the compiles keep
+  // the lanes fed (a run's first candidate waits for a whole compile).
+  double steady_per_minute = 0;
   int correct = 0;
   int candidates = 0;
   std::map<std::string, std::vector<double>> phases;
@@ -202,7 +208,10 @@ ThroughputResult run_throughput(DevicePool& pool, const std::vector<Job>& job_li
   const auto start = Clock::now();
   std::vector<std::future<CompileResult>> compiles;
   for (const auto& j : job_list) compiles.push_back(compiler.submit(j.solution, compile_context_for(j.task)));
-  std::vector<std::future<EvalReport>> evals;
+  // Each report with the moment it came back: the steady rate is taken
+  // between the first and the last, without the first compile's latency.
+  using Done = std::pair<EvalReport, Clock::time_point>;
+  std::vector<std::future<Done>> evals;
   for (size_t i = 0; i < job_list.size(); ++i) {
     CompileResult c = compiles[i].get();
     if (!c.ok) {
@@ -216,10 +225,15 @@ ThroughputResult run_throughput(DevicePool& pool, const std::vector<Job>& job_li
     req.options = submit_options();
     req.verify = req.time = true;  // a submit step
     req.profile = runs_profile(ActionType::kSubmit, req.options);
-    evals.push_back(pool.submit(std::move(req)));
+    evals.push_back(std::async(std::launch::async, [report = pool.submit(std::move(req))]() mutable {
+      EvalReport r = report.get();
+      return Done{std::move(r), Clock::now()};
+    }));
   }
+  std::vector<Clock::time_point> done_at;
   for (auto& f : evals) {
-    EvalReport r = f.get();
+    auto [r, at] = f.get();
+    done_at.push_back(at);
     out.correct += r.correct();
     if (!r.correct()) std::fprintf(stderr, "bench_pool: %s\n", r.summary.c_str());
     for (const auto& [phase, ms] : r.phase_ms.items()) {
@@ -228,6 +242,11 @@ ThroughputResult run_throughput(DevicePool& pool, const std::vector<Job>& job_li
   }
   out.candidates = static_cast<int>(job_list.size());
   out.per_minute = job_list.size() / (seconds_since(start) / 60.0);
+  std::sort(done_at.begin(), done_at.end());
+  if (done_at.size() > 1) {
+    const double span_s = std::chrono::duration<double>(done_at.back() - done_at.front()).count();
+    if (span_s > 0) out.steady_per_minute = static_cast<double>(done_at.size() - 1) / (span_s / 60.0);
+  }
   return out;
 }
 
@@ -247,8 +266,9 @@ void BM_PoolThroughput(benchmark::State& state) {
     }
     const ThroughputResult r = run_throughput(*pool, job_list, *compiler);
     remove_cache(*compiler);
-    std::printf("[pool] %d lane(s) x %zu device(s): %.1f candidates/min, median ms per phase:", lanes, devices.size(),
-                r.per_minute);
+    std::printf("[pool] %d lane(s) x %zu device(s): %.1f candidates/min (%.1f from the first report to the last), "
+                "median ms per phase:",
+                lanes, devices.size(), r.per_minute, r.steady_per_minute);
     for (const auto& [phase, v] : r.phases) std::printf(" %s %.1f", phase.c_str(), median(v));
     std::printf("\n");
     // What only one candidate at a time may do on a GPU: its timing and profile.
@@ -270,6 +290,7 @@ void BM_PoolThroughput(benchmark::State& state) {
     state.counters["candidates"] = r.candidates;
     state.counters["correct"] = r.correct;
     state.counters["per_minute"] = r.per_minute;
+    state.counters["steady_per_minute"] = r.steady_per_minute;
     state.counters["per_minute_per_device"] = r.per_minute / static_cast<double>(devices.size());
     if (g_one_lane_per_minute > 0) state.counters["over_one_lane"] = r.per_minute / g_one_lane_per_minute;
   }

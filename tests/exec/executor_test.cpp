@@ -76,6 +76,13 @@ TEST_F(ExecutorTest, CorrectCandidateIsVerifiedAndTimed) {
   EXPECT_TRUE(r.timing->sandbox["seccomp"].get<bool>());
   EXPECT_GT(r.timing->cache_flush_bytes, 0u);
   for (const char* phase : {"spawn", "verify", "time", "total"}) EXPECT_TRUE(r.phase_ms.contains(phase)) << phase;
+  // Where the load and the turn-around go: the judge's own parts and the
+  // runner's account of its set-up.
+  for (const char* phase : {"arena", "release", "refill_after_previous", "spawn_arena", "spawn_loading_filter",
+                            "spawn_load", "spawn_after_load", "spawn_running_filter"}) {
+    EXPECT_TRUE(r.phase_ms.contains(phase)) << phase;
+  }
+  EXPECT_LE(r.phase_ms["spawn_load"].get<double>(), r.phase_ms["spawn"].get<double>());
   EXPECT_FALSE(r.device.empty());
   EXPECT_EQ(r.device, executor_->device_name());
   EXPECT_TRUE(r.violations.empty());

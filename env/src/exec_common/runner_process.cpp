@@ -225,7 +225,7 @@ std::string done_problem(const json& body) {
 
 std::string reply_problem(const std::string& type, const json& body) {
   if (type == "done") return done_problem(body);
-  if (type == "ready") return check_fields(body, {{"sandbox", FieldKind::kObject}});
+  if (type == "ready") return check_fields(body, {{"sandbox", FieldKind::kObject}, {"phase_ms", FieldKind::kObject}});
   if (type == "profiled") return check_fields(body, {{"profile", FieldKind::kObject, true}});
   if (type == "error") {
     return check_fields(body, {{"stage", FieldKind::kString, true}, {"message", FieldKind::kString, true}});

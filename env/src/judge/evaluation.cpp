@@ -1,6 +1,7 @@
 #include "judge/evaluation.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -123,6 +124,22 @@ class Evaluation {
   // other lanes never turns into this candidate's timeout.
   // `phase` says which part waited: phase_ms.gate_wait_<phase> (load,
   // time, profile) beside the total, phase_ms.gate_wait.
+  // The runner's own account of its set-up (phase_ms.spawn_<part>). The
+  // runner may hold candidate code by then, so only the known parts are
+  // read, and only as figures within the request's time.
+  void add_runner_setup_phases(const exec::RunnerReply& ready) {
+    if (!ready.ok() || !ready.body.contains("phase_ms")) return;
+    const auto& phases = ready.body["phase_ms"];
+    for (const char* part : {"arena", "loading_filter", "load", "after_load", "running_filter"}) {
+      const auto it = phases.find(part);
+      if (it == phases.end() || !it->is_number()) continue;
+      const double ms = it->get<double>();
+      if (std::isfinite(ms) && ms >= 0 && ms <= options_.eval_timeout_ms) {
+        report_.phase_ms[std::string("spawn_") + part] = ms;
+      }
+    }
+  }
+
   void add_gate_wait(double ms, const char* phase) {
     report_.phase_ms["gate_wait"] = report_.phase_ms.value("gate_wait", 0.0) + ms;
     const std::string key = std::string("gate_wait_") + phase;
@@ -219,7 +236,9 @@ Verdict Evaluation::start_candidate() {
   auto t = Clock::now();
   RunnerPool::Taken taken = pool_->take(deadline_);
   report_.phase_ms["runner_start"] = ms_since(t);
+  t = Clock::now();
   session_.emplace(device_, std::move(taken.runner), &*plan_);
+  report_.phase_ms["arena"] = ms_since(t);
   if (!taken.started.ok()) return verdict_on_load(taken.started, request_.artifact.mode, options_, &*session_);
   t = Clock::now();
   limits_.memory_bytes = options_.memory_limit_bytes;
@@ -229,6 +248,7 @@ Verdict Evaluation::start_candidate() {
       exec::Deadline::earliest(deadline_, exec::Deadline::after_ms(std::max(options_.call_timeout_ms, 5000.0)));
   exec::RunnerReply ready = session_->start(runner_candidate(request_.artifact, request_.task), limits_, load_deadline);
   report_.phase_ms["spawn"] = ms_since(t);
+  add_runner_setup_phases(ready);
   return verdict_on_load(ready, request_.artifact.mode, options_, &*session_);
 }
 
@@ -299,6 +319,11 @@ env::EvalReport Evaluation::finish(Verdict verdict, EvaluationCounters* counters
   session_->runner().terminate();
   report_.phase_ms["retire"] = ms_since(t);
   report_.candidate_output = session_->runner().output_tail(kOutputTailBytes);
+  // The arena goes back to the device now (it would at the request's end):
+  // counted in the total, as the next request waits for it.
+  const auto r = Clock::now();
+  session_.reset();
+  report_.phase_ms["release"] = ms_since(r);
   report_.outcome = verdict.outcome;
   report_.summary = verdict.summary;
   report_.violations = std::move(verdict.violations);

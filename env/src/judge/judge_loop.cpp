@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -17,6 +18,7 @@
 #include "judge/judge_device.h"
 #include "judge/reference_probe.h"
 #include "judge/runner_pool.h"
+#include "kforge/core/elapsed.h"
 #include "kforge/core/error.h"
 #include "kforge/env/eval.h"
 #include "kforge/env/reference_probe.h"
@@ -244,6 +246,7 @@ class RequestServer {
   EvaluationCounters counters_;
   MemoryBound memory_;
   int reference_requests_ = 0;
+  double last_refill_ms_ = 0;
 };
 
 int RequestServer::serve() {
@@ -297,6 +300,9 @@ std::optional<int> RequestServer::serve_eval(const json& msg) {
   } catch (const std::exception& e) {
     report = system_failure(e.what());
   }
+  // The previous request's work after its report (topping up the spares)
+  // delayed this one: said here, where the next request waits for it.
+  report.phase_ms["refill_after_previous"] = last_refill_ms_;
   // A device failure that outlives the request (the judge's own CUDA
   // context is gone) ends this judge once the report is out; the
   // Executor starts a fresh one for the next request.
@@ -323,7 +329,9 @@ std::optional<int> RequestServer::serve_eval(const json& msg) {
   if (std::optional<int> code = exit_if_retired(broken)) return code;
   // Tops up the spares. On the GPU, timing runners' start-up needs no share
   // of the gate (runner_pool.h); elsewhere there is no gate.
+  const auto refill_start = std::chrono::steady_clock::now();
   pool_.refill();
+  last_refill_ms_ = ms_since(refill_start);
   return std::nullopt;
 }
 

@@ -134,9 +134,25 @@ void handle_bind(Session& s, const json& msg, uint64_t seq) {
   reply({{"type", "bound"}, {"seq", seq}});
 }
 
+// Milliseconds of each part of the set-up, for the judge's report
+// (phase_ms.spawn_<part>): where a candidate's load time goes.
+class SetupPhases {
+ public:
+  void mark(const char* part) {
+    const uint64_t now = now_ns();
+    phases_[part] = static_cast<double>(now - last_) / 1e6;
+    last_ = now;
+  }
+  const json& phases() const { return phases_; }
+
+ private:
+  uint64_t last_ = now_ns();
+  json phases_ = json::object();
+};
+
 // A shared object runs its static constructors here; a CUBIN is read
 // (read-only opens are still allowed) and loaded onto the device.
-std::unique_ptr<Candidate> load_candidate(RunnerDevice* device, const json& msg) {
+std::unique_ptr<Candidate> load_candidate(RunnerDevice* device, const json& msg, SetupPhases* phases) {
   std::unique_ptr<Candidate> loaded;
   if (msg.contains("cubin")) {
     loaded = load_plan_candidate(msg, [device](const std::string& image, const std::vector<std::string>& names) {
@@ -145,7 +161,9 @@ std::unique_ptr<Candidate> load_candidate(RunnerDevice* device, const json& msg)
   } else {
     loaded = load_library_candidate(msg.at("library").get<std::string>(), device);
   }
+  phases->mark("load");
   device->after_load();
+  phases->mark("after_load");
   return loaded;
 }
 
@@ -154,28 +172,32 @@ std::unique_ptr<Candidate> load_candidate(RunnerDevice* device, const json& msg)
 void handle_setup(Session& s, Frame& frame, uint64_t seq) {
   const json& msg = frame.body;
   if (s.candidate != nullptr) return reply_error(seq, "setup", "already set up");
+  SetupPhases phases;
   SandboxLimits limits = parse_limits(msg.at("limits"));
   limits.open_files += s.device->extra_open_files();
   s.device->set_device_memory_limit(msg.at("limits").value("device_memory_bytes", uint64_t{0}));
   // The arena first: mapping it is harness work (CUDA: opening an IPC
   // handle), done before any candidate code exists in the process.
   s.device->map_arena(msg.at("arena"), &frame.fds);
+  phases.mark("arena");
   enter_loading_phase(limits, s.device->extra_syscalls(), s.device->writable_files(), &s.sandbox,
                       s.device->device_ioctl_files());
+  phases.mark("loading_filter");
   // From here on the candidate's code may run (static constructors,
   // the driver parsing its CUBIN): the judge blames what follows on
   // the candidate, and what came before on the harness.
   reply({{"type", "loading"}, {"seq", seq}});
   std::unique_ptr<Candidate> loaded;
   try {
-    loaded = load_candidate(s.device, msg);
+    loaded = load_candidate(s.device, msg, &phases);
   } catch (const std::exception& e) {
     return reply_error(seq, "load", e.what());
   }
   enter_running_phase(limits, &s.sandbox);
+  phases.mark("running_filter");
   // Only now: nothing may call the candidate before the running filter.
   s.candidate = std::move(loaded);
-  reply({{"type", "ready"}, {"seq", seq}, {"sandbox", s.sandbox.to_json()}});
+  reply({{"type", "ready"}, {"seq", seq}, {"sandbox", s.sandbox.to_json()}, {"phase_ms", phases.phases()}});
 }
 
 }  // namespace
