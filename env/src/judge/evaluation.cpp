@@ -314,7 +314,11 @@ env::EvalReport Evaluation::finish(Verdict verdict, EvaluationCounters* counters
   if (!session_->runner().alive()) ++counters->runner_faults;
   // Waited for: the arena must outlive the runner's kernels (a CUDA
   // context's teardown ends them), or the next candidate's arena could
-  // receive their writes.
+  // receive their writes. Without the gate: a context's teardown (~75 ms
+  // on an H100) no more moves another judge's timed kernel than a context's
+  // creation does (docs/execution.md, "The GPU gate"), and under a share it
+  // would keep every other lane's timing waiting.
+  gate_->release();
   const auto t = Clock::now();
   session_->runner().terminate();
   report_.phase_ms["retire"] = ms_since(t);
