@@ -266,9 +266,10 @@ void BM_PoolThroughput(benchmark::State& state) {
     }
     const ThroughputResult r = run_throughput(*pool, job_list, *compiler);
     remove_cache(*compiler);
-    std::printf("[pool] %d lane(s) x %zu device(s): %.1f candidates/min (%.1f from the first report to the last), "
-                "median ms per phase:",
-                lanes, devices.size(), r.per_minute, r.steady_per_minute);
+    std::printf(
+        "[pool] %d lane(s) x %zu device(s): %.1f candidates/min (%.1f from the first report to the last), "
+        "median ms per phase:",
+        lanes, devices.size(), r.per_minute, r.steady_per_minute);
     for (const auto& [phase, v] : r.phases) std::printf(" %s %.1f", phase.c_str(), median(v));
     std::printf("\n");
     // What only one candidate at a time may do on a GPU: its timing and profile.

@@ -40,6 +40,7 @@ TimingSummary full_timing() {
   t.resolution_ms = 0.002;
   t.stop_reason = "target_rse";
   t.warmup_rounds = 7;
+  t.warmup_ms = 11.5;
   t.input_sets = 3;
   t.timing_seed = 18446744073709551000ull;
   t.cache_flush_bytes = 100663296;
@@ -62,6 +63,7 @@ TEST(TimingSummaryTest, RoundTripsThroughJson) {
   const TimingSummary back = timing_summary_from_json(j);
   EXPECT_EQ(to_json(back), j);
   EXPECT_EQ(back.timing_seed, t.timing_seed);
+  EXPECT_DOUBLE_EQ(*back.warmup_ms, 11.5);
   EXPECT_DOUBLE_EQ(*back.candidate.energy_j, 0.002);
   EXPECT_TRUE(back.timed());
   ASSERT_TRUE(back.speedup_interval.has_value());

@@ -67,6 +67,7 @@ json to_json(const TimingSummary& t) {
             {"cache_flush_bytes", t.cache_flush_bytes},
             {"elapsed_ms", number_or_null(t.elapsed_ms)}};
   put(j, "speedup", t.speedup);
+  put(j, "warmup_ms", t.warmup_ms);
   if (t.speedup_interval) j["speedup_interval"] = to_json(*t.speedup_interval);
   put(j, "candidate_self_reported", t.candidate_self_reported);
   put(j, "resolution_ms", t.resolution_ms);
@@ -138,6 +139,7 @@ TimingSummary timing_summary_from_field(const Field& field) {
   t.resolution_ms = optional_number(r, "resolution_ms");
   if (auto f = r.optional("stop_reason")) t.stop_reason = f->as_string();
   if (auto f = r.optional("warmup_rounds")) t.warmup_rounds = static_cast<int>(f->as_int_in(0, INT32_MAX));
+  t.warmup_ms = optional_number(r, "warmup_ms");
   if (auto f = r.optional("input_sets")) t.input_sets = static_cast<int>(f->as_int_in(0, INT32_MAX));
   if (auto f = r.optional("fresh_inputs")) t.fresh_inputs = f->as_bool();
   if (auto f = r.optional("timing_seed")) {

@@ -60,6 +60,7 @@ json to_json(const EvalOptions& o) {
           {"float64_reference", o.float64_reference},
           {"check_determinism", o.check_determinism},
           {"warmup_ms", o.warmup_ms},
+          {"warmup_min_ms", o.warmup_min_ms},
           {"max_time_ms", o.max_time_ms},
           {"min_samples", o.min_samples},
           {"max_samples", o.max_samples},
@@ -101,6 +102,7 @@ EvalOptions parse_eval_options(const Field& field, EvalOptions base) {
   if (auto f = r.optional("float64_reference")) o.float64_reference = f->as_bool();
   if (auto f = r.optional("check_determinism")) o.check_determinism = f->as_bool();
   if (auto f = r.optional("warmup_ms")) o.warmup_ms = duration_ms(*f, false);
+  if (auto f = r.optional("warmup_min_ms")) o.warmup_min_ms = duration_ms(*f, false);
   if (auto f = r.optional("max_time_ms")) o.max_time_ms = duration_ms(*f, false);
   if (auto f = r.optional("min_samples")) o.min_samples = static_cast<int>(f->as_int_in(1, 1000000));
   if (auto f = r.optional("max_samples")) o.max_samples = static_cast<int>(f->as_int_in(1, 1000000));

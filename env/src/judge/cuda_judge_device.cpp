@@ -189,6 +189,8 @@ class CudaJudgeDevice final : public JudgeDevice {
     return j;
   }
 
+  bool clocks_at_speed() override { return nvml_ && nvml_->sm_clock_at_speed(); }
+
   bool runner_times_on_device() const override { return true; }
 
   // Double data rate: two transfers per memory clock over the whole bus.

@@ -266,6 +266,7 @@ void Evaluation::time(Verdict* verdict) {
   auto t = Clock::now();
   TimingResult timing = time_candidate(*plan_, options_, &*session_, device_, deadline_);
   report_.phase_ms["time"] = ms_since(t);
+  if (timing.timing && timing.timing->warmup_ms) report_.phase_ms["time_warmup"] = *timing.timing->warmup_ms;
   // Only the timing window is exclusive: the report, the runner's retirement
   // and the next request's load overlap other judges' work, never their
   // timing (a downgrade no writer can slip into, gpu_gate.h).

@@ -63,6 +63,10 @@ class JudgeDevice {
   virtual double time_ms(const std::function<void()>& fn) = 0;
   // Clock state to record with timings (CPU MHz, SM/memory clocks on GPUs).
   virtual json clocks() = 0;
+  // Whether the device's clock has ramped up to its working speed, so that a
+  // warm-up may end before EvalOptions::warmup_ms (timing_protocol.h). False
+  // where there is no such reading (the CPU: warm-up by time only).
+  virtual bool clocks_at_speed() { return false; }
   // Whether the work runs on the host CPU, so that CPU time consumed (the
   // runner's, read from its kernel-kept CPU clock; the judge thread's for the
   // reference) measures it. True on CPU; on GPUs the CPU only launches work.

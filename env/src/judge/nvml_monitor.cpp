@@ -130,6 +130,17 @@ std::optional<double> NvmlMonitor::max_memory_clock_mhz() const {
   return static_cast<double>(v);
 }
 
+bool NvmlMonitor::sm_clock_at_speed() const {
+  unsigned int now = 0, target = 0;
+  if (api_->clock_info == nullptr || api_->clock_info(device_, kClockSm, &now) != kNvmlSuccess) return false;
+  const bool app = api_->app_clock != nullptr && api_->app_clock(device_, kClockSm, &target) == kNvmlSuccess;
+  if ((!app || target == 0) &&
+      (api_->max_clock_info == nullptr || api_->max_clock_info(device_, kClockSm, &target) != kNvmlSuccess)) {
+    return false;
+  }
+  return target > 0 && now >= kAtSpeedFraction * target;
+}
+
 nlohmann::json clock_event_reason_names(unsigned long long reasons) {
   static const std::vector<std::pair<unsigned long long, const char*>> kBits = {
       {0x1ull, "idle"},

@@ -32,6 +32,13 @@ class NvmlMonitor {
   // Total energy since the driver loaded, in millijoules (Volta and later).
   std::optional<uint64_t> energy_mj() const;
   std::optional<double> max_memory_clock_mhz() const;
+  // Whether the SM clock runs at kAtSpeedFraction of its target or more: the
+  // applications clock (what the GPU runs at under load unless a power or
+  // thermal limit holds it back), else the maximum. False when NVML cannot
+  // say, and while a limit holds the clock lower (the caller then waits as
+  // long as it would without a reading).
+  bool sm_clock_at_speed() const;
+  static constexpr double kAtSpeedFraction = 0.9;
 
   struct Api;
 

@@ -311,6 +311,7 @@ void fill_summary(const TimingCall& call, const Clocks& clocks, const Overhead& 
   t->overhead = sample_stats(*f.overhead);
   t->stop_reason = rounds.stop_reason;
   t->warmup_rounds = schedule.warmup_rounds();
+  t->warmup_ms = schedule.warmup_elapsed_ms();
   t->input_sets = fresh.pool_size();
   t->fresh_inputs = true;
   t->timing_seed = seed;
@@ -387,7 +388,8 @@ TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& option
   // Warm-up and trials on fresh inputs.
   const uint64_t seed = timing_seed();
   TimingInputs fresh(call.base.task, options.timing_input_sets, seed, device->device());
-  SamplingSchedule schedule(options, decision_target(options, call.base.task));
+  SamplingSchedule schedule(options, decision_target(options, call.base.task),
+                            [device] { return device->clocks_at_speed(); });
   Rounds rounds;
   if (std::optional<Verdict> v = run_rounds(call, clocks, overhead, &fresh, &schedule, &rounds)) {
     return failed(std::move(*v));

@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <utility>
@@ -55,16 +56,22 @@ std::string timer_name(bool host_cpu_clock, bool device_clock) {
   return host_cpu_clock ? "cpu_time" : device_clock ? "device_events" : "wall_round_trip";
 }
 
-SamplingSchedule::SamplingSchedule(const env::EvalOptions& options, exec::DecisionTarget decision)
+SamplingSchedule::SamplingSchedule(const env::EvalOptions& options, exec::DecisionTarget decision,
+                                   std::function<bool()> clocks_at_speed)
     : warmup_ms_(options.warmup_ms),
+      warmup_min_ms_(std::min(options.warmup_min_ms, options.warmup_ms)),
+      clocks_at_speed_(std::move(clocks_at_speed)),
       rule_{options.min_samples, options.max_samples, options.target_rse, options.max_time_ms, std::move(decision)} {}
 
 bool SamplingSchedule::finish_round() {
   ++rounds_;
   if (!warming_) return true;
   ++warmup_rounds_;
-  if (ms_since(start_) >= warmup_ms_) {
+  const double elapsed = ms_since(start_);
+  const bool ramped = clocks_at_speed_ && warmup_rounds_ >= 2 && elapsed >= warmup_min_ms_ && clocks_at_speed_();
+  if (elapsed >= warmup_ms_ || ramped) {
     warming_ = false;
+    warmup_elapsed_ms_ = elapsed;
     sampling_start_ = Clock::now();
   }
   return false;

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -61,12 +62,16 @@ class SamplingSchedule {
  public:
   // `decision`: what the reward needs of the speedup (sample_stats.h); when
   // asked, check_paired stops on it instead of on target_rse.
-  explicit SamplingSchedule(const env::EvalOptions& options, exec::DecisionTarget decision = {});
+  // `clocks_at_speed` (JudgeDevice::clocks_at_speed): when given, the warm-up
+  // may end after warmup_min_ms once it says so.
+  explicit SamplingSchedule(const env::EvalOptions& options, exec::DecisionTarget decision = {},
+                            std::function<bool()> clocks_at_speed = {});
 
   // Call after every round that completed; false while the round was part of
-  // the warm-up (do not record its samples). The first round at or after
-  // warmup_ms of phase time is the last warm-up round (there is always at
-  // least one).
+  // the warm-up (do not record its samples). The warm-up's last round is the
+  // first to end at or after warmup_ms of phase time, or, from the second
+  // round on, the first at or after warmup_min_ms with the clocks at speed
+  // (there is always at least one warm-up round).
   bool finish_round();
   // After the recorded samples of a round: the rule's verdict on both sides'
   // summaries (pass the same summary twice for one side).
@@ -78,11 +83,15 @@ class SamplingSchedule {
   bool warming_up() const { return warming_; }  // the next round is a warm-up round
   int rounds() const { return rounds_; }
   int warmup_rounds() const { return warmup_rounds_; }
-  double elapsed_ms() const;  // since the schedule was made
+  double warmup_elapsed_ms() const { return warmup_elapsed_ms_; }  // how long the warm-up lasted
+  double elapsed_ms() const;                                       // since the schedule was made
 
  private:
   using Clock = std::chrono::steady_clock;
   double warmup_ms_;
+  double warmup_min_ms_;
+  std::function<bool()> clocks_at_speed_;
+  double warmup_elapsed_ms_ = 0;
   exec::StoppingRule rule_;
   Clock::time_point start_ = Clock::now();
   Clock::time_point sampling_start_ = start_;

@@ -79,6 +79,9 @@ struct TimingSummary {
   std::optional<double> resolution_ms;
   std::string stop_reason;  // the stopping rule's verdict (sample_stats.h), or "eval_timeout"
   int warmup_rounds = 0;
+  // How long the warm-up lasted: EvalOptions::warmup_ms, or less where the
+  // device's clocks were at speed after warmup_min_ms.
+  std::optional<double> warmup_ms;
   int input_sets = 0;
   bool fresh_inputs = true;
   uint64_t timing_seed = 0;
