@@ -19,6 +19,11 @@ the finished trajectories instead, exactly once, from a TrajectoryStream:
             train_on(batch.trajectories)
             stream.ack(batch)
 
+The core modules are here; kforge.stream (the stream's receiver), kforge.openenv
+(an OpenEnv server) and kforge.trainers (TRL's and verl's adapters) are
+subpackages. The flat names of before (kforge.stream_io, kforge.openenv_server,
+kforge.trl_env, ...) still import: each is the new module itself.
+
 See docs/python.md, trainer_bridge/PROTOCOL.md and trainer_bridge/STREAM.md.
 """
 

@@ -14,7 +14,7 @@ integer, got 'one'"). ``to_dict`` writes what the C++ ``to_json`` writes, key
 for key, so an info read and written again is the same JSON.
 
 The dataclasses' field types drive both the reader and ``json_schema``, which
-generates the JSON Schema the OpenEnv server publishes (kforge.openenv_wire):
+generates the JSON Schema the OpenEnv server publishes (kforge.openenv.wire):
 one source for the fields, their types and their descriptions
 (``field(metadata={"doc": ...})``). Standard library only.
 """

@@ -17,7 +17,7 @@ import msgpack
 import zmq
 
 from conftest import PYTHON_DIR, kforge_bin
-from kforge import stream_protocol as proto
+from kforge.stream import protocol as proto
 
 EXAMPLE_RECEIVER = PYTHON_DIR / "examples" / "trainer_receiver.py"
 FAST_HEARTBEATS = ["--heartbeat-ms", "100", "--heartbeat-timeout-ms", "1000"]

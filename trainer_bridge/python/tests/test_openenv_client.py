@@ -1,4 +1,4 @@
-"""kforge.openenv_server driven by OpenEnv's own client logic
+"""kforge.openenv.server driven by OpenEnv's own client logic
 (openenv_client.py, from meta-pytorch/OpenEnv at 685de41): steps longer than
 the client's message timeout, the end rule, typed results of ended episodes,
 idling past every timeout, MCP over /ws and POST /mcp, and `openenv

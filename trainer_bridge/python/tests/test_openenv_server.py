@@ -1,4 +1,4 @@
-"""kforge.openenv_server against a client written from OpenEnv's spec.
+"""kforge.openenv.server against a client written from OpenEnv's spec.
 
 The client side follows OpenEnv's own (meta-pytorch/OpenEnv at 685de41:
 src/openenv/core/env_client.py and env_server/http_server.py): a WebSocket
@@ -34,11 +34,11 @@ AFFINE = EXAMPLES / "affine_relu6"
 
 
 class Adapter:
-    """`python3 -m kforge.openenv_server` as a child process."""
+    """`python3 -m kforge.openenv.server` as a child process."""
 
     def __init__(self, kforge_endpoint: str, *extra: str) -> None:
         self.p = subprocess.Popen(
-            [sys.executable, "-m", "kforge.openenv_server", "--kforge-endpoint", kforge_endpoint, "--port", "0", *extra],
+            [sys.executable, "-m", "kforge.openenv.server", "--kforge-endpoint", kforge_endpoint, "--port", "0", *extra],
             cwd=str(PYTHON_DIR), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         line = self.p.stdout.readline() if self.p.stdout else ""
@@ -324,7 +324,7 @@ def test_capacity_and_the_idle_timeout_free_slots(kforge_server: Any) -> None:
 
 
 def test_parse_message_bounds_size_and_depth() -> None:
-    from kforge.openenv_server import RequestError, parse_message, tool_call_of
+    from kforge.openenv.server import RequestError, parse_message, tool_call_of
 
     with pytest.raises(RequestError, match="limit"):
         parse_message("{}" + " " * 100, 50)
@@ -344,8 +344,8 @@ def test_parse_message_bounds_size_and_depth() -> None:
 
 
 def test_mcp_and_http_error_shapes() -> None:
-    from kforge.openenv_mcp import mcp_tools, read_jsonrpc
-    from kforge.openenv_server import RequestError, http_error_detail
+    from kforge.openenv.mcp import mcp_tools, read_jsonrpc
+    from kforge.openenv.server import RequestError, http_error_detail
 
     tools = mcp_tools([{"type": "function", "function": {"name": "submit", "description": "d",
                                                          "parameters": {"type": "object"}}}])
@@ -363,14 +363,14 @@ def test_mcp_and_http_error_shapes() -> None:
 
 
 def test_the_manifests_app_is_built_from_the_environment(kforge_server: Any, monkeypatch: Any) -> None:
-    # openenv.yaml: `app: kforge.openenv_server:app`, configured by variables.
+    # openenv.yaml: `app: kforge.openenv.server:app`, configured by variables.
     import importlib
 
     manifest = (PYTHON_DIR / "openenv.yaml").read_text()
-    assert "app: kforge.openenv_server:app" in manifest and "spec_version: 1" in manifest
+    assert "app: kforge.openenv.server:app" in manifest and "spec_version: 1" in manifest
     monkeypatch.setenv("KFORGE_ENDPOINT", kforge_server.endpoint)
     monkeypatch.setenv("KFORGE_OPENENV_MAX_SESSIONS", "3")
-    module = importlib.import_module("kforge.openenv_server")
+    module = importlib.import_module("kforge.openenv.server")
     module.__dict__.pop("app", None)
     app = module.app
     paths = {getattr(r, "path", None) for r in app.routes}

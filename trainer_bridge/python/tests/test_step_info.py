@@ -13,7 +13,7 @@ import pytest
 
 from conftest import REPO, small_task
 from kforge import Measurement, RemoteEnv, ResetInfo, StepInfo, StepInfoError
-from kforge.openenv_wire import OBSERVATION_SCHEMA, STATE_SCHEMA, OpenEnvObservation, OpenEnvState, step_observation
+from kforge.openenv.wire import OBSERVATION_SCHEMA, STATE_SCHEMA, OpenEnvObservation, OpenEnvState, step_observation
 from kforge.step_info import FinalEvaluation, StepBudget, json_schema
 
 RECORDED = REPO / "tests" / "rollout" / "replay" / "data"

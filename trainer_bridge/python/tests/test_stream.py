@@ -15,8 +15,8 @@ import zmq
 
 from conftest import kforge_bin
 from kforge import Batch, TrajectoryStream
-from kforge import stream_protocol as proto
-from kforge.stream_state import ReceiverState, SeqRanges
+from kforge.stream import protocol as proto
+from kforge.stream.state import ReceiverState, SeqRanges
 from stream_helpers import (
     RawSender,
     finish,

@@ -1,4 +1,4 @@
-"""kforge.trl_env.KForgeToolEnv driven the way TRL's GRPOTrainer drives an
+"""kforge.trainers.trl.KForgeToolEnv driven the way TRL's GRPOTrainer drives an
 ``environment_factory`` (huggingface/trl at f2cd577, 1.10.0.dev0,
 trl/trainer/grpo_trainer.py): probe an instance for ``reset``, ``get_reward``
 and its public methods as tools; pool and reuse instances; ``reset(**row)``
@@ -20,7 +20,7 @@ import pytest
 from conftest import EXAMPLES, SMALL_AFFINE_ID, source, start_server
 
 from kforge import KForgeError, RemoteEnv
-from kforge.trl_env import KForgeToolEnv
+from kforge.trainers.trl import KForgeToolEnv
 
 AFFINE = EXAMPLES / "affine_relu6"
 FAST, WRONG = source(AFFINE / "cpu" / "fast.cpp"), source(AFFINE / "cpu" / "wrong.cpp")

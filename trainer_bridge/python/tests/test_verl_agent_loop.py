@@ -1,4 +1,4 @@
-"""kforge.verl_agent_loop.KForgeAgentLoop driven as verl drives an agent loop
+"""kforge.trainers.verl.KForgeAgentLoop driven as verl drives an agent loop
 (volcengine/verl at b178a3c, 0.8.0.dev: verl/experimental/agent_loop/
 agent_loop.py, tool_agent_loop.py, tool_parser.py): constructed per sample
 with (trainer_config, server_manager, tokenizer, processor, dataset_cls,
@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional
 
 from conftest import EXAMPLES, SMALL_AFFINE_ID, source, start_server
 
-from kforge.verl_agent_loop import KForgeAgentLoop, parse_tool_call
+from kforge.trainers.verl import KForgeAgentLoop, parse_tool_call
 
 AFFINE = EXAMPLES / "affine_relu6"
 FAST, WRONG = source(AFFINE / "cpu" / "fast.cpp"), source(AFFINE / "cpu" / "wrong.cpp")

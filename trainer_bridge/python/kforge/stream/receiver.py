@@ -32,13 +32,10 @@ from typing import Any, Deque, Dict, Iterable, Iterator, List, Optional, Sequenc
 
 import zmq
 
-# proto and _Session are only re-exported: kforge.stream is where they were
-# imported from before the stream's helpers moved to their own modules.
-from . import stream_protocol as proto  # noqa: F401
-from .stream_curve import _ZAP_DOMAIN, _curve_key, _is_local
-from .stream_delivery import Batch, Delivery, Key, _key_of
-from .stream_io import StreamIO, _Session  # noqa: F401
-from .stream_state import ReceiverState
+from .curve import _ZAP_DOMAIN, _curve_key, _is_local
+from .delivery import Batch, Delivery, Key, _key_of
+from .io import StreamIO, _Session
+from .state import ReceiverState
 
 _log = logging.getLogger("kforge.stream")
 
