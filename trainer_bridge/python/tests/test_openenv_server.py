@@ -24,11 +24,13 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
+# Debian packages that ./run installs: without one these tests fail, never skip.
+import websockets  # noqa: F401
+import fastapi  # noqa: F401
+import uvicorn  # noqa: F401
+
 from conftest import EXAMPLES, PYTHON_DIR, affine_task, source, start_server
 
-websockets = pytest.importorskip("websockets", reason="python3-websockets (Debian) is needed")
-pytest.importorskip("fastapi", reason="python3-fastapi (Debian) is needed")
-pytest.importorskip("uvicorn", reason="python3-uvicorn (Debian) is needed")
 
 AFFINE = EXAMPLES / "affine_relu6"
 
