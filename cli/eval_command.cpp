@@ -1,10 +1,10 @@
 // kforge eval: one solution through the environment (reset + submit), as a
-// policy's final answer would be judged; or many (--solutions, eval_batch.h).
+// policy's final answer would be judged; or many (--solutions, eval_solutions.h).
 #include <iostream>
 #include <memory>
 
 #include "commands.h"
-#include "eval_batch.h"
+#include "eval_solutions.h"
 #include "kforge/core/action.h"
 #include "kforge/env/env.h"
 #include "report.h"

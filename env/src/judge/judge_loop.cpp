@@ -16,7 +16,7 @@
 #include "exec_common/wire.h"
 #include "judge/evaluation.h"
 #include "judge/judge_device.h"
-#include "judge/reference_probe.h"
+#include "judge/reference_request.h"
 #include "judge/runner_pool.h"
 #include "kforge/core/elapsed.h"
 #include "kforge/core/error.h"

@@ -13,7 +13,7 @@
 // is: the memory need is counted from the tensors the judge holds (below),
 // the time is a lower bound (the work at the device's peak rates).
 // The reference probe adds a measured guard for what the bound misses
-// (reference_probe.cpp): a reference that ran past half the request's time.
+// (reference_request.cpp): a reference that ran past half the request's time.
 #pragma once
 
 #include <cstdint>

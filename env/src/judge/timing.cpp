@@ -79,7 +79,7 @@ struct TimingCall {
 };
 
 // The clocks the rounds are timed on. They are chosen as for the reference
-// timed alone (reference_probe.cpp): CPU time where the work is host CPU
+// timed alone (reference_request.cpp): CPU time where the work is host CPU
 // time, else the device's clock; the wall round trip always.
 struct Clocks {
   bool use_cpu = false;

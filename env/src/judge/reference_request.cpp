@@ -1,4 +1,4 @@
-#include "judge/reference_probe.h"
+#include "judge/reference_request.h"
 
 #include <c10/util/Exception.h>
 

@@ -1,7 +1,7 @@
 // kforge eval --solutions: the display of a resumable batch (progress on
 // stderr, the summary table or JSON on stdout); the batch itself is
 // env::run_eval_batch (kforge/env/eval_batch.h).
-#include "eval_batch.h"
+#include "eval_solutions.h"
 
 #include <unistd.h>
 
