@@ -61,11 +61,16 @@ if [ -n "${KFORGE_BASE_TAR:-}" ]; then
   tar -xf "$KFORGE_BASE_TAR" -C "$BASE"
   ln -s "$PWD/.debs" "$BASE/.debs"  # the same unpacked libraries (ZeroMQ, libseccomp)
   # This tree's benchmark, over the baseline's libraries: the same set and
-  # figures; a submit there had the profile stage (no runs_profile yet).
-  # (and compile threads 0 meant one thread there, not one per core).
-  sed -e 's/runs_profile(ActionType::kSubmit, req.options)/cuda()/' \
-    -e 's/config.threads = 0;/config.threads = static_cast<int>(std::thread::hardware_concurrency());/' \
-    bench/exec/bench_pool.cpp >"$BASE/bench/exec/bench_pool.cpp"
+  # figures. A baseline from before runs_profile existed had the profile
+  # stage on every CUDA submit (and compile threads 0 meant one thread there,
+  # not one per core); a newer one takes the benchmark as it is.
+  if grep -rq "runs_profile" "$BASE/env/include"; then
+    cp bench/exec/bench_pool.cpp "$BASE/bench/exec/bench_pool.cpp"
+  else
+    sed -e 's/runs_profile(ActionType::kSubmit, req.options)/cuda()/' \
+      -e 's/config.threads = 0;/config.threads = static_cast<int>(std::thread::hardware_concurrency());/' \
+      bench/exec/bench_pool.cpp >"$BASE/bench/exec/bench_pool.cpp"
+  fi
   say "baseline tree in $BASE; building it beside this one"
   (cd "$BASE" && KFORGE_TARGETS="kforge-judge kforge-runner bench_pool" KFORGE_JOBS=8 KFORGE_KEEP_GOING=1 \
     timeout "$(left)" ./run gpu-build >"$OUT/build-base.log" 2>&1; echo $? >"$OUT/build-base.rc") &
