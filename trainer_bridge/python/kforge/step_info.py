@@ -337,10 +337,24 @@ def _write(obj: Any) -> Dict[str, Any]:
 
 # --- JSON Schema ----------------------------------------------------------------------------------
 
+def _without_none(tp: Any) -> Any:
+    """tp without None among its alternatives (a field left out when None)."""
+    if typing.get_origin(tp) is typing.Union:
+        args = tuple(a for a in typing.get_args(tp) if a is not _NONE)
+        return args[0] if len(args) == 1 else typing.Union[args]
+    return tp
+
+
 def _schema_of(tp: Any) -> Dict[str, Any]:
     inner, optional = _optional_of(tp)
     if inner is Any:
         return {}
+    if typing.get_origin(inner) is typing.Union:  # several alternatives
+        args = typing.get_args(inner)
+        schema = {"anyOf": [_schema_of(a) for a in args if a is not _NONE]}
+        if _NONE in args:
+            schema["anyOf"].append({"type": "null"})
+        return schema
     if dataclasses.is_dataclass(inner):
         schema = json_schema(inner)
     elif inner is bool:
@@ -378,7 +392,7 @@ def json_schema(cls: Any, title: Optional[str] = None) -> Dict[str, Any]:
     for f in dataclasses.fields(cls):
         tp = hints[f.name]
         # A field left out when None (rather than sent null) is never null on the wire.
-        schema = _schema_of(_optional_of(tp)[0] if f.metadata.get("absent_when_none") else tp)
+        schema = _schema_of(_without_none(tp) if f.metadata.get("absent_when_none") else tp)
         for key in ("enum", "minimum"):
             if key in f.metadata:
                 schema[key] = list(f.metadata[key]) if key == "enum" else f.metadata[key]

@@ -13,7 +13,8 @@ import pytest
 
 from conftest import REPO, small_task
 from kforge import Measurement, RemoteEnv, ResetInfo, StepInfo, StepInfoError
-from kforge.openenv.wire import OBSERVATION_SCHEMA, STATE_SCHEMA, OpenEnvObservation, OpenEnvState, step_observation
+from kforge.openenv.wire import (ACTION_SCHEMA, MCP_STEP_KEYS, OBSERVATION_SCHEMA, STATE_SCHEMA, STEP_KEYS, OpenEnvAction,
+                                 OpenEnvObservation, OpenEnvState, step_observation, tool_call_of)
 from kforge.step_info import FinalEvaluation, StepBudget, json_schema
 
 RECORDED = REPO / "tests" / "rollout" / "replay" / "data"
@@ -113,6 +114,21 @@ def test_the_openenv_schema_is_generated_from_the_dataclasses() -> None:
     assert observation["messages"]["type"] == "array", "reset only: left out of a step, never null"
     assert observation["turn"]["description"] == "turns used so far (0 at reset)"
     assert STATE_SCHEMA["properties"]["step_count"] == {"type": "integer", "minimum": 0}
+
+
+def test_the_action_schema_publishes_exactly_the_keys_an_action_may_have() -> None:
+    # Generated from OpenEnvAction: every key the readers accept is published,
+    # and nothing else (additionalProperties false), so a client that
+    # validates against /schema accepts what the server does.
+    published = set(ACTION_SCHEMA["properties"])
+    assert published == {f.name for f in dataclasses.fields(OpenEnvAction)}
+    assert published == set(STEP_KEYS) | set(MCP_STEP_KEYS)
+    assert ACTION_SCHEMA["additionalProperties"] is False
+    arguments = ACTION_SCHEMA["properties"]["arguments"]
+    assert arguments["anyOf"] == [{"type": "object"}, {"type": "string"}], "never null: left out when not given"
+    assert ACTION_SCHEMA["properties"]["name"]["enum"] == ACTION_SCHEMA["properties"]["tool"]["enum"]
+    assert tool_call_of({"name": "verify", "arguments": "{}", "id": "c1"}) == {
+        "tool_call": {"name": "verify", "arguments": "{}"}}
 
 
 def test_a_step_observation_carries_exactly_the_schemas_keys() -> None:

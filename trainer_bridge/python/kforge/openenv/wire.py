@@ -5,7 +5,7 @@ results turned into OpenEnv's typed observations, and the /schema answer.
 
 import json
 from dataclasses import dataclass, field, fields
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from ..env import END_REASONS
 from ..errors import KForgeError
@@ -232,24 +232,43 @@ def _kforge_error_data(e: KForgeError) -> Dict[str, Any]:
     return d
 
 
+TOOL_NAMES = ("compile", "verify", "profile", "submit", "analyze")
+
+
+def _absent(doc_text: str, **more: Any) -> Any:
+    """An action field: absent unless given, so never null on the wire."""
+    return field(default=None, metadata={"absent_when_none": True, "doc": doc_text, **more})
+
+
+@dataclass
+class OpenEnvAction:
+    """POST /step's action and the WebSocket step's data. Exactly one of
+    tool_call, tool (or name) with arguments, action and end; or an MCP action
+    (type list_tools, or call_tool with tool_name and arguments). tool_call_of
+    and the MCP reader check that rule; ACTION_SCHEMA is generated from the
+    fields, so the keys published and the keys read cannot drift apart."""
+
+    tool_call: Optional[Dict[str, Any]] = _absent("an OpenAI tool call")
+    tool: Optional[str] = _absent("a tool's name, with arguments", enum=TOOL_NAMES)
+    name: Optional[str] = _absent("the same as tool", enum=TOOL_NAMES)
+    arguments: Optional[Union[Dict[str, Any], str]] = _absent("the tool's arguments: an object or a JSON string")
+    id: Optional[Any] = _absent("the tool call's id; ignored")
+    action: Optional[Dict[str, Any]] = _absent("a typed kforge action (trainer code)")
+    end: Optional[str] = _absent("end the episode by the environment's truncation rule", enum=END_REASONS)
+    type: Optional[str] = _absent("OpenEnv MCP actions", enum=("list_tools", "call_tool"))
+    tool_name: Optional[str] = _absent("call_tool: the tool's name")
+    metadata: Optional[Dict[str, Any]] = _absent("OpenEnv's Action base field; ignored")
+
+
 ACTION_SCHEMA = {
-    "title": "KForgeAction",
-    "type": "object",
-    "description": "One of: tool_call (an OpenAI tool call), tool + arguments, action (a typed kforge action), "
-                   "end (a reason), or an MCP action (type list_tools, or call_tool with tool_name and arguments).",
-    "properties": {
-        "tool_call": {"type": "object"},
-        "tool": {"type": "string", "enum": ["compile", "verify", "profile", "submit", "analyze"]},
-        "arguments": {"anyOf": [{"type": "object"}, {"type": "string"}]},
-        "action": {"type": "object"},
-        "end": {"type": "string", "enum": list(END_REASONS),
-                "description": "end the episode by the environment's truncation rule"},
-        "type": {"type": "string", "enum": ["list_tools", "call_tool"], "description": "OpenEnv MCP actions"},
-        "tool_name": {"type": "string"},
-        "metadata": {"type": "object"},
-    },
+    **json_schema(OpenEnvAction, "KForgeAction"),
+    "description": "One of: tool_call (an OpenAI tool call), tool (or name) + arguments, action (a typed kforge "
+                   "action), end (a reason), or an MCP action (type list_tools, or call_tool with tool_name and "
+                   "arguments).",
     "additionalProperties": False,
 }
+
+
 @dataclass
 class OpenEnvState:
     """GET /state and the session's state: the episode so far. STATE_SCHEMA
