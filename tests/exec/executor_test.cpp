@@ -73,6 +73,10 @@ TEST_F(ExecutorTest, CorrectCandidateIsVerifiedAndTimed) {
   ASSERT_TRUE(r.timing->speedup.has_value());
   EXPECT_GT(*r.timing->speedup, 0);
   EXPECT_FALSE(r.timing->stop_reason.empty());
+  // The CPU has no clock reading: its warm-up lasts the whole warmup_ms.
+  ASSERT_TRUE(r.timing->warmup_ms.has_value());
+  EXPECT_GE(*r.timing->warmup_ms, testing::quick_options().warmup_ms);
+  EXPECT_GE(r.timing->warmup_rounds, 1);
   EXPECT_TRUE(r.timing->sandbox["seccomp"].get<bool>());
   EXPECT_GT(r.timing->cache_flush_bytes, 0u);
   for (const char* phase : {"spawn", "verify", "time", "total"}) EXPECT_TRUE(r.phase_ms.contains(phase)) << phase;

@@ -311,7 +311,7 @@ void fill_summary(const TimingCall& call, const Clocks& clocks, const Overhead& 
   t->overhead = sample_stats(*f.overhead);
   t->stop_reason = rounds.stop_reason;
   t->warmup_rounds = schedule.warmup_rounds();
-  t->warmup_ms = schedule.warmup_elapsed_ms();
+  if (!schedule.warming_up()) t->warmup_ms = schedule.warmup_elapsed_ms();  // absent when it never ended
   t->input_sets = fresh.pool_size();
   t->fresh_inputs = true;
   t->timing_seed = seed;
