@@ -32,7 +32,9 @@
 // candidates lasts a few seconds and the first compile's latency would
 // weigh on it, 1 on cpu), KFORGE_BENCH_DEVICES (cuda: "0,1,..." to spread
 // the throughput run over several GPUs with L lanes each), KFORGE_BENCH_WARMUP_MS
-// (the submit's warm-up instead of the default, to compare warm-ups in one run).
+// (the submit's warm-up instead of the default, to compare warm-ups in one run),
+// KFORGE_BENCH_DECIDED (a reward preset or file: timing stops when that reward
+// is decided, eval.stop_when_decided, instead of at target_rse).
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -55,6 +57,8 @@
 #include "kforge/core/task_spec.h"
 #include "kforge/env/compile_service.h"
 #include "kforge/env/device_pool.h"
+#include "kforge/env/env_pool.h"
+#include "kforge/reward/reward.h"
 
 namespace kforge::env {
 namespace {
@@ -127,6 +131,12 @@ EvalOptions submit_options() {
   o.hardware_metrics = false;  // counters only on profile actions
   // A knob for trying other warm-ups against the default in one run.
   if (const int warmup = env_int("KFORGE_BENCH_WARMUP_MS", -1); warmup >= 0) o.warmup_ms = warmup;
+  // Timing that stops when this reward is decided, as an environment with
+  // eval.stop_when_decided would ask for it: against the default's target_rse.
+  if (const char* reward = std::getenv("KFORGE_BENCH_DECIDED"); reward != nullptr && *reward != '\0') {
+    o.stop_when_decided = true;
+    fit_eval_to_reward(reward::RewardFunction::load(reward), &o);
+  }
   return o;
 }
 

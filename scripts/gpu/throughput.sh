@@ -6,7 +6,9 @@
 #   test     ctest -R CudaPool: the pool's lanes behind the GPU gate
 #   pool     bench_pool on cuda: new candidates per GPU-minute with 1 and 4
 #            lanes (compile overlapped), and the speedup of one pair alone,
-#            under compile+verify load, and under load without the gate
+#            under compile+verify load, and under load without the gate; then
+#            one lane again with timing that stops when the reward is decided
+#            (KFORGE_BENCH_DECIDED_REWARD, default "default"; empty: skipped)
 #   cuda     bench_cuda's BM_EvalThroughput as a profile action (attribution
 #            and counters, what every submit paid before) and as a submit
 #            (the per-phase effect of paying only for what is asked)
@@ -118,6 +120,15 @@ if stage pool; then
   KFORGE_BENCH_BACKEND=cuda timeout "$(left)" build/gpu/bench/exec/bench_pool \
     --benchmark_out="$OUT/bench_pool.json" --benchmark_out_format=json >"$OUT/bench_pool.log" 2>&1 || status=1
   grep -E '^BM_|^\[pool\]|^\[agreement\]|ERROR' "$OUT/bench_pool.log" | tee -a "$OUT/summary.log"
+  # The same lane with timing that stops when the reward is decided
+  # (eval.stop_when_decided), against target_rse in the run above.
+  if [ -n "${KFORGE_BENCH_DECIDED_REWARD-default}" ]; then
+    say "bench_pool, 1 lane, timing stopped when the ${KFORGE_BENCH_DECIDED_REWARD:-default} reward is decided"
+    KFORGE_BENCH_BACKEND=cuda KFORGE_BENCH_DECIDED=${KFORGE_BENCH_DECIDED_REWARD:-default} timeout "$(left)" \
+      build/gpu/bench/exec/bench_pool --benchmark_filter='BM_PoolThroughput/1/' >"$OUT/bench_pool_decided.log" 2>&1 ||
+      status=1
+    grep -E '^BM_|^\[pool\]|ERROR' "$OUT/bench_pool_decided.log" | sed 's/^/DECIDED /' | tee -a "$OUT/summary.log"
+  fi
 fi
 
 if stage cuda; then

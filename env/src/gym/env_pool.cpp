@@ -97,29 +97,6 @@ void check_step_terms(const EnvConfig& config, const reward::RewardFunction& rew
   }
 }
 
-// What the reward needs measured, set on the eval options.
-void fit_eval_to_reward(const reward::RewardFunction& reward, EvalOptions* eval) {
-  // Energy per call costs every profiled evaluation twice its window, so it is
-  // measured only when a reward term pays for it. What only the profile stage
-  // measures (energy, the own-kernel share) must be measured on the submits
-  // the reward scores.
-  for (const auto& term : reward.describe().value("terms", json::array())) {
-    if (term.value("type", "") == "energy") {
-      if (!(eval->energy_window_ms > 0)) eval->energy_window_ms = kEnergyWindowForRewardMs;
-      eval->profile_on_submit = true;
-    }
-    if (term.value("own_kernel_weight", 0.0) > 0) eval->profile_on_submit = true;
-  }
-  // Timing that stops once the reward is decided: what the reward needs of
-  // the speedup travels with every request (sample_stats.h's decision rule).
-  if (eval->stop_when_decided) {
-    const reward::TimingNeed need = reward.timing_need();
-    eval->decision_edges = need.eager_edges;
-    eval->decision_compile_edges = need.compile_edges;
-    eval->decision_resolution = std::min(need.log_resolution, 1.0);  // wider decides nothing more
-  }
-}
-
 // The tools offered: the solution modes this backend and compiler support
 // (the default among them), and the analysis tools that apply to one of them.
 std::unique_ptr<Toolset> make_toolset(const EnvConfig& config, const CompileService& compiler,
@@ -170,6 +147,28 @@ void check_executor(const EnvConfig& config, Executor& executor) {
 }
 
 }  // namespace
+
+void fit_eval_to_reward(const reward::RewardFunction& reward, EvalOptions* eval) {
+  // Energy per call costs every profiled evaluation twice its window, so it is
+  // measured only when a reward term pays for it. What only the profile stage
+  // measures (energy, the own-kernel share) must be measured on the submits
+  // the reward scores.
+  for (const auto& term : reward.describe().value("terms", json::array())) {
+    if (term.value("type", "") == "energy") {
+      if (!(eval->energy_window_ms > 0)) eval->energy_window_ms = kEnergyWindowForRewardMs;
+      eval->profile_on_submit = true;
+    }
+    if (term.value("own_kernel_weight", 0.0) > 0) eval->profile_on_submit = true;
+  }
+  // Timing that stops once the reward is decided: what the reward needs of
+  // the speedup travels with every request (sample_stats.h's decision rule).
+  if (eval->stop_when_decided) {
+    const reward::TimingNeed need = reward.timing_need();
+    eval->decision_edges = need.eager_edges;
+    eval->decision_compile_edges = need.compile_edges;
+    eval->decision_resolution = std::min(need.log_resolution, 1.0);  // wider decides nothing more
+  }
+}
 
 EnvPool::Impl::Impl(EnvConfig c, int num_envs, EnvServices s) : config(std::move(c)), services(std::move(s)) {
   if (num_envs < 1) throw InputError("an EnvPool needs at least one env, got " + std::to_string(num_envs));

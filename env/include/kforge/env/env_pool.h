@@ -43,7 +43,18 @@
 #include "kforge/env/step_result.h"
 #include "kforge/env/tools.h"
 
+namespace kforge::reward {
+class RewardFunction;
+}
+
 namespace kforge::env {
+
+// What the reward needs measured, set on the eval options: the profile stage
+// and an energy window where a term pays for what only they measure, and with
+// eval.stop_when_decided the speedup's decision targets (sample_stats.h).
+// EnvPool applies it to its config; a benchmark that builds requests by hand
+// applies it to measure what an environment would.
+void fit_eval_to_reward(const reward::RewardFunction& reward, EvalOptions* eval);
 
 // Where an episode stood after one of its turns: what a fork restores so that
 // new episodes continue from a recorded turn without replaying the turns
