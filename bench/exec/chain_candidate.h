@@ -9,20 +9,14 @@
 #include <fstream>
 #include <string>
 
+#include "../../tests/exec/candidates.h"
 #include "kforge/core/process.h"
 
 namespace kforge::bench {
 
-constexpr const char* kChainSource = R"(
-#include <kforge/kernel_abi.h>
-extern "C" int kf_forward(const kf_tensor* in, int, kf_tensor* out, int, void*) {
-  const float* x = (const float*)in[0].data; const float* y = (const float*)in[1].data;
-  const float* z = (const float*)in[2].data; float* o = (float*)out[0].data;
-  int64_t n = kf_numel(&out[0]);
-  for (int64_t i = 0; i < n; ++i) { float v = x[i] * y[i] + z[i]; o[i] = v > 0.f ? v : 0.f; }
-  return 0;
-}
-)";
+// The executor tests' correct chain (out = relu(x * y + z)), so that the
+// benchmarks time what those tests check.
+constexpr const char* kChainSource = testing::candidates::kChainCorrect;
 
 // Writes the chain's source as <name>.cpp and compiles <name>.so beside it;
 // aborts the benchmark when g++ fails.
