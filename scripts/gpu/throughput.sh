@@ -14,7 +14,10 @@
 #            (the per-phase effect of paying only for what is asked)
 #   probe    bench/cuda/start_probe: a runner's start-up by phase, several at
 #            once, and a kernel timed beside start-ups of every level (why
-#            timing runners may start beside timing: docs/cuda-backend.md)
+#            timing runners may start beside timing: docs/cuda-backend.md);
+#            bench/cuda/teardown_probe: a runner's context teardown by part,
+#            and which calls of another process wait for it (why the judge
+#            waits for a used runner: docs/execution.md, "What lanes buy")
 #   kb       bench/cuda/kernelbench_compare.py: GPU-seconds per new candidate
 #            against KernelBench's own harness, when KFORGE_KERNELBENCH names
 #            a KernelBench checkout (its src/ must import with this Python;
@@ -47,7 +50,7 @@ export PATH=/opt/torch/.venv/bin:$PATH
 export KFORGE_JOBS=${KFORGE_JOBS:-16}
 STAGES=${STAGES:-build,test,pool,cuda,probe,kb}
 export KFORGE_TARGETS=${KFORGE_TARGETS-kforge kforge-judge kforge-runner cuda_pool_test bench_pool bench_cuda \
-kforge_kernel_timer bench_start_probe}
+kforge_kernel_timer bench_start_probe bench_teardown_probe}
 if [ -z "${KFORGE_KERNELBENCH:-}" ] && [ -d .kb/src/kernelbench ]; then KFORGE_KERNELBENCH=$PWD/.kb; fi
 DEADLINE=${KFORGE_DEADLINE_S:-585}
 left() { local l=$((DEADLINE - SECONDS)); ((l < 10)) && l=10; echo "$l"; }
@@ -147,6 +150,9 @@ if stage probe; then
     for n in 1 4 8; do $probe parallel 4 $n; done
     $probe disturb -1 3
     for l in 2 4; do $probe disturb $l 4; done
+    teardown=build/gpu/bench/cuda/teardown_probe
+    for parts in - kbipg; do $teardown parts $parts 12; done
+    $teardown 20
   } >"$OUT/start_probe.log" 2>&1 || status=1
   tee -a "$OUT/summary.log" <"$OUT/start_probe.log"
 fi
