@@ -26,25 +26,13 @@
 #include <string>
 #include <vector>
 
+#include "probe_support.cuh"
+
 namespace {
 
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-__global__ void touch(float* x, long n) {
-  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
-    x[i] = x[i] * 1.0001f + 1.0f;
-}
-
-#define CHECK(x)                                                    \
-  do {                                                              \
-    cudaError_t e_ = (x);                                           \
-    if (e_ != cudaSuccess) {                                        \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); \
-      std::exit(2);                                                 \
-    }                                                               \
-  } while (0)
+using probe::now_ms;
+using probe::pct;
+using probe::touch;
 
 // One start-up to `level`; returns the phases' ms.
 std::vector<std::pair<const char*, double>> start_up(int level) {
@@ -60,32 +48,32 @@ std::vector<std::pair<const char*, double>> start_up(int level) {
     mark("cuInit");
   }
   if (level >= 2) {
-    CHECK(cudaSetDeviceFlags(cudaDeviceScheduleSpin));
-    CHECK(cudaSetDevice(0));
-    CHECK(cudaFree(nullptr));
+    PROBE_CHECK(cudaSetDeviceFlags(cudaDeviceScheduleSpin));
+    PROBE_CHECK(cudaSetDevice(0));
+    PROBE_CHECK(cudaFree(nullptr));
     mark("context");
   }
   if (level >= 3) {
     cudaStream_t s;
     cudaEvent_t a, b;
-    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    CHECK(cudaEventCreate(&a));
-    CHECK(cudaEventCreate(&b));
+    PROBE_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    PROBE_CHECK(cudaEventCreate(&a));
+    PROBE_CHECK(cudaEventCreate(&b));
     float* x;
-    CHECK(cudaMalloc(&x, 1 << 20));
-    CHECK(cudaMemsetAsync(x, 0, 1 << 20, s));
-    CHECK(cudaEventRecord(a, s));
+    PROBE_CHECK(cudaMalloc(&x, 1 << 20));
+    PROBE_CHECK(cudaMemsetAsync(x, 0, 1 << 20, s));
+    PROBE_CHECK(cudaEventRecord(a, s));
     touch<<<64, 256, 0, s>>>(x, (1 << 20) / 4);
-    CHECK(cudaEventRecord(b, s));
-    CHECK(cudaStreamSynchronize(s));
+    PROBE_CHECK(cudaEventRecord(b, s));
+    PROBE_CHECK(cudaStreamSynchronize(s));
     cudaGraph_t g;
     cudaGraphExec_t ge;
-    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    PROBE_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     touch<<<64, 256, 0, s>>>(x, (1 << 20) / 4);
-    CHECK(cudaStreamEndCapture(s, &g));
-    CHECK(cudaGraphInstantiate(&ge, g, 0));
-    CHECK(cudaGraphLaunch(ge, s));
-    CHECK(cudaDeviceSynchronize());
+    PROBE_CHECK(cudaStreamEndCapture(s, &g));
+    PROBE_CHECK(cudaGraphInstantiate(&ge, g, 0));
+    PROBE_CHECK(cudaGraphLaunch(ge, s));
+    PROBE_CHECK(cudaDeviceSynchronize());
     mark("warmups");
     if (level >= 4) {
       cublasHandle_t h;
@@ -93,7 +81,7 @@ std::vector<std::pair<const char*, double>> start_up(int level) {
       cublasSetStream(h, s);
       float one = 1, zero = 0;
       cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 64, 64, 64, &one, x, 64, x, 64, &zero, x + 8192, 64);
-      CHECK(cudaDeviceSynchronize());
+      PROBE_CHECK(cudaDeviceSynchronize());
       mark("cublas");
     }
   }
@@ -112,40 +100,33 @@ pid_t spawn_child(const char* self, int level) {
   return pid;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-double pct(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[std::min(v.size() - 1, (size_t)(p * v.size()))];
-}
+double median(std::vector<double> v) { return pct(std::move(v), 0.5); }
 
 int disturb(const char* self, int level, double seconds) {
-  CHECK(cudaSetDeviceFlags(cudaDeviceScheduleSpin));
-  CHECK(cudaSetDevice(0));
+  PROBE_CHECK(cudaSetDeviceFlags(cudaDeviceScheduleSpin));
+  PROBE_CHECK(cudaSetDevice(0));
   const long n = 16l << 20;  // 64 MiB: ~40-60 us read+write on an H100
   float* x;
-  CHECK(cudaMalloc(&x, n * 4));
-  CHECK(cudaMemset(x, 0, n * 4));
+  PROBE_CHECK(cudaMalloc(&x, n * 4));
+  PROBE_CHECK(cudaMemset(x, 0, n * 4));
   cudaStream_t s;
-  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  PROBE_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
+  PROBE_CHECK(cudaEventCreate(&a));
+  PROBE_CHECK(cudaEventCreate(&b));
   for (int i = 0; i < 50; ++i) touch<<<1056, 256, 0, s>>>(x, n);
-  CHECK(cudaStreamSynchronize(s));
+  PROBE_CHECK(cudaStreamSynchronize(s));
   std::vector<double> ms;
   int starts = 0;
   pid_t child = level >= 0 ? spawn_child(self, level) : -1;
   const double end = now_ms() + seconds * 1000;
   while (now_ms() < end) {
-    CHECK(cudaEventRecord(a, s));
+    PROBE_CHECK(cudaEventRecord(a, s));
     touch<<<1056, 256, 0, s>>>(x, n);
-    CHECK(cudaEventRecord(b, s));
-    CHECK(cudaEventSynchronize(b));
+    PROBE_CHECK(cudaEventRecord(b, s));
+    PROBE_CHECK(cudaEventSynchronize(b));
     float f;
-    CHECK(cudaEventElapsedTime(&f, a, b));
+    PROBE_CHECK(cudaEventElapsedTime(&f, a, b));
     ms.push_back(f);
     if (child > 0) {
       int st;

@@ -48,25 +48,13 @@
 #include <thread>
 #include <vector>
 
+#include "probe_support.cuh"
+
 namespace {
 
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-__global__ void touch(float* x, long n) {
-  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
-    x[i] = x[i] * 1.0001f + 1.0f;
-}
-
-#define CHECK(x)                                                    \
-  do {                                                              \
-    cudaError_t e_ = (x);                                           \
-    if (e_ != cudaSuccess) {                                        \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); \
-      std::exit(2);                                                 \
-    }                                                               \
-  } while (0)
+using probe::now_ms;
+using probe::pct;
+using probe::touch;
 
 std::string to_hex(const void* p, size_t n) {
   static const char* digits = "0123456789abcdef";
@@ -88,11 +76,11 @@ cudaIpcMemHandle_t from_hex(const std::string& s) {
 
 // Holds 64 MiB whose IPC handle it prints, until its stdin closes.
 int holder() {
-  CHECK(cudaSetDevice(0));
+  PROBE_CHECK(cudaSetDevice(0));
   void* p = nullptr;
-  CHECK(cudaMalloc(&p, 64 << 20));
+  PROBE_CHECK(cudaMalloc(&p, 64 << 20));
   cudaIpcMemHandle_t h;
-  CHECK(cudaIpcGetMemHandle(&h, p));
+  PROBE_CHECK(cudaIpcGetMemHandle(&h, p));
   std::printf("%s\n", to_hex(&h, sizeof(h)).c_str());
   std::fflush(stdout);
   char c;
@@ -105,22 +93,22 @@ int holder() {
 // stdout, then waiting to be killed.
 int runner(const std::string& arena_handle, size_t reserve_mib, const std::string& parts) {
   auto has = [&parts](char c) { return parts.find(c) != std::string::npos; };
-  CHECK(cudaSetDeviceFlags(cudaDeviceScheduleSpin));
-  CHECK(cudaSetDevice(0));
-  CHECK(cudaFree(nullptr));
+  PROBE_CHECK(cudaSetDeviceFlags(cudaDeviceScheduleSpin));
+  PROBE_CHECK(cudaSetDevice(0));
+  PROBE_CHECK(cudaFree(nullptr));
   cudaStream_t s;
-  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  PROBE_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   float* x;
-  CHECK(cudaMalloc(&x, 1 << 20));
+  PROBE_CHECK(cudaMalloc(&x, 1 << 20));
   if (has('k')) {
     touch<<<64, 256, 0, s>>>(x, (1 << 20) / 4);
     cudaGraph_t g;
     cudaGraphExec_t ge;
-    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    PROBE_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     touch<<<64, 256, 0, s>>>(x, (1 << 20) / 4);
-    CHECK(cudaStreamEndCapture(s, &g));
-    CHECK(cudaGraphInstantiate(&ge, g, 0));
-    CHECK(cudaGraphLaunch(ge, s));
+    PROBE_CHECK(cudaStreamEndCapture(s, &g));
+    PROBE_CHECK(cudaGraphInstantiate(&ge, g, 0));
+    PROBE_CHECK(cudaGraphLaunch(ge, s));
   }
   if (has('b')) {
     cublasHandle_t blas;
@@ -131,40 +119,34 @@ int runner(const std::string& arena_handle, size_t reserve_mib, const std::strin
   }
   if (has('i')) {
     void* arena = nullptr;
-    CHECK(cudaIpcOpenMemHandle(&arena, from_hex(arena_handle), cudaIpcMemLazyEnablePeerAccess));
+    PROBE_CHECK(cudaIpcOpenMemHandle(&arena, from_hex(arena_handle), cudaIpcMemLazyEnablePeerAccess));
   }
   const size_t reserve = reserve_mib << 20;
   if (has('p')) {
     cudaMemPool_t pool;
-    CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
+    PROBE_CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
     uint64_t keep = UINT64_MAX;
-    CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    PROBE_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
     void* p = nullptr;
-    CHECK(cudaMallocAsync(&p, reserve, s));
-    CHECK(cudaMemsetAsync(p, 0, reserve, s));
-    CHECK(cudaFreeAsync(p, s));
+    PROBE_CHECK(cudaMallocAsync(&p, reserve, s));
+    PROBE_CHECK(cudaMemsetAsync(p, 0, reserve, s));
+    PROBE_CHECK(cudaFreeAsync(p, s));
   }
   if (has('g')) {
     void* p = nullptr;
     cudaGraph_t g;
-    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    CHECK(cudaMallocAsync(&p, reserve, s));
-    CHECK(cudaFreeAsync(p, s));
-    CHECK(cudaStreamEndCapture(s, &g));
+    PROBE_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    PROBE_CHECK(cudaMallocAsync(&p, reserve, s));
+    PROBE_CHECK(cudaFreeAsync(p, s));
+    PROBE_CHECK(cudaStreamEndCapture(s, &g));
     cudaGraphExec_t ge;
-    CHECK(cudaGraphInstantiate(&ge, g, 0));
-    CHECK(cudaGraphLaunch(ge, s));
+    PROBE_CHECK(cudaGraphInstantiate(&ge, g, 0));
+    PROBE_CHECK(cudaGraphLaunch(ge, s));
   }
-  CHECK(cudaStreamSynchronize(s));
+  PROBE_CHECK(cudaStreamSynchronize(s));
   if (write(1, "r", 1) != 1) return 5;
   pause();
   return 0;
-}
-
-double pct(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
 }
 
 struct Interval {
@@ -268,21 +250,21 @@ int judge(const char* self, double seconds, size_t reserve_mib) {
   char c;
   while (read(holder_out, &c, 1) == 1 && c != '\n') handle += c;
 
-  CHECK(cudaSetDeviceFlags(cudaDeviceScheduleSpin));
-  CHECK(cudaSetDevice(0));
+  PROBE_CHECK(cudaSetDeviceFlags(cudaDeviceScheduleSpin));
+  PROBE_CHECK(cudaSetDevice(0));
   cudaStream_t s;
-  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  PROBE_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   const long n = 4l << 20;  // 16 MiB of floats
   float* x;
-  CHECK(cudaMalloc(&x, n * 4));
-  CHECK(cudaMemset(x, 0, n * 4));
+  PROBE_CHECK(cudaMalloc(&x, n * 4));
+  PROBE_CHECK(cudaMemset(x, 0, n * 4));
   float* host;
-  CHECK(cudaMallocHost(&host, n * 4));
+  PROBE_CHECK(cudaMallocHost(&host, n * 4));
   cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
+  PROBE_CHECK(cudaEventCreate(&a));
+  PROBE_CHECK(cudaEventCreate(&b));
   for (int i = 0; i < 50; ++i) touch<<<1056, 256, 0, s>>>(x, n);
-  CHECK(cudaStreamSynchronize(s));
+  PROBE_CHECK(cudaStreamSynchronize(s));
 
   const char* names[] = {"malloc", "ipc_open", "memcpy", "launch", "event", "pool"};
   const int ops = 6;
@@ -291,32 +273,32 @@ int judge(const char* self, double seconds, size_t reserve_mib) {
     switch (op) {
       case 0: {
         void* p;
-        CHECK(cudaMalloc(&p, 64 << 20));
-        CHECK(cudaFree(p));
+        PROBE_CHECK(cudaMalloc(&p, 64 << 20));
+        PROBE_CHECK(cudaFree(p));
         break;
       }
       case 1: {
         void* p;
-        CHECK(cudaIpcOpenMemHandle(&p, from_hex(handle), cudaIpcMemLazyEnablePeerAccess));
-        CHECK(cudaIpcCloseMemHandle(p));
+        PROBE_CHECK(cudaIpcOpenMemHandle(&p, from_hex(handle), cudaIpcMemLazyEnablePeerAccess));
+        PROBE_CHECK(cudaIpcCloseMemHandle(p));
         break;
       }
       case 2:
-        CHECK(cudaMemcpyAsync(x, host, n * 4, cudaMemcpyHostToDevice, s));
-        CHECK(cudaMemcpyAsync(host, x, n * 4, cudaMemcpyDeviceToHost, s));
-        CHECK(cudaStreamSynchronize(s));
+        PROBE_CHECK(cudaMemcpyAsync(x, host, n * 4, cudaMemcpyHostToDevice, s));
+        PROBE_CHECK(cudaMemcpyAsync(host, x, n * 4, cudaMemcpyDeviceToHost, s));
+        PROBE_CHECK(cudaStreamSynchronize(s));
         break;
       case 3:
         touch<<<1056, 256, 0, s>>>(x, n);
-        CHECK(cudaStreamSynchronize(s));
+        PROBE_CHECK(cudaStreamSynchronize(s));
         break;
       case 4: {
-        CHECK(cudaEventRecord(a, s));
+        PROBE_CHECK(cudaEventRecord(a, s));
         touch<<<1056, 256, 0, s>>>(x, n);
-        CHECK(cudaEventRecord(b, s));
-        CHECK(cudaEventSynchronize(b));
+        PROBE_CHECK(cudaEventRecord(b, s));
+        PROBE_CHECK(cudaEventSynchronize(b));
         float f;
-        CHECK(cudaEventElapsedTime(&f, a, b));
+        PROBE_CHECK(cudaEventElapsedTime(&f, a, b));
         return f;
       }
       case 5: {
@@ -325,12 +307,12 @@ int judge(const char* self, double seconds, size_t reserve_mib) {
         props.location.type = cudaMemLocationTypeDevice;
         props.location.id = 0;
         cudaMemPool_t pool;
-        CHECK(cudaMemPoolCreate(&pool, &props));
+        PROBE_CHECK(cudaMemPoolCreate(&pool, &props));
         void* p;
-        CHECK(cudaMallocFromPoolAsync(&p, 64 << 20, pool, s));
-        CHECK(cudaFreeAsync(p, s));
-        CHECK(cudaStreamSynchronize(s));
-        CHECK(cudaMemPoolDestroy(pool));
+        PROBE_CHECK(cudaMallocFromPoolAsync(&p, 64 << 20, pool, s));
+        PROBE_CHECK(cudaFreeAsync(p, s));
+        PROBE_CHECK(cudaStreamSynchronize(s));
+        PROBE_CHECK(cudaMemPoolDestroy(pool));
         break;
       }
     }
