@@ -35,7 +35,7 @@ TimingSummary full_timing() {
   t.candidate.energy_j = 0.002;
   t.overhead = stats(0.01, 25);
   t.speedup = 4.0;
-  t.speedup_interval = SpeedupInterval{3.8, 4.3, 0.96, 0.95, 40, "paired_log_ratio_sign_test"};
+  t.speedup_interval = SpeedupInterval{3.8, 4.3, 0.96, 0.95, 40, "paired_log_ratio_sign_test", 4.02};
   t.candidate_self_reported = stats(0.24, 40);
   t.resolution_ms = 0.002;
   t.stop_reason = "target_rse";
@@ -69,6 +69,11 @@ TEST(TimingSummaryTest, RoundTripsThroughJson) {
   ASSERT_TRUE(back.speedup_interval.has_value());
   EXPECT_DOUBLE_EQ(back.speedup_interval->lo, 3.8);
   EXPECT_EQ(back.speedup_interval->rounds, 40);
+  EXPECT_DOUBLE_EQ(back.speedup_interval->median.value_or(0), 4.02);
+  // Files written before the interval carried its own estimate still read.
+  json old = j;
+  old["speedup_interval"].erase("median");
+  EXPECT_FALSE(timing_summary_from_json(old).speedup_interval->median.has_value());
 }
 
 TEST(TimingSummaryTest, OptionalPartsStayAbsentAndNonFiniteBecomesNull) {
@@ -117,6 +122,9 @@ TEST(TimingSummaryTest, ErrorsNameTheField) {
   bad = j;
   bad["speedup_interval"]["hi"] = 1.0;  // below lo
   EXPECT_NE(error_of(bad).find("/speedup_interval/hi"), std::string::npos) << error_of(bad);
+  bad = j;
+  bad["speedup_interval"]["median"] = 5.0;  // outside [lo, hi]
+  EXPECT_NE(error_of(bad).find("/speedup_interval/median"), std::string::npos) << error_of(bad);
   bad = j;
   bad["speedup_interval"].erase("confidence");
   EXPECT_NE(error_of(bad).find("confidence"), std::string::npos) << error_of(bad);

@@ -107,6 +107,10 @@ TEST_F(ExecutorTest, TimingCarriesTheSpeedupIntervalAndStopsWhenDecided) {
   const SpeedupInterval& i = *r.timing->speedup_interval;
   EXPECT_GT(i.lo, 0);
   EXPECT_LE(i.lo, i.hi);
+  // Its own estimate, the median per-round ratio, lies within it.
+  ASSERT_TRUE(i.median.has_value());
+  EXPECT_GE(*i.median, i.lo);
+  EXPECT_LE(*i.median, i.hi);
   EXPECT_EQ(i.rounds, r.timing->candidate.samples);
   EXPECT_EQ(i.rounds, 24);
   EXPECT_EQ(r.timing->stop_reason, "sample_cap");

@@ -47,9 +47,11 @@ json to_json(const SampleStats& s) {
 }
 
 json to_json(const SpeedupInterval& i) {
-  return {
+  json j = {
       {"lo", number_or_null(i.lo)},       {"hi", number_or_null(i.hi)}, {"confidence", number_or_null(i.confidence)},
       {"level", number_or_null(i.level)}, {"rounds", i.rounds},         {"method", i.method}};
+  if (i.median) j["median"] = number_or_null(*i.median);
+  return j;
 }
 
 json to_json(const TimingSummary& t) {
@@ -115,6 +117,10 @@ SpeedupInterval speedup_interval_from_field(const Field& field) {
   if (auto f = r.optional("level")) i.level = f->as_number_in(0.0, 1.0);
   i.rounds = r.required("rounds").as_int_in(0, std::numeric_limits<int64_t>::max());
   if (auto f = r.optional("method")) i.method = f->as_string();
+  if (auto f = r.optional("median")) {
+    i.median = f->as_number();
+    if (!(*i.median >= i.lo && *i.median <= i.hi)) f->fail("a number within [lo, hi] (the interval's own estimate)");
+  }
   r.finish();
   return i;
 }

@@ -120,6 +120,7 @@ std::optional<SpeedupInterval> speedup_interval(const Samples& samples) {
   out.level = i.level;
   out.rounds = static_cast<int64_t>(i.rounds);
   out.method = exec::kSpeedupIntervalMethod;
+  out.median = i.median;
   return out;
 }
 
