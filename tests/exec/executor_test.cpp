@@ -82,8 +82,8 @@ TEST_F(ExecutorTest, CorrectCandidateIsVerifiedAndTimed) {
   for (const char* phase : {"spawn", "verify", "time", "total"}) EXPECT_TRUE(r.phase_ms.contains(phase)) << phase;
   // Where the load and the turn-around go: the judge's own parts and the
   // runner's account of its set-up.
-  for (const char* phase : {"arena", "release", "refill_after_previous", "spawn_arena", "spawn_loading_filter",
-                            "spawn_load", "spawn_after_load", "spawn_running_filter"}) {
+  for (const char* phase : {"fit", "plan", "arena", "release", "refill", "refill_after_previous", "spawn_arena",
+                            "spawn_loading_filter", "spawn_load", "spawn_after_load", "spawn_running_filter"}) {
     EXPECT_TRUE(r.phase_ms.contains(phase)) << phase;
   }
   EXPECT_LE(r.phase_ms["spawn_load"].get<double>(), r.phase_ms["spawn"].get<double>());

@@ -117,6 +117,8 @@ class Evaluation {
   env::EvalReport finish(Verdict verdict, EvaluationCounters* counters);
   // The report as it stands, with the total time.
   env::EvalReport finish();
+  // Topping up the spares between timing and profile (evaluate()).
+  void book_refill(double ms) { report_.phase_ms["refill"] = ms; }
 
  private:
   // Time spent waiting for other candidates' exclusive parts is not this
@@ -219,7 +221,9 @@ bool Evaluation::passes_static_checks() {
   // A task too large or too slow for this judge (task_fit.h). Reset refuses
   // such tasks before any candidate is charged; a request that reaches the
   // judge anyway is not run, and says why with figures.
+  const auto t = Clock::now();
   const TaskFit fit = check_task_fit(request_.task, JudgeWork::kEvaluation, options_, *device_);
+  report_.phase_ms["fit"] = ms_since(t);
   if (!fit.fits()) return reject(Outcome::kNotRun, "task cannot be judged: " + fit.problem);
   // A lane budget on the GPU (lane_memory_budget.h): the candidate's share,
   // which its runners enforce, and what the judge's own tensors need.
@@ -230,10 +234,12 @@ bool Evaluation::passes_static_checks() {
 
 Verdict Evaluation::start_candidate() {
   add_gate_wait(gate_->shared(), "load");
+  auto t = Clock::now();
   // Under the share: giving cached blocks back is device work.
   if (limits_.device_memory_bytes > 0) device_->keep_cached_memory_within(judge_memory_bytes_);
   plan_.emplace(plan_cases(request_.task, device_->page_size(), device_->arena_alignment()));
-  auto t = Clock::now();
+  report_.phase_ms["plan"] = ms_since(t);
+  t = Clock::now();
   RunnerPool::Taken taken = pool_->take(deadline_);
   report_.phase_ms["runner_start"] = ms_since(t);
   t = Clock::now();
@@ -356,7 +362,9 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
   // Where start-ups must not overlap timing (runner_pool.h), the next
   // candidate's runner starts now, after the timing; elsewhere take()
   // started it already and this only replaces spares that died waiting.
+  const auto refill_start = std::chrono::steady_clock::now();
   pool->refill();
+  evaluation.book_refill(ms_since(refill_start));
   evaluation.profile(&verdict);
   return evaluation.finish(std::move(verdict), counters);
 }
