@@ -71,8 +71,8 @@ namespace {
 // should account for next.
 double unnamed_ms(const nlohmann::json& phase_ms) {
   double named = 0;
-  for (const char* phase : {"inspect", "fit", "gate_wait", "plan", "runner_start", "arena", "spawn", "verify",
-                            "settle", "time", "refill", "profile", "retire", "release"}) {
+  for (const char* phase : {"inspect", "fit", "gate_wait", "plan", "runner_start", "arena", "spawn", "verify", "settle",
+                            "time", "refill", "profile", "retire", "release"}) {
     named += phase_ms.value(phase, 0.0);
   }
   return phase_ms.value("total", 0.0) - named;

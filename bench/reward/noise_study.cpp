@@ -303,8 +303,8 @@ void print_repeat(const RepeatData& d, const std::string& label) {
   std::printf("%-34s %8.3f %8.3f %8.3f\n", "tiered, demonstrated", mean(td), sd(td), range(td));
   std::printf("sd ratio demonstrated / point: log_speedup %.2f, tiered %.2f\n", sd(rp) > 0 ? sd(rd) / sd(rp) : 0.0,
               sd(tp) > 0 ? sd(td) / sd(tp) : 0.0);
-  std::printf("intervals holding the long-timed median per-round ratio: %d of %d (the ratio of medians: %d)\n",
-              covered, with_interval, covered_medians);
+  std::printf("intervals holding the long-timed median per-round ratio: %d of %d (the ratio of medians: %d)\n", covered,
+              with_interval, covered_medians);
 }
 
 void print_group(const RepeatData& d, int group_size) {
