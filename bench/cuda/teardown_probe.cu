@@ -180,6 +180,29 @@ pid_t spawn(const char* self, const std::vector<std::string>& args, int* out_fd,
   return pid;
 }
 
+// The holder process of the IPC-shared buffer: its stdin (closing it ends
+// the holder) and the buffer's handle, as hex.
+struct Holder {
+  int stdin_fd = -1;
+  std::string handle;
+};
+
+Holder start_holder(const char* self) {
+  Holder h;
+  int out = -1;
+  spawn(self, {"holder"}, &out, &h.stdin_fd);
+  char c;
+  while (read(out, &c, 1) == 1 && c != '\n') h.handle += c;
+  close(out);
+  return h;
+}
+
+std::vector<double> durations(const std::vector<Interval>& spans) {
+  std::vector<double> ms;
+  for (const auto& i : spans) ms.push_back(i.end - i.begin);
+  return ms;
+}
+
 // Runners one after another until `stop`: start, ready, SIGKILL, reaped.
 void cycle_runners(const char* self, const std::string& handle, size_t reserve_mib, std::atomic<bool>* stop,
                    ChildLog* log, const std::string& parts = "kbipg", int count = 0) {
@@ -213,18 +236,13 @@ void cycle_runners(const char* self, const std::string& handle, size_t reserve_m
 
 // Runners of `parts` killed one after another with nothing beside them.
 int teardown_by_parts(const char* self, const std::string& parts, int count, size_t reserve_mib) {
-  int holder_out = -1, holder_in = -1;
-  spawn(self, {"holder"}, &holder_out, &holder_in);
-  std::string handle;
-  char c;
-  while (read(holder_out, &c, 1) == 1 && c != '\n') handle += c;
+  const Holder holder = start_holder(self);
+  const std::string& handle = holder.handle;
   ChildLog log;
   std::atomic<bool> stop{false};
   cycle_runners(self, handle, reserve_mib, &stop, &log, parts, count);
-  close(holder_in);
-  std::vector<double> teardown_ms, start_ms;
-  for (const auto& i : log.teardown) teardown_ms.push_back(i.end - i.begin);
-  for (const auto& i : log.starting) start_ms.push_back(i.end - i.begin);
+  close(holder.stdin_fd);
+  const std::vector<double> teardown_ms = durations(log.teardown), start_ms = durations(log.starting);
   std::printf("parts=%-6s runners=%zu start_ms median=%.1f teardown_ms median=%.1f p90=%.1f min=%.1f\n", parts.c_str(),
               teardown_ms.size(), pct(start_ms, 0.5), pct(teardown_ms, 0.5), pct(teardown_ms, 0.9),
               pct(teardown_ms, 0.0));
@@ -244,11 +262,8 @@ bool overlaps(const Sample& s, const std::vector<Interval>& spans) {
 }
 
 int judge(const char* self, double seconds, size_t reserve_mib) {
-  int holder_out = -1, holder_in = -1;
-  spawn(self, {"holder"}, &holder_out, &holder_in);
-  std::string handle;
-  char c;
-  while (read(holder_out, &c, 1) == 1 && c != '\n') handle += c;
+  const Holder holder = start_holder(self);
+  const std::string& handle = holder.handle;
 
   PROBE_CHECK(cudaSetDeviceFlags(cudaDeviceScheduleSpin));
   PROBE_CHECK(cudaSetDevice(0));
@@ -333,11 +348,9 @@ int judge(const char* self, double seconds, size_t reserve_mib) {
   }
   stop = true;
   children.join();
-  close(holder_in);
+  close(holder.stdin_fd);
 
-  std::vector<double> teardown_ms, start_ms;
-  for (const auto& i : log.teardown) teardown_ms.push_back(i.end - i.begin);
-  for (const auto& i : log.starting) start_ms.push_back(i.end - i.begin);
+  const std::vector<double> teardown_ms = durations(log.teardown), start_ms = durations(log.starting);
   std::printf("runners=%zu start_ms median=%.1f teardown_ms median=%.1f p90=%.1f (reserve %zu MiB)\n",
               teardown_ms.size(), pct(start_ms, 0.5), pct(teardown_ms, 0.5), pct(teardown_ms, 0.9), reserve_mib);
   std::printf("%-9s %-9s %7s %10s %10s %10s\n", "call", "beside", "samples", "median_ms", "p90_ms", "max_ms");
