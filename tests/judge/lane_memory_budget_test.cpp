@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -102,11 +103,13 @@ TaskSpec add_task(int64_t n, int64_t rows = 1) {
 }
 
 // What the judge holds to judge a candidate on add_task(n) (task_fit.cpp):
-// the arena (inputs and output), the pristine inputs, the reference (its
-// inputs and node output) and the comparison's temporaries (2x the output).
+// the arena (inputs and output) and the larger of verification (the pristine
+// inputs, the reference's inputs and node output, the comparison's
+// temporaries: 2f + 3f + 2f) and timing (3 pooled input sets, the round's
+// inputs and node output, the comparison: 6f + 3f + 2f).
 uint64_t judge_bytes_of_add(int64_t n) {
   const uint64_t f = 4 * static_cast<uint64_t>(n);
-  return 3 * f + 2 * f + 3 * f + 2 * f;
+  return 3 * f + std::max(2 * f + 3 * f + 2 * f, 6 * f + 3 * f + 2 * f);
 }
 
 class LaneTaskFit : public ::testing::Test {
@@ -136,13 +139,13 @@ TEST_F(LaneTaskFit, ATaskThatFitsGivesTheCandidateWhatTheJudgeLeaves) {
 }
 
 TEST_F(LaneTaskFit, ATaskTooLargeForALaneSaysWhatItNeedsWhatALaneHasAndTheKey) {
-  const int64_t n = int64_t{1} << 29;  // 2 GiB per tensor: 20 GiB for the judge
+  const int64_t n = int64_t{1} << 29;  // 2 GiB per tensor: 28 GiB for the judge
   const TaskFit fit = check_task_fit(add_task(n), JudgeWork::kEvaluation, env::EvalOptions{}, *device_);
   ASSERT_FALSE(fit.fits());
   EXPECT_EQ(fit.candidate_bytes, 0u);
   EXPECT_EQ(fit.problem,
-            "the task is too large for a judge on the cuda backend: judging a candidate needs about 20.1 GiB of "
-            "device memory (the base shape: 20.0 GiB for the judge's tensors and 2 x 64 MiB for the candidate's own "
+            "the task is too large for a judge on the cuda backend: judging a candidate needs about 28.1 GiB of "
+            "device memory (the base shape: 28.0 GiB for the judge's tensors and 2 x 64 MiB for the candidate's own "
             "intermediates and workspace, in its runner and its profiler runner), and a lane on this " +
                 kH100 + " has 16.4 GiB for tasks (" + lane_.describe() +
                 "): shrink its shapes, or give each lane more with placement.lane_device_memory_mib (or fewer "

@@ -51,10 +51,14 @@ double candidate_floor(const CaseBytes& c) { return c.intermediates + kCandidate
 //               largest output, so 2x its float32 bytes);
 //   timing:     the inputs, the graph's outputs while it runs, and the
 //               timing input sets (timing_input_sets copies of the inputs);
-//   evaluation: the shared arena (inputs and outputs), the pristine inputs
-//               kept to detect mutation, the reference's node outputs, and
-//               the comparison's temporaries (2x the outputs); a float64
-//               reference doubles the reference's part.
+//   evaluation: the shared arena (inputs and outputs), then the larger of
+//               its two phases: verification (the pristine inputs kept to
+//               detect mutation, the reference's inputs and node outputs, a
+//               float64 reference doubling that part, and the comparison's
+//               temporaries, 2x the outputs) and timing (its pool of
+//               max(2, timing_input_sets) input sets, timing_inputs.h, beside
+//               each round's inputs, the timed reference's node outputs and
+//               the timed outputs' comparison).
 double need_bytes(const CaseBytes& c, JudgeWork work, const env::EvalOptions& o) {
   switch (work) {
     case JudgeWork::kReferenceCheck:
@@ -62,9 +66,12 @@ double need_bytes(const CaseBytes& c, JudgeWork work, const env::EvalOptions& o)
     case JudgeWork::kReferenceTiming:
       return c.kernel_inputs * (1 + std::max(1, o.timing_input_sets)) + c.node_outputs;
     case JudgeWork::kEvaluation: {
+      const double arena = c.kernel_inputs + c.outputs;
       const double reference = c.kernel_inputs + c.node_outputs;
-      return (c.kernel_inputs + c.outputs) + c.kernel_inputs + reference * (o.float64_reference ? 3 : 1) +
-             2 * c.outputs;
+      const double comparison = 2 * c.outputs;
+      const double verification = c.kernel_inputs + reference * (o.float64_reference ? 3 : 1) + comparison;
+      const double timing = c.kernel_inputs * std::max(2, o.timing_input_sets) + reference + comparison;
+      return arena + std::max(verification, timing);
     }
   }
   return 0;
