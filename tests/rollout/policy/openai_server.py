@@ -26,7 +26,9 @@ Behaviours ("do"):
 
 GET /log returns every chat request received ({"path", "headers", "body", "t",
 "key"}) and, per key, the most requests of that key that were in flight at once
-("max_inflight"); POST /reset clears it.
+("max_inflight"); POST /reset clears it. A request is in flight from its arrival
+until its answer starts (or its connection is dropped): a client that sends its
+next request as soon as an answer arrives must not be counted twice.
 The first line on stdout is "PORT <n>". The server exits when its stdin closes,
 so it never outlives the test that started it.
 """
@@ -73,6 +75,18 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, fmt, *args):  # keep the test output clean
         pass
+
+    def send_response(self, code, message=None):
+        # The answer starts: this request is no longer in flight.
+        self.leave_flight()
+        super().send_response(code, message)
+
+    def leave_flight(self):
+        inflight = getattr(self, "inflight", None)
+        if inflight is not None:
+            self.inflight = None
+            with LOCK:
+                inflight[0] -= 1
 
     def send_json(self, status, value, headers=None):
         data = json.dumps(value).encode()
@@ -123,16 +137,15 @@ class Handler(BaseHTTPRequestHandler):
                         "body": body, "t": time.monotonic(), "key": key})
             COUNTS[key] = COUNTS.get(key, 0) + 1
             attempt = COUNTS[key]
-            inflight = INFLIGHT.setdefault(key, [0, 0])
-            inflight[0] += 1
-            inflight[1] = max(inflight[1], inflight[0])
+            self.inflight = INFLIGHT.setdefault(key, [0, 0])
+            self.inflight[0] += 1
+            self.inflight[1] = max(self.inflight[1], self.inflight[0])
         try:
             self.answer(body, sc, attempt)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client stopped reading (size cap, timeout): expected in some tests
         finally:
-            with LOCK:
-                inflight[0] -= 1
+            self.leave_flight()  # dropped without an answer
 
     def answer(self, body, sc, attempt):
         do = sc.get("do", "ok")
