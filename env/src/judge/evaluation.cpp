@@ -117,8 +117,14 @@ class Evaluation {
   env::EvalReport finish(Verdict verdict, EvaluationCounters* counters);
   // The report as it stands, with the total time.
   env::EvalReport finish();
-  // Topping up the spares between timing and profile (evaluate()).
-  void book_refill(double ms) { report_.phase_ms["refill"] = ms; }
+  // Where start-ups must not overlap timing (runner_pool.h), the next
+  // candidate's runner starts now, after the timing; elsewhere take()
+  // started it already and this only replaces spares that died waiting.
+  void refill_spares() {
+    const auto t = Clock::now();
+    pool_->refill();
+    report_.phase_ms["refill"] = ms_since(t);
+  }
 
  private:
   // Time spent waiting for other candidates' exclusive parts is not this
@@ -359,12 +365,7 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
   Verdict verdict = evaluation.start_candidate();
   if (!verdict.failed()) verdict = evaluation.verify();
   if (!verdict.failed() && request.time) evaluation.time(&verdict);
-  // Where start-ups must not overlap timing (runner_pool.h), the next
-  // candidate's runner starts now, after the timing; elsewhere take()
-  // started it already and this only replaces spares that died waiting.
-  const auto refill_start = std::chrono::steady_clock::now();
-  pool->refill();
-  evaluation.book_refill(ms_since(refill_start));
+  evaluation.refill_spares();
   evaluation.profile(&verdict);
   return evaluation.finish(std::move(verdict), counters);
 }
