@@ -5,6 +5,10 @@
 //   teardown_probe SECONDS [RESERVE_MIB]
 //   teardown_probe parts PARTS N      N runners of PARTS, each killed when ready,
 //                                     alone: teardown ms (median, p90)
+//   teardown_probe batch PARTS K N    N rounds of K runners of PARTS started
+//                                     together and killed together: how long
+//                                     until the last is gone (does the driver
+//                                     tear contexts down in parallel?)
 //
 // A "runner" child starts as kforge-runner does (context, warm-up kernel,
 // cuBLAS, the judge's arena mapped by IPC, a stream-ordered pool reserve of
@@ -249,6 +253,40 @@ int teardown_by_parts(const char* self, const std::string& parts, int count, siz
   return 0;
 }
 
+// Rounds of `batch` runners killed at once; a round lasts from the first
+// SIGKILL to the last runner reaped.
+int teardown_in_batches(const char* self, const std::string& parts, int batch, int rounds, size_t reserve_mib) {
+  const Holder holder = start_holder(self);
+  std::vector<double> round_ms;
+  for (int r = 0; r < rounds; ++r) {
+    std::vector<pid_t> pids;
+    std::vector<int> fds;
+    for (int i = 0; i < batch; ++i) {
+      int out = -1, in = -1;
+      pids.push_back(spawn(self, {"runner", holder.handle, std::to_string(reserve_mib), parts}, &out, &in));
+      fds.push_back(out);
+      fds.push_back(in);
+    }
+    for (size_t i = 0; i < fds.size(); i += 2) {
+      char c;
+      if (read(fds[i], &c, 1) != 1) {
+        std::fprintf(stderr, "a runner failed to start\n");
+        std::exit(7);
+      }
+    }
+    const double killed = now_ms();
+    for (pid_t pid : pids) kill(pid, SIGKILL);
+    for (pid_t pid : pids) waitpid(pid, nullptr, 0);
+    round_ms.push_back(now_ms() - killed);
+    for (int fd : fds) close(fd);
+  }
+  close(holder.stdin_fd);
+  std::printf("parts=%-6s batch=%d rounds=%d teardown_ms median=%.1f min=%.1f max=%.1f per_runner=%.1f\n",
+              parts.c_str(), batch, rounds, pct(round_ms, 0.5), pct(round_ms, 0.0), pct(round_ms, 1.0),
+              pct(round_ms, 0.5) / batch);
+  return 0;
+}
+
 struct Sample {
   int op;
   double begin, end, value;
@@ -374,13 +412,16 @@ int judge(const char* self, double seconds, size_t reserve_mib) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: teardown_probe SECONDS [RESERVE_MIB] | parts PARTS N\n");
+    std::fprintf(stderr, "usage: teardown_probe SECONDS [RESERVE_MIB] | parts PARTS N | batch PARTS K N\n");
     return 1;
   }
   const std::string mode = argv[1];
   if (mode == "holder") return holder();
   if (mode == "runner" && argc > 4) return runner(argv[2], std::strtoull(argv[3], nullptr, 10), argv[4]);
   if (mode == "parts" && argc > 3) return teardown_by_parts(argv[0], argv[2], std::atoi(argv[3]), 256);
+  if (mode == "batch" && argc > 4 && std::atoi(argv[3]) > 0 && std::atoi(argv[4]) > 0) {
+    return teardown_in_batches(argv[0], argv[2], std::atoi(argv[3]), std::atoi(argv[4]), 256);
+  }
   const double seconds = std::atof(argv[1]);
   const size_t reserve_mib = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1024;
   if (seconds <= 0) {

@@ -82,8 +82,9 @@ TEST_F(ExecutorTest, CorrectCandidateIsVerifiedAndTimed) {
   for (const char* phase : {"spawn", "verify", "time", "total"}) EXPECT_TRUE(r.phase_ms.contains(phase)) << phase;
   // Where the load and the turn-around go: the judge's own parts and the
   // runner's account of its set-up.
-  for (const char* phase : {"fit", "plan", "arena", "release", "refill", "refill_after_previous", "spawn_arena",
-                            "spawn_loading_filter", "spawn_load", "spawn_after_load", "spawn_running_filter"}) {
+  for (const char* phase :
+       {"fit", "plan", "arena", "release", "refill", "refill_after_previous", "memory_check", "spawn_arena",
+        "spawn_loading_filter", "spawn_load", "spawn_after_load", "spawn_running_filter"}) {
     EXPECT_TRUE(r.phase_ms.contains(phase)) << phase;
   }
   EXPECT_LE(r.phase_ms["spawn_load"].get<double>(), r.phase_ms["spawn"].get<double>());
@@ -344,8 +345,10 @@ extern "C" int kf_forward(const kf_tensor* in, int, kf_tensor* out, int, void*) 
 }
 
 // The memory bound (judge/memory_bound.h) with limits below what any judge
-// holds: every request trims, and every request retires the judge, which
-// the next request replaces; evaluations stay correct throughout.
+// holds: the first request trims, a second of the same size finds nothing
+// grown and does not (a trim per request was a trim's time per request), a
+// huge task's does again; and every request retires the judge, which the
+// next request replaces; evaluations stay correct throughout.
 TEST(ExecutorMemoryBound, TrimsAndRetiresAboveTheLimits) {
   ExecutorConfig config;
   config.backend = BackendKind::kCpu;
@@ -356,12 +359,22 @@ TEST(ExecutorMemoryBound, TrimsAndRetiresAboveTheLimits) {
   req.artifact = testing::artifact_for(testing::compile_candidate(cand::kChainCorrect));
   req.verify = true;
   req.options = testing::quick_options();
+  auto trims = [&trimming] {
+    json h = trimming->health();
+    EXPECT_TRUE(h.contains("memory")) << h.dump();
+    EXPECT_GT(h["memory"].value("rss_bytes", uint64_t{0}), 0u);
+    return h["memory"].value("trims", -1);
+  };
   EXPECT_EQ(trimming->submit(req).get().outcome, Outcome::kCorrect);
+  EXPECT_EQ(trims(), 1);
   EXPECT_EQ(trimming->submit(req).get().outcome, Outcome::kCorrect);
-  json h = trimming->health();
-  ASSERT_TRUE(h.contains("memory")) << h.dump();
-  EXPECT_EQ(h["memory"]["trims"], 2);
-  EXPECT_GT(h["memory"]["rss_bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(trims(), 1);
+  // 16 MiB tensors: the judge's inputs, reference and arena grow it by far
+  // more than kTrimAgainAfterGrowthBytes.
+  EvalRequest huge = req;
+  huge.task = testing::elementwise_chain_task(1 << 22);
+  EXPECT_EQ(trimming->submit(huge).get().outcome, Outcome::kCorrect);
+  EXPECT_EQ(trims(), 2);
   EXPECT_EQ(trimming->restarts(), 0);
 
   config.judge_retire_above_bytes = uint64_t{1} << 20;

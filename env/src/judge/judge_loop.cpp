@@ -307,7 +307,11 @@ std::optional<int> RequestServer::serve_eval(const json& msg) {
   // context is gone) ends this judge once the report is out; the
   // Executor starts a fresh one for the next request.
   bool device_broken = false;
+  const auto memory_check_start = std::chrono::steady_clock::now();
   const std::string broken = retirement(&device_broken);
+  // After `total`: the memory bound's check (and trim) is the judge's work
+  // between its evaluation and its report.
+  report.phase_ms["memory_check"] = ms_since(memory_check_start);
   json reply = {{"type", "report"},
                 {"id", exec::integer_or(msg, "id", 0)},
                 {"report", env::to_json(report)},

@@ -23,10 +23,12 @@ uint64_t resident_bytes() {
 std::string MemoryBound::after_request(JudgeDevice* device) {
   uint64_t rss = resident_bytes();
   peak_rss_ = std::max(peak_rss_, rss);
-  if (rss > limits_.trim_above_bytes) {
+  const bool grew_since_trim = !rss_after_trim_ || rss > *rss_after_trim_ + kTrimAgainAfterGrowthBytes;
+  if (rss > limits_.trim_above_bytes && grew_since_trim) {
     ::malloc_trim(0);
     ++trims_;
     rss = resident_bytes();
+    rss_after_trim_ = rss;
   }
   if (rss > limits_.retire_above_bytes) {
     return "the judge holds " + mib(rss) + " of memory after trimming (the limit is " +

@@ -8,7 +8,14 @@
 // benefit is kept for tasks of normal size: after a request, only when the
 // judge's resident set is above `trim_above_bytes` is the freed memory
 // returned (malloc_trim), so a huge task costs page faults once, on the next
-// request, and nothing after. If the resident set is still above
+// request, and nothing after. Part of the resident set is not the heap's
+// (the code of libtorch and the CUDA libraries, the driver's mappings): a
+// CUDA judge can sit above the bound with nothing to give back, where a trim
+// after every request cost each request its time (12.6 ms a trim measured on
+// the CPU judge) and the next one its page faults. So once it has trimmed,
+// the judge trims again only when its resident set grew by
+// kTrimAgainAfterGrowthBytes since: a huge task still is, a normal one is
+// not. If the resident set is still above
 // `retire_above_bytes` after that (fragmentation: a live block at the top of
 // the heap), the judge retires after the report: the Executor starts a fresh
 // one for the next request, as for a broken device context.
@@ -30,6 +37,11 @@
 #include "judge/judge_device.h"
 
 namespace kforge::judge {
+
+// Growth of the resident set since the last trim that makes the judge trim
+// again (above `trim_above_bytes`): more than a normal task's tensors, less
+// than a huge one's.
+inline constexpr uint64_t kTrimAgainAfterGrowthBytes = uint64_t{64} << 20;
 
 struct MemoryLimits {
   uint64_t trim_above_bytes = uint64_t{1} << 30;
@@ -57,6 +69,7 @@ class MemoryBound {
   MemoryLimits limits_;
   uint64_t peak_rss_ = 0;
   int trims_ = 0;
+  std::optional<uint64_t> rss_after_trim_;  // the resident set the last trim left
   std::optional<uint64_t> device_baseline_;
   uint64_t device_in_use_ = 0;
   int device_releases_ = 0;

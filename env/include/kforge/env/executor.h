@@ -74,7 +74,8 @@ struct ExecutorConfig {
   double judge_startup_timeout_ms = 60000.0;
   // The judge's memory across tasks (docs/execution.md, "The judge's
   // memory"): above `judge_trim_above_bytes` of resident memory after a
-  // request it returns freed memory to the system; still above
+  // request it returns freed memory to the system (after its first trim,
+  // only once it has grown by 64 MiB since that trim); still above
   // `judge_retire_above_bytes` after that, it retires and the next request
   // starts a fresh judge. With device memory in use grown by more than
   // `judge_device_trim_above_bytes` since its first request, the CUDA judge
