@@ -14,7 +14,9 @@ single-operator, level-1-style tasks, are evaluated twice on one GPU:
            what the devices are held for once compilation was done on CPUs,
            `judging_seconds` of the summary (first request to last report,
            judge start-up excluded) / candidates: the figure to set against
-           KernelBench's warm build directory.
+           KernelBench's warm build directory. And once more on the warm
+           cache with eval.stop_when_decided (`kforge_decided`): timing that
+           stops once the default reward is decided, against target_rse.
   kernelbench  `kernelbench.eval.eval_kernel_against_ref` as its
            run_and_check.py calls it (5 correctness trials, 100 timed trials),
            one candidate at a time, as that script runs. The first
@@ -147,12 +149,32 @@ def write_suite(out_dir, kforge, run):
     return suite, pairs
 
 
-def run_kforge(kforge, suite, out_dir, name="kforge"):
+def decided_config(out_dir):
+    """The `cuda` preset with eval.stop_when_decided: timing stops once the default reward is decided."""
+    configs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs")
+    with open(os.path.join(configs, "env", "cuda.yaml")) as f:
+        lines = f.read().splitlines()
+    if "eval:" not in lines:
+        raise SystemExit("kernelbench_compare: configs/env/cuda.yaml has no top-level eval: section")
+    at = lines.index("eval:") + 1
+    lines[at:at] = ["  stop_when_decided: true"]
+    # The preset's paths are relative to its folder; this copy lives elsewhere.
+    skills = os.path.abspath(os.path.join(configs, "skills"))
+    lines = [line.replace("../skills/", skills + "/") for line in lines]
+    path = os.path.join(out_dir, "cuda_decided.yaml")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def run_kforge(kforge, suite, out_dir, name="kforge", config=None):
     results = os.path.join(out_dir, name + "_results.jsonl")
     if os.path.exists(results):
         os.remove(results)
     cmd = [kforge, "eval", "--backend", "cuda", "--solutions", os.path.join(suite, "pairs.jsonl"),
            "--results", results, "--json", "--progress-lines"]
+    if config:
+        cmd += ["--config", config]
     env = dict(os.environ)
     # Fresh compiles the first time; the second run finds them all cached.
     env["KFORGE_CACHE_DIR"] = os.path.join(out_dir, "kforge-compile-cache")
@@ -329,6 +351,18 @@ def main():
     print("[kforge] warm compile cache: %.3f GPU-s per candidate judged (first request to last report), "
           "%.1f s wall with judge start-up; median ms per phase %s" %
           (kfw, report["kforge_warm"]["wall_s"], json.dumps(report["kforge_warm"]["median_timings_ms"])), flush=True)
+    # The same warm batch with timing that stops once the default reward is
+    # decided (eval.stop_when_decided, docs/rewards.md): what the stopping
+    # rule saves on this set.
+    report["kforge_decided"] = run_kforge(a.kforge, suite, a.out, "kforge_decided", decided_config(a.out))
+    kfd = report["kforge_decided"]["judging_s_per_candidate"]
+    time_decided = report["kforge_decided"]["median_timings_ms"].get("time", 0)
+    time_warm = report["kforge_warm"]["median_timings_ms"].get("time", 0)
+    print("[kforge] warm, timing stopped when the reward is decided: %.3f GPU-s per candidate judged (%.2fx of "
+          "target_rse's); median time phase %.1f ms against %.1f; speedups %s against %s" %
+          (kfd, kfd / kfw if kfw > 0 else 0, time_decided, time_warm,
+           json.dumps(report["kforge_decided"]["speedups"]), json.dumps(report["kforge_warm"]["speedups"])),
+          flush=True)
     if a.kernelbench:
         kb_eval, kb_timing, why = import_kernelbench(a.kernelbench)
         if kb_eval is None:
