@@ -158,7 +158,7 @@ TEST(EnvConfigTest, EvalOptionsAndScheduleAreRead) {
 TEST(EnvConfigTest, PlacementIsReadBoundedAndBecomesTheExecutorConfig) {
   const EnvConfig c = parse_env_config(Document::from_yaml_text(
       "backend: cuda\nplacement:\n  devices: [2, 0]\n  lanes_per_device: 4\n  episodes_per_device: 16\n"
-      "  max_system_errors: 5\nexecutor:\n  gate_dir: gates\n  baseline_cache: \"off\"\n",
+      "  max_system_errors: 5\nexecutor:\n  gate_dir: gates\n  baseline_cache: \"off\"\n  runner_cuda_connections: 4\n",
       "/cfg/p.yaml"));
   EXPECT_EQ(c.placement.devices, (std::vector<int>{2, 0}));
   EXPECT_EQ(c.device, 2) << "device follows placement.devices";
@@ -167,6 +167,11 @@ TEST(EnvConfigTest, PlacementIsReadBoundedAndBecomesTheExecutorConfig) {
   EXPECT_EQ(ec.lanes_per_device, 4);
   EXPECT_EQ(ec.max_system_errors, 5);
   EXPECT_EQ(ec.gate_dir, "/cfg/gates");
+  EXPECT_EQ(ec.runner_cuda_connections, 4);
+  EXPECT_EQ(
+      executor_config(parse_env_config(Document::from_yaml_text("backend: cuda\n", "c.yaml"))).runner_cuda_connections,
+      1)
+      << "one hardware queue per runner unless the config says otherwise";
   EXPECT_TRUE(ec.baseline_cache_dir.empty());
   EXPECT_EQ(placed_device_count(c), 2);
 
@@ -195,6 +200,8 @@ TEST(EnvConfigTest, PlacementIsReadBoundedAndBecomesTheExecutorConfig) {
   EXPECT_NE(msg.find("placement/devices/1"), std::string::npos) << msg;
   msg = error("placement: {lanes_per_device: 0}\n");
   EXPECT_NE(msg.find("lanes_per_device"), std::string::npos) << msg;
+  msg = error("executor: {runner_cuda_connections: 33}\n");
+  EXPECT_NE(msg.find("runner_cuda_connections"), std::string::npos) << msg;
   msg = error("placement: {cpu_slots: 100000}\n");
   EXPECT_NE(msg.find("cpu_slots"), std::string::npos) << msg;
   msg = error("device: 1\nplacement: {devices: [0, 2]}\n");

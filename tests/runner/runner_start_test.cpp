@@ -4,6 +4,7 @@
 // never waits for it, while a profiler runner's start-up is settled before
 // anything is timed. Real runner processes; a slow start is a real `sleep` in
 // front of the real runner.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -12,17 +13,22 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "candidates.h"
 #include "exec_common/build_identity.h"
+#include "exec_common/child_process.h"
 #include "exec_common/gpu_gate.h"
 #include "exec_common/runner_process.h"
+#include "exec_common/runner_protocol.h"
 #include "judge/cpu_judge_device.h"
 #include "judge/evaluation.h"
 #include "judge/runner_pool.h"
+#include "kforge/core/unique_fd.h"
 #include "test_support.h"
 
 namespace kforge::judge {
@@ -96,6 +102,30 @@ TEST(RunnerStartTest, ARunnerThatCannotStartIsReportedAsCrashed) {
   EXPECT_EQ(r.status, Status::kCrashed);
   EXPECT_NE(r.detail.find("158"), std::string::npos) << r.detail;
   EXPECT_FALSE(runner->alive());
+}
+
+// The runner's hardware queues (ExecutorConfig::runner_cuda_connections) are
+// a number the driver accepts, 1 to 32; anything else is a usage error before
+// any device exists, and says so.
+TEST(RunnerStartTest, CudaConnectionsOutsideOneToThirtyTwoAreAUsageError) {
+  const fs::path dir = scratch_root("connections");
+  fs::create_directories(dir);
+  for (const std::string bad : {"0", "33", "8x", ""}) {
+    const fs::path log = dir / "stderr.log";
+    UniqueFd err(::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    exec::ChildProcess child =
+        exec::ChildProcess::spawn({kRunner,
+                                   {"--backend", "cuda", "--scratch", dir.string(), "--parent-pid",
+                                    std::to_string(::getpid()), "--cuda-connections", bad},
+                                   {{2, err.get()}}});
+    const std::optional<int> status = child.wait_for(10000);
+    ASSERT_TRUE(status.has_value()) << bad;
+    EXPECT_EQ(exec::describe_exit_status(*status), "exit code " + std::to_string(exec::runner_protocol::kUsageExitCode))
+        << bad;
+    std::ifstream in(log);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("--cuda-connections takes 1 to 32"), std::string::npos) << bad << ": " << text;
+  }
 }
 
 // kforge-runner that sleeps `seconds` first only while `<dir>/slow` exists:

@@ -64,7 +64,8 @@ void JudgeConnection::start(const JudgeLaunch& launch) {
     spec.args.insert(spec.args.end(),
                      {"--lane-device-memory-mib", std::to_string(launch.lane_device_memory_bytes >> 20),
                       "--device-memory-reserve-mib", std::to_string(launch.device_memory_reserve_bytes >> 20),
-                      "--lanes-on-device", std::to_string(launch.lanes_on_device)});
+                      "--lanes-on-device", std::to_string(launch.lanes_on_device), "--runner-cuda-connections",
+                      std::to_string(launch.runner_cuda_connections)});
   }
   if (!launch.gate_dir.empty()) spec.args.insert(spec.args.end(), {"--gate-dir", launch.gate_dir.string()});
   if (launch.cpu >= 0) spec.args.insert(spec.args.end(), {"--cpu", std::to_string(launch.cpu)});

@@ -40,6 +40,7 @@ struct JudgeLaunch {
   std::filesystem::path gate_dir;  // the GPU gate's lock files; empty: none
   int cpu = -1;                    // the core to pin the judge (and its runners) to; -1: none
   int runner_spares = 0;           // ExecutorConfig::runner_spares; 0: the judge's default
+  int runner_cuda_connections = 0;  // ExecutorConfig::runner_cuda_connections; 0: the driver's default
   // The lane's share of its GPU's memory (cuda; judge/lane_memory_budget.h):
   // the budget (0: an even share), the reserve, the pool's lanes on the GPU.
   uint64_t lane_device_memory_bytes = 0;

@@ -89,6 +89,9 @@ std::unique_ptr<RunnerProcess> RunnerProcess::spawn(const Config& config) {
   if (config.backend != "cpu") {
     spec.args.insert(spec.args.end(),
                      {"--device", std::to_string(config.device), "--profiler", config.profiler ? "1" : "0"});
+    if (config.cuda_connections > 0) {
+      spec.args.insert(spec.args.end(), {"--cuda-connections", std::to_string(config.cuda_connections)});
+    }
   }
   spec.fds = {{0, devnull.get()}, {1, output.get()}, {2, output.get()}, {runner_protocol::kControlFd, theirs.get()}};
   r->child_ = ChildProcess::spawn(spec);

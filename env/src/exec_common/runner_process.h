@@ -100,6 +100,9 @@ class RunnerProcess {
     // bound the GPU clock (judge/timing_tamper.h), so they must not carry the
     // judge's own wake-up.
     int reply_spin_us = 0;
+    // cuda: the context's hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, set
+    // by the runner before its context exists); 0: the driver's default.
+    int cuda_connections = 0;
   };
 
   // Starts a runner that waits for `setup`. Throws SystemError if it cannot.

@@ -115,6 +115,8 @@ void read_compile(const Document& doc, ObjectReader r, EnvConfig& c) {
 
 // More spare runners than this per judge is a typo: each CUDA spare holds a context.
 constexpr int64_t kMaxRunnerSpares = 16;
+// CUDA_DEVICE_MAX_CONNECTIONS accepts 1 to 32.
+constexpr int64_t kMaxCudaConnections = 32;
 
 void read_executor(const Document& doc, ObjectReader r, EnvConfig& c) {
   if (auto f = r.optional("tools_dir")) c.tools_dir = resolve_path(doc, f->as_string());
@@ -122,6 +124,9 @@ void read_executor(const Document& doc, ObjectReader r, EnvConfig& c) {
   if (auto f = r.optional("gate_dir")) c.gate_dir = resolve_path(doc, f->as_string());
   if (auto f = r.optional("gpu_gate")) c.gpu_gate = f->as_bool();
   if (auto f = r.optional("runner_spares")) c.runner_spares = static_cast<int>(f->as_int_in(0, kMaxRunnerSpares));
+  if (auto f = r.optional("runner_cuda_connections")) {
+    c.runner_cuda_connections = static_cast<int>(f->as_int_in(0, kMaxCudaConnections));
+  }
   if (auto f = r.optional("baseline_cache")) {
     const std::string v = f->as_string();
     c.baseline_cache = v == "off" || v.empty() ? v : resolve_path(doc, v).string();
@@ -275,6 +280,7 @@ json to_json(const EnvConfig& c) {
             {"gate_dir", c.gate_dir.string()},
             {"gpu_gate", c.gpu_gate},
             {"runner_spares", c.runner_spares},
+            {"runner_cuda_connections", c.runner_cuda_connections},
             {"baseline_cache", c.baseline_cache}}},
           {"placement",
            {{"devices", c.placement.all_devices ? json("all") : json(c.placement.devices)},
@@ -318,6 +324,7 @@ ExecutorConfig executor_config(const EnvConfig& c) {
   ec.gate_dir = c.gate_dir;
   ec.gpu_gate = c.gpu_gate;
   ec.runner_spares = c.runner_spares;
+  ec.runner_cuda_connections = c.runner_cuda_connections;
   if (c.baseline_cache != "off") {
     ec.baseline_cache_dir =
         c.baseline_cache.empty() ? default_baseline_cache_dir() : std::filesystem::path(c.baseline_cache);

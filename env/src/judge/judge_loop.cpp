@@ -213,7 +213,8 @@ class RequestServer {
         // CPU ones sleep: there the judge's spinning would take a core from the
         // candidate, and the CPU clock, not the round trip, is what is timed.
         reply_spin_us_(config.backend == "cuda" ? kCudaReplySpinUs : 0),
-        pool_({config.runner, config.scratch, config.backend, config.device, false, reply_spin_us_},
+        pool_({config.runner, config.scratch, config.backend, config.device, false, reply_spin_us_,
+               config.runner_cuda_connections},
               spare_runners(config), timing_runner_start_up(config.backend)),
         memory_(config.memory) {}
 
@@ -257,7 +258,8 @@ int RequestServer::serve() {
   if (config_.backend == "cuda") {
     profilers_ =
         std::make_unique<RunnerPool>(exec::RunnerProcess::Config{config_.runner, config_.scratch, config_.backend,
-                                                                 config_.device, true, reply_spin_us_},
+                                                                 config_.device, true, reply_spin_us_,
+                                                                 config_.runner_cuda_connections},
                                      1, RunnerPool::StartUp::kOutsideTiming);
     profilers_->refill();
   }

@@ -38,6 +38,9 @@ struct JudgeLoopConfig {
   // Spare timing runners kept started (runner_pool.h); 0: the backend's
   // default (cuda 3, cpu 1).
   int runner_spares = 0;
+  // Hardware queues of each CUDA runner's context (CUDA_DEVICE_MAX_CONNECTIONS;
+  // ExecutorConfig::runner_cuda_connections); 0: the driver's default.
+  int runner_cuda_connections = 0;
   // This lane's share of its GPU's memory (cuda only; lane_memory_budget.h).
   LaneMemoryConfig lane_memory;
 };

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "exec_common/build_identity.h"
@@ -24,7 +25,7 @@ namespace {
 int usage(const char* message) {
   std::fprintf(stderr,
                "kforge-runner: %s\nusage: kforge-runner --backend cpu|cuda --scratch DIR --parent-pid PID [--device N] "
-               "[--profiler 0|1]\n",
+               "[--profiler 0|1] [--cuda-connections 1..32]\n",
                message);
   return kforge::exec::runner_protocol::kUsageExitCode;
 }
@@ -34,6 +35,7 @@ int usage(const char* message) {
 int main(int argc, char** argv) {
   std::string backend = "cpu", scratch;
   long parent = 0;
+  std::optional<std::string> cuda_connections;
   kforge::runner::RunnerDeviceOptions device_options;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string key = argv[i];
@@ -47,11 +49,21 @@ int main(int argc, char** argv) {
       device_options.device = std::atoi(argv[i + 1]);
     } else if (key == "--profiler") {
       device_options.profiler = std::string(argv[i + 1]) == "1";
+    } else if (key == "--cuda-connections") {
+      cuda_connections = argv[i + 1];
     } else {
       return usage(("unknown argument " + key).c_str());
     }
   }
   if (scratch.empty() || parent <= 0) return usage("--scratch and --parent-pid are required");
+  if (cuda_connections) {
+    const int n = std::atoi(cuda_connections->c_str());
+    if (n < 1 || n > 32 || std::to_string(n) != *cuda_connections) return usage("--cuda-connections takes 1 to 32");
+    // Read by the driver when the context is created (below), before any
+    // candidate code exists: fewer hardware queues, a shorter teardown
+    // (ExecutorConfig::runner_cuda_connections). Still one thread here.
+    ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", cuda_connections->c_str(), 1);
+  }
   kforge::exec::die_with_parent(static_cast<pid_t>(parent));
   kforge::exec::close_descriptors_from(kforge::exec::runner_protocol::kControlFd + 1);
   // A write to a judge that went away must fail, not kill us before we exit.

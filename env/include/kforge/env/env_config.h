@@ -11,7 +11,8 @@
 //   reward: {function, paid_on, step_terms, on_truncation}
 //   prompt: {skills, system, compact}
 //   compile: {cache_dir, threads, arch, timeout_s, memory_limit_mib, max_source_bytes, per_mode_limit: {mode: n}}
-//   executor: {tools_dir, scratch_dir, gate_dir, gpu_gate, runner_spares, baseline_cache}
+//   executor: {tools_dir, scratch_dir, gate_dir, gpu_gate, runner_spares, runner_cuda_connections,
+//              baseline_cache}
 //   placement: {devices: [0, 1] | all, lanes_per_device, cpu_slots,
 //               episodes_per_device, max_system_errors}
 //   step_threads: n
@@ -131,6 +132,8 @@ struct EnvConfig {
   bool gpu_gate = true;
   // Spare timing runners each judge keeps started (ExecutorConfig::runner_spares).
   int runner_spares = 0;
+  // Hardware queues of a CUDA runner's context (ExecutorConfig::runner_cuda_connections).
+  int runner_cuda_connections = 1;
   // Timed references kept per task, device model and software versions:
   // empty = default_baseline_cache_dir(); "off" = no cache.
   std::string baseline_cache;

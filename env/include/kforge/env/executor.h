@@ -60,6 +60,15 @@ struct ExecutorConfig {
   // be judged in ~0.2 s; cpu 1). Each CUDA spare holds a context's device
   // memory.
   int runner_spares = 0;
+  // The hardware work queues of each CUDA runner's context
+  // (CUDA_DEVICE_MAX_CONNECTIONS, set by the runner before its context
+  // exists); 0: the driver's default, 8. A context's teardown unbinds each
+  // queue from the GPU: on an H100 a runner's took 76.8 ms with 8 and 35.6
+  // with 1 (bench/cuda/teardown_probe), and the judge waits for it once per
+  // candidate. With one queue, kernels the candidate puts on streams of its
+  // own run one after another rather than side by side (docs/cuda-backend.md,
+  // "One hardware queue per runner").
+  int runner_cuda_connections = 1;
   // Timed references (baselines) kept on disk per task content, device model
   // and software versions (docs/execution.md, "Baseline cache"). Empty: none.
   std::filesystem::path baseline_cache_dir;
