@@ -256,11 +256,10 @@ int RequestServer::serve() {
   // is started now, so that the first profile does not wait for a CUPTI
   // start-up, and replaced during each profile.
   if (config_.backend == "cuda") {
-    profilers_ =
-        std::make_unique<RunnerPool>(exec::RunnerProcess::Config{config_.runner, config_.scratch, config_.backend,
-                                                                 config_.device, true, reply_spin_us_,
-                                                                 config_.runner_cuda_connections},
-                                     1, RunnerPool::StartUp::kOutsideTiming);
+    profilers_ = std::make_unique<RunnerPool>(
+        exec::RunnerProcess::Config{config_.runner, config_.scratch, config_.backend, config_.device, true,
+                                    reply_spin_us_, config_.runner_cuda_connections},
+        1, RunnerPool::StartUp::kOutsideTiming);
     profilers_->refill();
   }
   while (true) {
