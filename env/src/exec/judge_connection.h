@@ -37,9 +37,9 @@ struct JudgeLaunch {
   uint64_t trim_above_bytes = uint64_t{1} << 30;
   uint64_t retire_above_bytes = uint64_t{4} << 30;
   uint64_t device_trim_above_bytes = uint64_t{8} << 30;
-  std::filesystem::path gate_dir;  // the GPU gate's lock files; empty: none
-  int cpu = -1;                    // the core to pin the judge (and its runners) to; -1: none
-  int runner_spares = 0;           // ExecutorConfig::runner_spares; 0: the judge's default
+  std::filesystem::path gate_dir;   // the GPU gate's lock files; empty: none
+  int cpu = -1;                     // the core to pin the judge (and its runners) to; -1: none
+  int runner_spares = 0;            // ExecutorConfig::runner_spares; 0: the judge's default
   int runner_cuda_connections = 0;  // ExecutorConfig::runner_cuda_connections; 0: the driver's default
   // The lane's share of its GPU's memory (cuda; judge/lane_memory_budget.h):
   // the budget (0: an even share), the reserve, the pool's lanes on the GPU.
