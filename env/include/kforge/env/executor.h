@@ -65,9 +65,9 @@ struct ExecutorConfig {
   // exists); 0: the driver's default, 8. A context's teardown unbinds each
   // queue from the GPU: on an H100 a runner's took 76.8 ms with 8 and 35.6
   // with 1 (bench/cuda/teardown_probe), and the judge waits for it once per
-  // candidate. With one queue, kernels the candidate puts on streams of its
-  // own run one after another rather than side by side (docs/cuda-backend.md,
-  // "One hardware queue per runner").
+  // candidate. One queue serializes only work on different streams, and a
+  // candidate has one stream: the symbol allow-list gives it no other
+  // (docs/cuda-backend.md, "One hardware queue per runner").
   int runner_cuda_connections = 1;
   // Timed references (baselines) kept on disk per task content, device model
   // and software versions (docs/execution.md, "Baseline cache"). Empty: none.
