@@ -8,16 +8,20 @@
 #            lanes (compile overlapped), and the speedup of one pair alone,
 #            under compile+verify load, and under load without the gate; then
 #            one lane again with timing that stops when the reward is decided
-#            (KFORGE_BENCH_DECIDED_REWARD, default "default"; empty: skipped)
+#            (KFORGE_BENCH_DECIDED_REWARD, default "default"; empty: skipped),
+#            and one lane whose runners have one hardware queue each
+#            (KFORGE_BENCH_CUDA_CONNECTIONS=1: executor.runner_cuda_connections)
 #   cuda     bench_cuda's BM_EvalThroughput as a profile action (attribution
 #            and counters, what every submit paid before) and as a submit
 #            (the per-phase effect of paying only for what is asked)
 #   probe    bench/cuda/start_probe: a runner's start-up by phase, several at
 #            once, and a kernel timed beside start-ups of every level (why
 #            timing runners may start beside timing: docs/cuda-backend.md);
-#            bench/cuda/teardown_probe: a runner's context teardown by part,
-#            and which calls of another process wait for it (why the judge
-#            waits for a used runner: docs/execution.md, "What lanes buy")
+#            bench/cuda/teardown_probe: a runner's context teardown by part
+#            and by hardware queues (CUDA_DEVICE_MAX_CONNECTIONS), several
+#            killed at once, and which calls of another process wait for it
+#            (why the judge waits for a used runner: docs/execution.md,
+#            "What lanes buy")
 #   kb       bench/cuda/kernelbench_compare.py: GPU-seconds per new candidate
 #            against KernelBench's own harness, when KFORGE_KERNELBENCH names
 #            a KernelBench checkout (its src/ must import with this Python;
@@ -132,6 +136,10 @@ if stage pool; then
       status=1
     grep -E '^BM_|^\[pool\]|ERROR' "$OUT/bench_pool_decided.log" | sed 's/^/DECIDED /' | tee -a "$OUT/summary.log"
   fi
+  say "bench_pool, 1 lane, runners with one hardware queue (executor.runner_cuda_connections: 1)"
+  KFORGE_BENCH_BACKEND=cuda KFORGE_BENCH_CUDA_CONNECTIONS=1 timeout "$(left)" build/gpu/bench/exec/bench_pool \
+    --benchmark_filter='BM_PoolThroughput/1/' >"$OUT/bench_pool_one_queue.log" 2>&1 || status=1
+  grep -E '^BM_|^\[pool\]|ERROR' "$OUT/bench_pool_one_queue.log" | sed 's/^/ONE_QUEUE /' | tee -a "$OUT/summary.log"
 fi
 
 if stage cuda; then
@@ -152,6 +160,8 @@ if stage probe; then
     for l in 2 4; do $probe disturb $l 4; done
     teardown=build/gpu/bench/cuda/teardown_probe
     for parts in - kbipg; do $teardown parts $parts 12; done
+    for queues in 1 2 4; do CUDA_DEVICE_MAX_CONNECTIONS=$queues $teardown parts kbipg 10; done
+    for k in 2 4; do $teardown batch kbipg $k 6; done
     $teardown 20
   } >"$OUT/start_probe.log" 2>&1 || status=1
   tee -a "$OUT/summary.log" <"$OUT/start_probe.log"

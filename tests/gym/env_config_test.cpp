@@ -170,8 +170,8 @@ TEST(EnvConfigTest, PlacementIsReadBoundedAndBecomesTheExecutorConfig) {
   EXPECT_EQ(ec.runner_cuda_connections, 4);
   EXPECT_EQ(
       executor_config(parse_env_config(Document::from_yaml_text("backend: cuda\n", "c.yaml"))).runner_cuda_connections,
-      1)
-      << "one hardware queue per runner unless the config says otherwise";
+      0)
+      << "the driver's hardware queues unless the config says otherwise";
   EXPECT_TRUE(ec.baseline_cache_dir.empty());
   EXPECT_EQ(placed_device_count(c), 2);
 

@@ -133,7 +133,7 @@ struct EnvConfig {
   // Spare timing runners each judge keeps started (ExecutorConfig::runner_spares).
   int runner_spares = 0;
   // Hardware queues of a CUDA runner's context (ExecutorConfig::runner_cuda_connections).
-  int runner_cuda_connections = 1;
+  int runner_cuda_connections = 0;
   // Timed references kept per task, device model and software versions:
   // empty = default_baseline_cache_dir(); "off" = no cache.
   std::string baseline_cache;

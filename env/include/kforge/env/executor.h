@@ -67,8 +67,9 @@ struct ExecutorConfig {
   // with 1 (bench/cuda/teardown_probe), and the judge waits for it once per
   // candidate. One queue serializes only work on different streams, and a
   // candidate has one stream: the symbol allow-list gives it no other
-  // (docs/cuda-backend.md, "One hardware queue per runner").
-  int runner_cuda_connections = 1;
+  // (docs/cuda-backend.md, "One hardware queue per runner"). The default
+  // stays the driver's until the GPU suite and bench_pool have run with 1.
+  int runner_cuda_connections = 0;
   // Timed references (baselines) kept on disk per task content, device model
   // and software versions (docs/execution.md, "Baseline cache"). Empty: none.
   std::filesystem::path baseline_cache_dir;
