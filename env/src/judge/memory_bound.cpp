@@ -23,8 +23,9 @@ uint64_t resident_bytes() {
 std::string MemoryBound::after_request(JudgeDevice* device) {
   uint64_t rss = resident_bytes();
   peak_rss_ = std::max(peak_rss_, rss);
+  // A judge about to retire trims first whatever it grew: the trim may keep it.
   const bool grew_since_trim = !rss_after_trim_ || rss > *rss_after_trim_ + kTrimAgainAfterGrowthBytes;
-  if (rss > limits_.trim_above_bytes && grew_since_trim) {
+  if (rss > limits_.trim_above_bytes && (grew_since_trim || rss > limits_.retire_above_bytes)) {
     ::malloc_trim(0);
     ++trims_;
     rss = resident_bytes();
