@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "candidates.h"
+#include "kforge/core/error.h"
 #include "kforge/core/remove_tree.h"
 #include "test_support.h"
 
@@ -289,6 +290,38 @@ TEST(DevicePoolTest, TimedReferencesComeFromTheBaselineCache) {
     EXPECT_FALSE((*fresh.timing)["cache"]["hit"].get<bool>());
   }
   kforge::remove_tree(cache);
+}
+
+// The runners' hardware queues: the config's when set, else the operator's
+// $KFORGE_RUNNER_CUDA_CONNECTIONS, else the driver's; a bad variable is every
+// CUDA request's clear system error, naming it.
+TEST(DevicePoolTest, RunnerCudaConnectionsComeFromTheConfigThenTheEnvironment) {
+  ::unsetenv("KFORGE_RUNNER_CUDA_CONNECTIONS");
+  ExecutorConfig config;
+  EXPECT_EQ(resolved_runner_cuda_connections(config), 0);
+  ::setenv("KFORGE_RUNNER_CUDA_CONNECTIONS", "1", 1);
+  EXPECT_EQ(resolved_runner_cuda_connections(config), 1);
+  config.runner_cuda_connections = 4;
+  EXPECT_EQ(resolved_runner_cuda_connections(config), 4) << "the config wins";
+  config.runner_cuda_connections = 0;
+  for (const char* bad : {"0", "33", "8x", "-1", "100000000000"}) {
+    ::setenv("KFORGE_RUNNER_CUDA_CONNECTIONS", bad, 1);
+    try {
+      resolved_runner_cuda_connections(config);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("KFORGE_RUNNER_CUDA_CONNECTIONS is \"" + std::string(bad) +
+                                           "\": give a number of hardware queues from 1 to 32"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  config.backend = BackendKind::kCuda;
+  auto pool = make_device_pool(config);
+  const EvalReport r = pool->submit(verify_request(cand::kChainCorrect)).get();
+  EXPECT_EQ(r.outcome, Outcome::kNotRun);
+  EXPECT_NE(r.summary.find("KFORGE_RUNNER_CUDA_CONNECTIONS is"), std::string::npos) << r.summary;
+  ::unsetenv("KFORGE_RUNNER_CUDA_CONNECTIONS");
 }
 
 TEST(DevicePoolTest, AllDevicesFollowsCudaVisibleDevices) {

@@ -70,7 +70,6 @@ Pool::Pool(const ExecutorConfig& config) : config_(config) {
   base.retire_above_bytes = config.judge_retire_above_bytes;
   base.device_trim_above_bytes = config.judge_device_trim_above_bytes;
   base.runner_spares = config.runner_spares;
-  base.runner_cuda_connections = config.runner_cuda_connections;
   base.lane_device_memory_bytes = config.lane_device_memory_bytes;
   base.device_memory_reserve_bytes = config.device_memory_reserve_bytes;
   try {
@@ -90,6 +89,7 @@ Pool::Pool(const ExecutorConfig& config) : config_(config) {
       std::filesystem::create_directories(scratch_);
     }
     if (cuda && config.gpu_gate) base.gate_dir = config.gate_dir.empty() ? default_gate_dir() : config.gate_dir;
+    if (cuda) base.runner_cuda_connections = resolved_runner_cuda_connections(config);
     if (!config.baseline_cache_dir.empty()) baselines_.emplace(config.baseline_cache_dir);
   } catch (const std::exception& e) {
     setup_error_ = e.what();
@@ -302,6 +302,19 @@ void Pool::enqueue(JobPtr job) {
 }
 
 }  // namespace internal
+
+int resolved_runner_cuda_connections(const ExecutorConfig& config) {
+  if (config.runner_cuda_connections > 0) return config.runner_cuda_connections;
+  const char* env = std::getenv("KFORGE_RUNNER_CUDA_CONNECTIONS");
+  if (env == nullptr || *env == '\0') return 0;
+  const std::string value = env;
+  const int n = value.size() <= 2 && value.find_first_not_of("0123456789") == std::string::npos ? std::stoi(value) : 0;
+  if (n < 1 || n > 32) {
+    throw InputError("KFORGE_RUNNER_CUDA_CONNECTIONS is \"" + value.substr(0, 32) +
+                     "\": give a number of hardware queues from 1 to 32, or unset it for the driver's default");
+  }
+  return n;
+}
 
 std::vector<int> visible_gpu_indices() {
   std::vector<int> out;
