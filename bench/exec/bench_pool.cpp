@@ -36,9 +36,9 @@
 // the throughput run over several GPUs with L lanes each), KFORGE_BENCH_WARMUP_MS
 // (the submit's warm-up instead of the default, to compare warm-ups in one run),
 // KFORGE_BENCH_DECIDED (a reward preset or file: timing stops when that reward
-// is decided, eval.stop_when_decided, instead of at target_rse),
-// KFORGE_BENCH_CUDA_CONNECTIONS (the runners' hardware queues instead of
-// ExecutorConfig::runner_cuda_connections; 0: the driver's default).
+// is decided, eval.stop_when_decided, instead of at target_rse). The
+// runners' hardware queues follow KFORGE_RUNNER_CUDA_CONNECTIONS
+// (resolved_runner_cuda_connections, device_pool.h).
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
@@ -164,8 +164,6 @@ ExecutorConfig pool_config(int lanes, const std::vector<int>& devices, bool gate
   c.lanes_per_device = lanes;
   c.cpu_slots = lanes;
   c.gpu_gate = gate;
-  // A knob for comparing a runner's hardware queues in one run (0: the driver's 8).
-  c.runner_cuda_connections = env_int("KFORGE_BENCH_CUDA_CONNECTIONS", c.runner_cuda_connections);
   // A private gate: nothing else on the machine waits for this run.
   c.gate_dir = fs::temp_directory_path() / ("kforge-bench-gate-" + std::to_string(::getpid()));
   return c;
