@@ -36,7 +36,10 @@
 // the throughput run over several GPUs with L lanes each), KFORGE_BENCH_WARMUP_MS
 // (the submit's warm-up instead of the default, to compare warm-ups in one run),
 // KFORGE_BENCH_DECIDED (a reward preset or file: timing stops when that reward
-// is decided, eval.stop_when_decided, instead of at target_rse). The
+// is decided, eval.stop_when_decided, instead of at target_rse),
+// KFORGE_BENCH_TURNS (a task's candidates share an input seed this many at a
+// time, as an episode's turns do, so the judge's reference cache serves all
+// but the first; default 4, 1 reuses nothing). The
 // runners' hardware queues follow KFORGE_RUNNER_CUDA_CONNECTIONS
 // (resolved_runner_cuda_connections, device_pool.h).
 #include <benchmark/benchmark.h>
@@ -121,6 +124,11 @@ bool cuda() {
 
 int loaded_lanes() { return env_int("KFORGE_BENCH_LANES", cuda() ? 4 : 2); }
 int rounds() { return std::max(1, env_int("KFORGE_BENCH_ROUNDS", cuda() ? 3 : 1)); }
+// Candidates of one task that share an input seed, as the turns of one
+// episode do (the judge's reference cache serves the later ones): a task's
+// k-th candidate is turn k % turns of episode k / turns. 1: every candidate
+// its own episode, so nothing is reused.
+int turns_per_episode() { return std::max(1, env_int("KFORGE_BENCH_TURNS", 4)); }
 
 std::vector<int> bench_devices() {
   std::vector<int> out;
@@ -244,6 +252,7 @@ ThroughputResult run_throughput(DevicePool& pool, const std::vector<Job>& job_li
   // between the first and the last, without the first compile's latency.
   using Done = std::pair<EvalReport, Clock::time_point>;
   std::vector<std::future<Done>> evals;
+  std::map<std::string, uint64_t> candidates_of_task;
   for (size_t i = 0; i < job_list.size(); ++i) {
     CompileResult c = compiles[i].get();
     if (!c.ok) {
@@ -256,6 +265,8 @@ ThroughputResult run_throughput(DevicePool& pool, const std::vector<Job>& job_li
     req.artifact = c.artifact;
     req.options = submit_options();
     req.verify = req.time = true;  // a submit step
+    const uint64_t k = candidates_of_task[req.task.id]++;
+    req.input_seed = verification_input_seed(1 + k / static_cast<uint64_t>(turns_per_episode()));
     req.profile = runs_profile(ActionType::kSubmit, req.options);
     evals.push_back(std::async(std::launch::async, [report = pool.submit(std::move(req))]() mutable {
       EvalReport r = report.get();
@@ -308,9 +319,14 @@ void BM_PoolThroughput(benchmark::State& state) {
       const json health = pool->health();
       const json memory = health.value("memory", json::object());
       const json device = health.value("device", json::object());
-      std::printf("[pool] the judge after the run: rss %.0f MiB, heap trims %d, device releases %d, cache cuts %d\n",
-                  memory.value("rss_bytes", 0.0) / (1 << 20), memory.value("trims", 0),
-                  memory.value("device_releases", 0), device.value("cache_cuts", 0));
+      const json references = health.value("reference_cache", json::object());
+      std::printf(
+          "[pool] the judge after the run: rss %.0f MiB, heap trims %d, device releases %d, cache cuts %d, "
+          "references reused %d of %d (%d turns an episode), kept %.0f MiB\n",
+          memory.value("rss_bytes", 0.0) / (1 << 20), memory.value("trims", 0), memory.value("device_releases", 0),
+          device.value("cache_cuts", 0), references.value("hits", 0),
+          references.value("hits", 0) + references.value("misses", 0), turns_per_episode(),
+          references.value("bytes", 0.0) / (1 << 20));
     }
     std::printf(
         "[pool] %d lane(s) x %zu device(s): %.1f candidates/min (%.1f from the first report to the last), "

@@ -385,6 +385,71 @@ TEST(ExecutorMemoryBound, TrimsAndRetiresAboveTheLimits) {
   EXPECT_EQ(retiring->restarts(), 1);  // the second request needed a new judge
 }
 
+// The judge keeps a case's inputs and reference for the task's next
+// candidates with the same input seed (judge/reference_cache.h). What it
+// keeps is never what a candidate touched: a candidate that writes its
+// inputs is caught before and after the cache holds them, and the honest
+// and the wrong ones after it get the verdicts fresh inputs would give.
+TEST(ExecutorReferenceCache, KeptReferencesGiveTheVerdictsFreshOnesWould) {
+  ExecutorConfig config;
+  config.backend = BackendKind::kCpu;
+  std::unique_ptr<Executor> executor = make_executor(config);
+  // As an episode's turns are: the input seed from the episode's seed.
+  auto evaluate = [&executor](const char* source, uint64_t episode_seed, uint64_t cache_bytes = uint64_t{1} << 30) {
+    EvalRequest req;
+    req.task = testing::elementwise_chain_task(4096, {8192});
+    req.artifact = testing::artifact_for(testing::compile_candidate(source));
+    req.verify = true;
+    req.input_seed = verification_input_seed(episode_seed);
+    req.options = testing::quick_options();
+    req.options.reference_cache_bytes = cache_bytes;
+    return executor->submit(std::move(req)).get();
+  };
+  auto reused = [](const EvalReport& r) {
+    return std::count_if(r.verification.begin(), r.verification.end(),
+                         [](const json& c) { return c.value("reference_reused", false); });
+  };
+  auto cache_stats = [&executor] { return executor->health()["reference_cache"]; };
+
+  EvalReport mutating = evaluate(cand::kChainMutatesInput, 11);
+  ASSERT_EQ(mutating.outcome, Outcome::kViolation) << mutating.summary;
+  EXPECT_EQ(reused(mutating), 0);
+  // Seed 0's inputs and reference were kept before the call wrote its copy.
+  EvalReport first = evaluate(cand::kChainCorrect, 11);
+  ASSERT_EQ(first.outcome, Outcome::kCorrect) << first.summary;
+  ASSERT_EQ(first.verification.size(), 10u);
+  EXPECT_EQ(reused(first), 1);
+  EvalReport second = evaluate(cand::kChainCorrect, 11);
+  ASSERT_EQ(second.outcome, Outcome::kCorrect) << second.summary;
+  EXPECT_EQ(reused(second), 10) << "every case of the same task and input seed";
+  const json stats = cache_stats();
+  EXPECT_EQ(stats["entries"], 10) << stats.dump();
+  EXPECT_EQ(stats["hits"], 11) << stats.dump();
+  EXPECT_GT(stats["bytes"].get<uint64_t>(), 0u);
+
+  EvalReport mutating_again = evaluate(cand::kChainMutatesInput, 11);
+  EXPECT_EQ(mutating_again.outcome, Outcome::kViolation) << mutating_again.summary;
+  EXPECT_EQ(reused(mutating_again), 1);
+  EXPECT_TRUE(std::any_of(mutating_again.violations.begin(), mutating_again.violations.end(),
+                          [](const Violation& v) { return v.check == "input_mutation"; }));
+  EvalReport wrong = evaluate(cand::kChainNoRelu, 11);
+  EXPECT_EQ(wrong.outcome, Outcome::kWrong) << wrong.summary;
+  EXPECT_EQ(reused(wrong), 1);
+  EvalReport honest = evaluate(cand::kChainCorrect, 11);
+  EXPECT_EQ(honest.outcome, Outcome::kCorrect) << honest.summary;
+  EXPECT_EQ(reused(honest), 10);
+
+  // Another episode's seed draws its own inputs; a request without a cache
+  // keeps nothing and finds nothing.
+  EvalReport other_seed = evaluate(cand::kChainCorrect, 12);
+  EXPECT_EQ(other_seed.outcome, Outcome::kCorrect) << other_seed.summary;
+  EXPECT_EQ(reused(other_seed), 0);
+  EvalReport uncached = evaluate(cand::kChainCorrect, 11, 0);
+  EXPECT_EQ(uncached.outcome, Outcome::kCorrect) << uncached.summary;
+  EXPECT_EQ(reused(uncached), 0);
+  EXPECT_EQ(cache_stats()["entries"], 0);
+}
+
 TEST(ExecutorSetup, MissingToolsBecomeReports) {
   ExecutorConfig config;
   config.tools_dir = "/nonexistent/kforge-tools";

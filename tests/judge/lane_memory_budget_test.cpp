@@ -133,7 +133,9 @@ TEST_F(LaneTaskFit, ATaskThatFitsGivesTheCandidateWhatTheJudgeLeaves) {
   EXPECT_EQ(fit.judge_bytes, judge_bytes_of_add(n));
   EXPECT_EQ(fit.candidate_floor_bytes, 64 * kMiB) << "no intermediates: a library workspace only";
   EXPECT_EQ(fit.need_bytes, fit.judge_bytes + kCandidateCopies * 64 * kMiB);
-  EXPECT_EQ(fit.candidate_bytes, (lane_.task_bytes() - fit.judge_bytes) / kCandidateCopies);
+  // The judge's reference cache (1 GiB by default) is the judge's share too.
+  EXPECT_EQ(fit.reference_cache_bytes, kGiB);
+  EXPECT_EQ(fit.candidate_bytes, (lane_.task_bytes() - fit.judge_bytes - kGiB) / kCandidateCopies);
   // The reference alone leaves no candidate share to give.
   EXPECT_EQ(check_task_fit(add_task(n), JudgeWork::kReferenceCheck, env::EvalOptions{}, *device_).candidate_bytes, 0u);
 }
@@ -177,6 +179,33 @@ TEST_F(LaneTaskFit, IntermediatesAreTheCandidatesFloorInEachOfItsRunners) {
   ASSERT_TRUE(fit.fits()) << fit.problem;
   EXPECT_EQ(fit.candidate_floor_bytes, 4 * static_cast<uint64_t>(n) + 64 * kMiB);
   EXPECT_EQ(fit.need_bytes, fit.judge_bytes + kCandidateCopies * fit.candidate_floor_bytes);
+}
+
+// The reference cache (reference_cache.h) keeps at most half of what the
+// task leaves of the limit, so that it never makes a task not fit and never
+// takes what a candidate's floor needs; 0 turns it off.
+TEST_F(LaneTaskFit, TheReferenceCacheKeepsAtMostHalfOfWhatTheTaskLeaves) {
+  env::EvalOptions o;
+  o.reference_cache_bytes = 64 * kGiB;
+  const TaskFit roomy = check_task_fit(add_task(int64_t{1} << 26), JudgeWork::kEvaluation, o, *device_);
+  ASSERT_TRUE(roomy.fits()) << roomy.problem;
+  EXPECT_EQ(roomy.reference_cache_bytes, (roomy.limit_bytes - roomy.need_bytes) / 2);
+  EXPECT_GE(roomy.candidate_bytes, roomy.candidate_floor_bytes);
+  EXPECT_EQ(roomy.candidate_bytes,
+            (lane_.task_bytes() - roomy.judge_bytes - roomy.reference_cache_bytes) / kCandidateCopies);
+  // A task that just fits leaves nothing to keep, and still fits (under the
+  // request's own limit, without a lane, the need is the judge's tensors).
+  o.judge_memory_limit_bytes = roomy.judge_bytes;
+  const TaskFit tight = check_task_fit(add_task(int64_t{1} << 26), JudgeWork::kEvaluation, o, *device_);
+  ASSERT_TRUE(tight.fits()) << tight.problem;
+  EXPECT_EQ(tight.reference_cache_bytes, 0u);
+  o.judge_memory_limit_bytes = 0;
+  o.reference_cache_bytes = 0;
+  EXPECT_EQ(check_task_fit(add_task(int64_t{1} << 26), JudgeWork::kEvaluation, o, *device_).reference_cache_bytes, 0u);
+  // The reference's own work bounds it as well (a reset's check of a huge task).
+  o.reference_cache_bytes = 64 * kGiB;
+  const TaskFit check = check_task_fit(add_task(int64_t{1} << 26), JudgeWork::kReferenceCheck, o, *device_);
+  EXPECT_EQ(check.reference_cache_bytes, (check.limit_bytes - check.need_bytes) / 2);
 }
 
 TEST_F(LaneTaskFit, TheRequestsOwnLimitWinsOverTheLane) {

@@ -78,7 +78,8 @@ json to_json(const EvalOptions& o) {
           {"call_timeout_ms", o.call_timeout_ms},
           {"eval_timeout_ms", o.eval_timeout_ms},
           {"memory_limit_bytes", o.memory_limit_bytes},
-          {"judge_memory_limit_bytes", o.judge_memory_limit_bytes}};
+          {"judge_memory_limit_bytes", o.judge_memory_limit_bytes},
+          {"reference_cache_bytes", o.reference_cache_bytes}};
 }
 
 bool runs_profile(ActionType type, const EvalOptions& options) {
@@ -129,6 +130,9 @@ EvalOptions parse_eval_options(const Field& field, EvalOptions base) {
   }
   if (auto f = r.optional("judge_memory_limit_bytes")) {
     o.judge_memory_limit_bytes = static_cast<uint64_t>(f->as_int_in(0, std::numeric_limits<int64_t>::max()));
+  }
+  if (auto f = r.optional("reference_cache_bytes")) {
+    o.reference_cache_bytes = static_cast<uint64_t>(f->as_int_in(0, std::numeric_limits<int64_t>::max()));
   }
   r.finish();
   if (o.max_samples < o.min_samples) {

@@ -88,13 +88,14 @@ Verdict verdict_on_load(const exec::RunnerReply& ready, SolutionMode mode, const
 class Evaluation {
  public:
   Evaluation(const env::EvalRequest& request, JudgeDevice* device, RunnerPool* pool, RunnerPool* profilers,
-             exec::GpuGate* gate)
+             exec::GpuGate* gate, ReferenceCache* references)
       : request_(request),
         options_(request.options),
         device_(device),
         pool_(pool),
         profilers_(profilers),
         gate_(gate),
+        references_(references),
         start_(Clock::now()),
         deadline_(exec::Deadline::after_ms(options_.eval_timeout_ms)) {
     report_.device = device->name();
@@ -177,12 +178,13 @@ class Evaluation {
   RunnerPool* pool_;
   RunnerPool* profilers_;
   exec::GpuGate* gate_;
+  ReferenceCache* references_;
   Clock::time_point start_;
   exec::Deadline deadline_;
   env::EvalReport report_;
   std::optional<CasePlan> plan_;
   exec::RunnerLimits limits_;
-  uint64_t judge_memory_bytes_ = 0;  // task_fit.h's judge_bytes, with a lane budget
+  uint64_t judge_memory_bytes_ = 0;  // the judge's share with a lane budget: its tensors and its cache
   std::optional<CandidateSession> session_;
 };
 
@@ -234,7 +236,10 @@ bool Evaluation::passes_static_checks() {
   // A lane budget on the GPU (lane_memory_budget.h): the candidate's share,
   // which its runners enforce, and what the judge's own tensors need.
   limits_.device_memory_bytes = fit.candidate_bytes;
-  judge_memory_bytes_ = fit.judge_bytes;
+  // What the cache may keep is the judge's, beside the task's own tensors:
+  // kept entries of other tasks go first (least recently used).
+  if (references_) references_->set_bound(fit.reference_cache_bytes);
+  judge_memory_bytes_ = fit.judge_bytes + fit.reference_cache_bytes;
   return true;
 }
 
@@ -266,7 +271,8 @@ Verdict Evaluation::start_candidate() {
 
 Verdict Evaluation::verify() {
   auto t = Clock::now();
-  VerificationResult v = verify_candidate(*plan_, options_, request_.input_seed, &*session_, device_, deadline_);
+  VerificationResult v =
+      verify_candidate(*plan_, options_, request_.input_seed, &*session_, device_, deadline_, references_);
   report_.phase_ms["verify"] = ms_since(t);
   for (const auto& [part, ms] : v.phase_ms.items()) report_.phase_ms["verify_" + part] = ms;
   report_.verification = std::move(v.cases);
@@ -356,9 +362,10 @@ env::EvalReport Evaluation::finish() {
 }  // namespace
 
 env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, RunnerPool* pool,
-                         EvaluationCounters* counters, RunnerPool* profilers, exec::GpuGate* gate) {
+                         EvaluationCounters* counters, RunnerPool* profilers, exec::GpuGate* gate,
+                         ReferenceCache* references) {
   exec::GpuGate no_gate;
-  Evaluation evaluation(request, device, pool, profilers, gate != nullptr ? gate : &no_gate);
+  Evaluation evaluation(request, device, pool, profilers, gate != nullptr ? gate : &no_gate, references);
   ++counters->evaluations;
 
   if (!evaluation.passes_static_checks()) return evaluation.finish();

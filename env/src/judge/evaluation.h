@@ -5,6 +5,7 @@
 
 #include "exec_common/gpu_gate.h"
 #include "judge/judge_device.h"
+#include "judge/reference_cache.h"
 #include "judge/runner_pool.h"
 #include "kforge/env/eval.h"
 
@@ -24,8 +25,11 @@ struct EvaluationCounters {
 // disabled: none): a share from the candidate's set-up through verification,
 // exclusive for timing and profiling. It is left held on return (the caller
 // starts the next spares under it, then lets it go); phase_ms.gate_wait says
-// how long the request waited for it.
+// how long the request waited for it. `references` is the judge's reference
+// cache (reference_cache.h; null: none), bounded here by what the request's
+// task leaves (task_fit.h).
 env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, RunnerPool* pool,
-                         EvaluationCounters* counters, RunnerPool* profilers = nullptr, exec::GpuGate* gate = nullptr);
+                         EvaluationCounters* counters, RunnerPool* profilers = nullptr, exec::GpuGate* gate = nullptr,
+                         ReferenceCache* references = nullptr);
 
 }  // namespace kforge::judge

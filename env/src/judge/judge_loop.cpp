@@ -16,6 +16,7 @@
 #include "exec_common/wire.h"
 #include "judge/evaluation.h"
 #include "judge/judge_device.h"
+#include "judge/reference_cache.h"
 #include "judge/reference_request.h"
 #include "judge/runner_pool.h"
 #include "kforge/core/elapsed.h"
@@ -53,7 +54,7 @@ RunnerPool::StartUp timing_runner_start_up(const std::string& backend) {
 void send(int fd, const json& body) { exec::send_frame(fd, body, Deadline::after_ms(kSendDeadlineMs)); }
 
 json health(const JudgeLoopConfig& config, const RunnerPool& pool, const EvaluationCounters& counters,
-            int reference_requests, JudgeDevice* device, const MemoryBound& memory) {
+            int reference_requests, JudgeDevice* device, const MemoryBound& memory, const ReferenceCache& references) {
   int open_fds = 0, memfds = 0;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
@@ -77,6 +78,7 @@ json health(const JudgeLoopConfig& config, const RunnerPool& pool, const Evaluat
                 {"reference_requests", reference_requests}};
   reply["device"] = device->health();
   reply["memory"] = memory.to_json();
+  reply["reference_cache"] = references.to_json();
   if (const auto& lane = device->lane_memory()) reply["device_memory"] = lane->to_json();
   return reply;
 }
@@ -246,6 +248,9 @@ class RequestServer {
   std::unique_ptr<RunnerPool> profilers_;
   EvaluationCounters counters_;
   MemoryBound memory_;
+  // Inputs and references kept for the next candidates of a task
+  // (reference_cache.h); each request bounds it (task_fit.h).
+  ReferenceCache references_;
   int reference_requests_ = 0;
   double last_refill_ms_ = 0;
 };
@@ -278,7 +283,7 @@ int RequestServer::serve() {
         QueueNotices notices(gate_, control_fd_, msg.value("id", json(0)));
         exit_code = type == "eval" ? serve_eval(msg) : serve_reference(msg);
       } else if (type == "health") {
-        send(control_fd_, health(config_, pool_, counters_, reference_requests_, device_, memory_));
+        send(control_fd_, health(config_, pool_, counters_, reference_requests_, device_, memory_, references_));
       } else if (type == "shutdown") {
         return 0;
       } else {
@@ -294,8 +299,8 @@ int RequestServer::serve() {
 std::optional<int> RequestServer::serve_eval(const json& msg) {
   env::EvalReport report;
   try {
-    report =
-        evaluate(env::eval_request_from_json(msg.at("request")), device_, &pool_, &counters_, profilers_.get(), gate_);
+    report = evaluate(env::eval_request_from_json(msg.at("request")), device_, &pool_, &counters_, profilers_.get(),
+                      gate_, &references_);
   } catch (const InputError& e) {
     report = system_failure(std::string("invalid request: ") + e.what());
   } catch (const std::exception& e) {
@@ -353,7 +358,7 @@ std::optional<int> RequestServer::serve_reference(const json& msg) {
     } else {
       gate_->shared();
     }
-    report = probe_reference(request, device_);
+    report = probe_reference(request, device_, &references_);
   } catch (const InputError& e) {
     report.problem = std::string("system error: invalid request: ") + e.what();
   } catch (const std::exception& e) {

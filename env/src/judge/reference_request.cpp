@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -254,7 +255,8 @@ json time_reference(const TaskSpec& task, const env::EvalOptions& options, Judge
 
 }  // namespace
 
-env::ReferenceReport probe_reference(const env::ReferenceRequest& request, JudgeDevice* device) {
+env::ReferenceReport probe_reference(const env::ReferenceRequest& request, JudgeDevice* device,
+                                     ReferenceCache* references) {
   const auto start = Clock::now();
   const exec::Deadline deadline = exec::Deadline::after_ms(request.options.eval_timeout_ms);
   env::ReferenceReport report;
@@ -272,6 +274,7 @@ env::ReferenceReport probe_reference(const env::ReferenceRequest& request, Judge
       if (!asked) continue;
       const TaskFit fit = check_task_fit(task, work, request.options, *device);
       if (!fit.fits()) throw TaskInvalid{fit.problem};
+      if (references) references->set_bound(std::min(references->bound(), fit.reference_cache_bytes));
     }
     if (request.check) {
       const auto phase = Clock::now();

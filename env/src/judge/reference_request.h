@@ -5,6 +5,7 @@
 #pragma once
 
 #include "judge/judge_device.h"
+#include "judge/reference_cache.h"
 #include "kforge/env/reference_probe.h"
 
 namespace kforge::judge {
@@ -12,6 +13,9 @@ namespace kforge::judge {
 // Never throws for anything the task does (a reference that throws, runs out
 // of memory or produces NaN is an `invalid` report); SystemError only for
 // faults of the judge itself, which the caller reports as `error`.
-env::ReferenceReport probe_reference(const env::ReferenceRequest& request, JudgeDevice* device);
+// `references`: the judge's reference cache, whose bound the task's fit may
+// lower (what it keeps is memory this request's work does not have).
+env::ReferenceReport probe_reference(const env::ReferenceRequest& request, JudgeDevice* device,
+                                     ReferenceCache* references = nullptr);
 
 }  // namespace kforge::judge

@@ -200,8 +200,13 @@ TaskFit check_task_fit(const TaskSpec& task, JudgeWork work, const env::EvalOpti
                   " (eval_timeout_ms): shrink its shapes" +
                   (backend == "cpu" ? " or check it with --backend cuda" : "");
   }
+  if (fit.fits()) {
+    const uint64_t slack = fit.limit_bytes > fit.need_bytes ? fit.limit_bytes - fit.need_bytes : 0;
+    fit.reference_cache_bytes =
+        std::min(options.reference_cache_bytes, fit.limit_bytes > 0 ? slack / 2 : options.reference_cache_bytes);
+  }
   if (lane && work == JudgeWork::kEvaluation && fit.fits())
-    fit.candidate_bytes = lane->candidate_bytes(fit.judge_bytes);
+    fit.candidate_bytes = lane->candidate_bytes(fit.judge_bytes + fit.reference_cache_bytes);
   return fit;
 }
 

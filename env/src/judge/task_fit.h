@@ -47,6 +47,12 @@ struct TaskFit {
   // lets the candidate's allocations reach (LaneMemoryBudget::candidate_bytes;
   // RunnerLimits::device_memory_bytes). 0: no budget.
   uint64_t candidate_bytes = 0;
+  // What the judge may keep in its reference cache (reference_cache.h) while
+  // this work runs: the request's reference_cache_bytes, at most half of what
+  // the work leaves of the limit, so that a kept entry never makes a task
+  // not fit and the candidate keeps most of the slack. With a lane budget
+  // it is the judge's, counted before the candidate's share (candidate_bytes).
+  uint64_t reference_cache_bytes = 0;
   // The least time the reference's runs need at the device's peak rates,
   // and the request's time limit.
   double min_reference_ms = 0;

@@ -3,12 +3,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <optional>
 
 #include "exec_common/json_fields.h"
 #include "judge/leftover_work.h"
 #include "judge/output_comparison.h"
 #include "judge/output_quality.h"
+#include "judge/reference_cache.h"
 #include "judge/reference_sanity.h"
 #include "judge/tolerance.h"
 #include "kforge/core/elapsed.h"
@@ -142,6 +144,8 @@ struct SeedRun {
   nlohmann::json* phase_ms;
   Clock::time_point* t;
   nlohmann::json* case_json;
+  ReferenceCache* references;    // null: no cache
+  const std::string& case_task;  // the case's task as JSON (the cache's key), "" without a cache
 };
 
 Verdict wrong(std::string summary) {
@@ -245,6 +249,30 @@ void compare_with_float64(const ShapeCase& c, const std::vector<at::Tensor>& inp
   (*case_json)["float64"] = f64;
 }
 
+// This seed's inputs and the reference's outputs on them: the kept ones when
+// the judge has them (reference_cache.h), else drawn and run now, and kept.
+// A verdict when the task's reference is not finite there.
+std::optional<Verdict> inputs_and_reference(const SeedRun& s, uint64_t input_seed,
+                                            std::shared_ptr<const CachedReference>* drawn) {
+  const std::string key = s.references ? ReferenceCache::key(s.case_task, input_seed) : "";
+  if (s.references) {
+    *drawn = s.references->find(key);
+    if (*drawn) {
+      (*s.case_json)["reference_reused"] = true;
+      return std::nullopt;
+    }
+  }
+  auto fresh = std::make_shared<CachedReference>();
+  fresh->inputs = ref::make_inputs(s.c.task, input_seed, s.device->device());
+  fresh->reference = ref::run_reference(s.c.task, fresh->inputs);
+  if (std::string bad = non_finite_reference(fresh->reference, s.c); !bad.empty()) {
+    return invalid_task_verdict(s.c, bad, s.ctx.where());
+  }
+  if (s.references) s.references->insert(key, fresh);
+  *drawn = std::move(fresh);
+  return std::nullopt;
+}
+
 // One seed: fresh inputs and their reference, then one run (two when
 // determinism is checked), each checked for conduct and for its outputs.
 // On success, *reference holds this seed's reference for the next seed's
@@ -258,11 +286,10 @@ std::optional<Verdict> verify_seed(const SeedRun& s, uint64_t input_seed, const 
     return v;
   }
   *s.t = Clock::now();
-  std::vector<at::Tensor> inputs = ref::make_inputs(s.c.task, input_seed, s.device->device());
-  *reference = ref::run_reference(s.c.task, inputs);
-  if (std::string bad = non_finite_reference(*reference, s.c); !bad.empty()) {
-    return invalid_task_verdict(s.c, bad, s.ctx.where());
-  }
+  std::shared_ptr<const CachedReference> drawn;
+  if (auto v = inputs_and_reference(s, input_seed, &drawn)) return v;
+  const std::vector<at::Tensor>& inputs = drawn->inputs;
+  *reference = drawn->reference;
   s.device->synchronize();
   lap(s.phase_ms, "reference", s.t);
   s.session->load_inputs(inputs);
@@ -282,7 +309,8 @@ std::optional<Verdict> verify_seed(const SeedRun& s, uint64_t input_seed, const 
 }  // namespace
 
 VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions& options, uint64_t input_seed,
-                                    CandidateSession* session, JudgeDevice* device, exec::Deadline request_deadline) {
+                                    CandidateSession* session, JudgeDevice* device, exec::Deadline request_deadline,
+                                    ReferenceCache* references) {
   VerificationResult result;
   auto fail = [&](Verdict v, nlohmann::json case_json) {
     case_json["passed"] = false;
@@ -302,13 +330,23 @@ VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions
                   {{"variant", c.variant}, {"shapes", c.shapes_json()}});
     }
     std::vector<at::Tensor> previous_reference;
+    const std::string case_task = references ? ReferenceCache::case_text(c.task) : "";
     for (int seed = 0; seed < options.seeds; ++seed) {
       nlohmann::json case_json = {{"seed", seed}, {"variant", c.variant}, {"shapes", c.shapes_json()}};
       // The input seed only where it differs from the index (an episode's
       // seed chose the inputs, eval.h EvalRequest::input_seed).
       if (input_seed != 0) case_json["input_seed"] = input_seed + static_cast<uint64_t>(seed);
-      const SeedRun run{
-          c, CaseContext{seed, &c}, options, session, device, request_deadline, &result.phase_ms, &t, &case_json};
+      const SeedRun run{c,
+                        CaseContext{seed, &c},
+                        options,
+                        session,
+                        device,
+                        request_deadline,
+                        &result.phase_ms,
+                        &t,
+                        &case_json,
+                        references,
+                        case_task};
       std::vector<at::Tensor> reference;
       if (auto v = verify_seed(run, input_seed + static_cast<uint64_t>(seed), previous_reference, &reference)) {
         return fail(std::move(*v), std::move(case_json));

@@ -1,5 +1,6 @@
 // Verification (docs/architecture.md#verification): for every shape case (base, then each variant)
-// and every seed, fresh inputs and a fresh reference; inputs copied into the
+// and every seed, inputs drawn for that seed and the reference run on them
+// (or the same, kept from an earlier request: reference_cache.h); inputs copied into the
 // arena, outputs poisoned, kf_forward called, then checked: return code,
 // inputs untouched (bitwise), outputs against the reference (allclose with
 // tolerance.h); then once more with re-poisoned outputs, which must pass too
@@ -20,6 +21,7 @@
 #include "judge/candidate_session.h"
 #include "judge/case_plan.h"
 #include "judge/judge_device.h"
+#include "judge/reference_cache.h"
 #include "judge/verdict.h"
 #include "kforge/env/eval.h"
 
@@ -39,7 +41,11 @@ struct VerificationResult {
 
 // Seed k of options.seeds draws its inputs with input seed `input_seed + k`
 // (EvalRequest::input_seed); reports and messages number seeds by k.
+// `references`: the judge's reference cache (reference_cache.h), whose kept
+// inputs and references replace fresh ones of the same case and input seed
+// (the case's JSON says reference_reused); null draws every one afresh.
 VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions& options, uint64_t input_seed,
-                                    CandidateSession* session, JudgeDevice* device, exec::Deadline request_deadline);
+                                    CandidateSession* session, JudgeDevice* device, exec::Deadline request_deadline,
+                                    ReferenceCache* references = nullptr);
 
 }  // namespace kforge::judge

@@ -80,6 +80,14 @@ struct EvalOptions {
   // that needs more is refused with figures. 0: the device decides (80% of
   // the host's memory on the CPU, the GPU's memory less 4 GiB).
   uint64_t judge_memory_limit_bytes = 0;
+  // Memory the judge may keep, across requests, for the inputs and reference
+  // outputs of recent (shape case, input seed) pairs, so that the next
+  // candidate of a task with the same input seed (an episode's next turn)
+  // reuses them instead of drawing and running the reference again
+  // (judge/reference_cache.h). Device memory on GPUs, host memory on the
+  // CPU; each request keeps at most half of what its task leaves of the
+  // judge's limit, counted in the judge's share of a lane. 0: no cache.
+  uint64_t reference_cache_bytes = uint64_t{1} << 30;
 };
 
 json to_json(const EvalOptions& o);
