@@ -9,8 +9,9 @@
 #            under compile+verify load, and under load without the gate; then
 #            one lane again with timing that stops when the reward is decided
 #            (KFORGE_BENCH_DECIDED_REWARD, default "default"; empty: skipped),
-#            and one lane whose runners have one hardware queue each
-#            (KFORGE_RUNNER_CUDA_CONNECTIONS=1: executor.runner_cuda_connections)
+#            and one lane whose runners keep the driver's own hardware queues
+#            (KFORGE_RUNNER_CUDA_CONNECTIONS=0; the default is one queue:
+#            executor.runner_cuda_connections)
 #   cuda     bench_cuda's BM_EvalThroughput as a profile action (attribution
 #            and counters, what every submit paid before) and as a submit
 #            (the per-phase effect of paying only for what is asked)
@@ -136,10 +137,11 @@ if stage pool; then
       status=1
     grep -E '^BM_|^\[pool\]|ERROR' "$OUT/bench_pool_decided.log" | sed 's/^/DECIDED /' | tee -a "$OUT/summary.log"
   fi
-  say "bench_pool, 1 lane, runners with one hardware queue (executor.runner_cuda_connections: 1)"
-  KFORGE_BENCH_BACKEND=cuda KFORGE_RUNNER_CUDA_CONNECTIONS=1 timeout "$(left)" build/gpu/bench/exec/bench_pool \
-    --benchmark_filter='BM_PoolThroughput/1/' >"$OUT/bench_pool_one_queue.log" 2>&1 || status=1
-  grep -E '^BM_|^\[pool\]|ERROR' "$OUT/bench_pool_one_queue.log" | sed 's/^/ONE_QUEUE /' | tee -a "$OUT/summary.log"
+  say "bench_pool, 1 lane, runners with the driver's own hardware queues (KFORGE_RUNNER_CUDA_CONNECTIONS=0)"
+  KFORGE_BENCH_BACKEND=cuda KFORGE_RUNNER_CUDA_CONNECTIONS=0 timeout "$(left)" build/gpu/bench/exec/bench_pool \
+    --benchmark_filter='BM_PoolThroughput/1/' >"$OUT/bench_pool_driver_queues.log" 2>&1 || status=1
+  grep -E '^BM_|^\[pool\]|ERROR' "$OUT/bench_pool_driver_queues.log" | sed 's/^/DRIVER_QUEUES /' |
+    tee -a "$OUT/summary.log"
 fi
 
 if stage cuda; then

@@ -49,8 +49,8 @@ __global__ void spin_forever(float* sink) {
 )") + affine_candidate("spin_forever<<<1, 1, 0, (cudaStream_t)stream>>>((float*)out[0].data); return 0;");
 // 64 KB of local memory per thread: the driver reserves it for every thread
 // the GPU can hold (132 SMs x 2048 threads on an H200, ~17 GB), which fails
-// with cudaErrorMemoryAllocation while the test holds all but 3 GiB of the
-// GPU (Ballast). The candidate leaves the error pending.
+// with cudaErrorMemoryAllocation while the test holds all but kBallastHeadroom
+// of the GPU (Ballast). The candidate leaves the error pending.
 const std::string kOutOfMemory = std::string(R"(
 __global__ void big_stack(float* out, int k) {
   volatile float buf[16000];
@@ -59,6 +59,14 @@ __global__ void big_stack(float* out, int k) {
 }
 )") + affine_candidate("big_stack<<<1024, 256, 0, (cudaStream_t)stream>>>((float*)out[0].data, (int)ni); "
                        "return cudaPeekAtLastError() == cudaSuccess ? launch(in, out, (cudaStream_t)stream) : 2;");
+
+// What the ballast leaves free: the judge's work for the request, and a CUDA
+// context for each runner the judge may be starting at that moment (its
+// spares are topped up after every report, so some may still be starting
+// when the ballast is taken: with 3 GiB left, a spare's or the judge's own
+// allocation failed with out of memory now and then, a system error), yet
+// far less than the candidate's ~17 GB of local memory.
+constexpr size_t kBallastHeadroom = size_t{6} << 30;
 
 // Holds all but `headroom` bytes of free device memory while it lives.
 class Ballast {
@@ -157,7 +165,7 @@ TEST_P(CudaFaultTest, FaultIsReportedAndTheNextEvaluationSucceeds) {
   {
     std::unique_ptr<Ballast> ballast;
     if (c.ballast) {
-      ballast = std::make_unique<Ballast>(size_t{3} << 30);
+      ballast = std::make_unique<Ballast>(kBallastHeadroom);
       ASSERT_TRUE(ballast->held());
     }
     r = executor_->submit(req).get();

@@ -293,18 +293,20 @@ TEST(DevicePoolTest, TimedReferencesComeFromTheBaselineCache) {
 }
 
 // The runners' hardware queues: the config's when set, else the operator's
-// $KFORGE_RUNNER_CUDA_CONNECTIONS, else the driver's; a bad variable is every
+// $KFORGE_RUNNER_CUDA_CONNECTIONS, else one queue; a bad variable is every
 // CUDA request's clear system error, naming it.
 TEST(DevicePoolTest, RunnerCudaConnectionsComeFromTheConfigThenTheEnvironment) {
   ::unsetenv("KFORGE_RUNNER_CUDA_CONNECTIONS");
   ExecutorConfig config;
-  EXPECT_EQ(resolved_runner_cuda_connections(config), 0);
-  ::setenv("KFORGE_RUNNER_CUDA_CONNECTIONS", "1", 1);
   EXPECT_EQ(resolved_runner_cuda_connections(config), 1);
+  ::setenv("KFORGE_RUNNER_CUDA_CONNECTIONS", "8", 1);
+  EXPECT_EQ(resolved_runner_cuda_connections(config), 8);
+  ::setenv("KFORGE_RUNNER_CUDA_CONNECTIONS", "0", 1);
+  EXPECT_EQ(resolved_runner_cuda_connections(config), 0) << "the driver's own default, by the operator's word";
   config.runner_cuda_connections = 4;
   EXPECT_EQ(resolved_runner_cuda_connections(config), 4) << "the config wins";
   config.runner_cuda_connections = 0;
-  for (const char* bad : {"0", "33", "8x", "-1", "100000000000"}) {
+  for (const char* bad : {"33", "8x", "-1", "100000000000", "x"}) {
     ::setenv("KFORGE_RUNNER_CUDA_CONNECTIONS", bad, 1);
     try {
       resolved_runner_cuda_connections(config);

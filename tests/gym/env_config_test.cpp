@@ -171,7 +171,7 @@ TEST(EnvConfigTest, PlacementIsReadBoundedAndBecomesTheExecutorConfig) {
   EXPECT_EQ(
       executor_config(parse_env_config(Document::from_yaml_text("backend: cuda\n", "c.yaml"))).runner_cuda_connections,
       0)
-      << "the driver's hardware queues unless the config says otherwise";
+      << "0: the device pool's default (one queue) unless the config says otherwise";
   EXPECT_TRUE(ec.baseline_cache_dir.empty());
   EXPECT_EQ(placed_device_count(c), 2);
 

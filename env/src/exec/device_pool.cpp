@@ -306,12 +306,14 @@ void Pool::enqueue(JobPtr job) {
 int resolved_runner_cuda_connections(const ExecutorConfig& config) {
   if (config.runner_cuda_connections > 0) return config.runner_cuda_connections;
   const char* env = std::getenv("KFORGE_RUNNER_CUDA_CONNECTIONS");
-  if (env == nullptr || *env == '\0') return 0;
+  if (env == nullptr || *env == '\0') return kDefaultRunnerCudaConnections;
   const std::string value = env;
-  const int n = value.size() <= 2 && value.find_first_not_of("0123456789") == std::string::npos ? std::stoi(value) : 0;
-  if (n < 1 || n > 32) {
+  const int n = value.size() <= 2 && value.find_first_not_of("0123456789") == std::string::npos ? std::stoi(value) : -1;
+  if (n < 0 || n > 32) {
     throw InputError("KFORGE_RUNNER_CUDA_CONNECTIONS is \"" + value.substr(0, 32) +
-                     "\": give a number of hardware queues from 1 to 32, or unset it for the driver's default");
+                     "\": give a number of hardware queues from 1 to 32, 0 for the driver's own default, or unset "
+                     "it for the default of " +
+                     std::to_string(kDefaultRunnerCudaConnections));
   }
   return n;
 }

@@ -46,11 +46,17 @@ class DevicePool : public Executor {
 
 std::unique_ptr<DevicePool> make_device_pool(const ExecutorConfig& config);
 
+// The hardware queues a CUDA runner's context gets by default: one, since a
+// candidate has one stream and a context with one queue is torn down in
+// half the time (docs/cuda-backend.md, "One hardware queue per runner").
+inline constexpr int kDefaultRunnerCudaConnections = 1;
+
 // The hardware queues each CUDA runner's context gets: the config's
 // runner_cuda_connections when set (> 0), else $KFORGE_RUNNER_CUDA_CONNECTIONS
 // when set (1-32: an operator's override, as $KFORGE_GATE_DIR is for the
-// gate), else 0, the driver's default. Throws InputError naming the variable
-// when it is not a number from 1 to 32.
+// gate; 0: the runner leaves the variable alone, the driver's own default),
+// else kDefaultRunnerCudaConnections. Throws InputError naming the variable
+// when it is not a number from 0 to 32.
 int resolved_runner_cuda_connections(const ExecutorConfig& config);
 
 // The GPU indices `all_devices` means for this process: CUDA_VISIBLE_DEVICES

@@ -67,10 +67,9 @@ struct ExecutorConfig {
   // with 1 (bench/cuda/teardown_probe), and the judge waits for it once per
   // candidate. One queue serializes only work on different streams, and a
   // candidate has one stream: the symbol allow-list gives it no other
-  // (docs/cuda-backend.md, "One hardware queue per runner"). The default
-  // stays the driver's until the GPU suite and bench_pool have run with 1;
-  // with 0, $KFORGE_RUNNER_CUDA_CONNECTIONS still sets it
-  // (resolved_runner_cuda_connections, device_pool.h).
+  // (docs/cuda-backend.md, "One hardware queue per runner"). 0: the
+  // operator's $KFORGE_RUNNER_CUDA_CONNECTIONS, else one queue
+  // (resolved_runner_cuda_connections, device_pool.h); 8 is the driver's own.
   int runner_cuda_connections = 0;
   // Timed references (baselines) kept on disk per task content, device model
   // and software versions (docs/execution.md, "Baseline cache"). Empty: none.
