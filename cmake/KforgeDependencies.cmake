@@ -11,7 +11,7 @@ find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
 # Capstone decodes a candidate's machine code for the system-call check
-# (env/src/exec_common/syscall_scan.h). Debian's libcapstone-dev; on the GPU
+# (env/src/judge/syscall_scan.h). Debian's libcapstone-dev; on the GPU
 # machine an unpacked .deb (scripts/gpu/fetch_extra_debs.sh). Linked
 # statically (Debian's archive is position-independent): the judge and the
 # tools then need no libcapstone.so at run time, inside a sandbox or on a

@@ -23,16 +23,16 @@
 #include <thread>
 
 #include "chain_candidate.h"
-#include "exec_common/arena_layout.h"
-#include "exec_common/runner_process.h"
-#include "exec_common/wire.h"
+#include "ipc/wire.h"
+#include "judge/arena_layout.h"
+#include "judge/runner_process.h"
 #include "kforge/core/document.h"
 #include "kforge/env/executor.h"
 #include "runner/device_allowance.h"
 
 namespace {
 
-using kforge::exec::Deadline;
+using kforge::ipc::Deadline;
 
 std::filesystem::path build_candidate() { return kforge::bench::build_chain_candidate("chain"); }
 
@@ -45,7 +45,7 @@ double g_ping_pong_us = 0;
 
 void BM_SocketPingPong(benchmark::State& state) {
   kforge::UniqueFd a, b;
-  kforge::exec::make_socket_pair(&a, &b);
+  kforge::ipc::make_socket_pair(&a, &b);
   std::thread echo([fd = b.get()] {
     char buf[16];
     while (::read(fd, buf, sizeof(buf)) == sizeof(buf)) {
@@ -70,14 +70,14 @@ void BM_SocketPingPong(benchmark::State& state) {
 BENCHMARK(BM_SocketPingPong)->Unit(benchmark::kMicrosecond);
 
 void BM_RunnerNullCall(benchmark::State& state) {
-  kforge::exec::RunnerProcess::Config config;
+  kforge::judge::RunnerProcess::Config config;
   config.executable = std::filesystem::path(KFORGE_BINARY_DIR) / "bin" / "kforge-runner";
   config.scratch_root = std::filesystem::temp_directory_path() / "kforge-bench-exec";
-  auto runner = kforge::exec::RunnerProcess::spawn(config);
-  auto layout = kforge::exec::plan_arena({4096, 4096, 4096, 4096}, 4096);
+  auto runner = kforge::judge::RunnerProcess::spawn(config);
+  auto layout = kforge::judge::plan_arena({4096, 4096, 4096, 4096}, 4096);
   kforge::UniqueFd mem(::memfd_create("bench", MFD_CLOEXEC));
   if (::ftruncate(mem.get(), static_cast<off_t>(layout.size)) != 0) std::abort();
-  kforge::exec::json guards = kforge::exec::json::array();
+  nlohmann::json guards = nlohmann::json::array();
   for (const auto& [off, len] : layout.guards) guards.push_back({off, len});
   auto ready = runner->setup(candidate(), {}, {{"kind", "memfd"}, {"bytes", layout.size}, {"guards", guards}},
                              {mem.get()}, Deadline::after_ms(10000));
@@ -86,11 +86,10 @@ void BM_RunnerNullCall(benchmark::State& state) {
     return;
   }
   auto t = [&](size_t slot) {
-    return kforge::exec::json{
+    return nlohmann::json{
         {"offset", layout.data_offset(slot, 4096)}, {"nbytes", 4096}, {"dtype", 0}, {"shape", {1024}}, {"stride", {1}}};
   };
-  runner->bind(kforge::exec::json::array({t(0), t(1), t(2)}), kforge::exec::json::array({t(3)}),
-               Deadline::after_ms(5000));
+  runner->bind(nlohmann::json::array({t(0), t(1), t(2)}), nlohmann::json::array({t(3)}), Deadline::after_ms(5000));
   double total_ms = 0;
   int64_t n = 0;
   for (auto _ : state) {

@@ -37,7 +37,7 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "exec_common/child_process.h"
+#include "ipc/child_process.h"
 #include "kforge/core/rpc.h"
 
 namespace {
@@ -202,7 +202,7 @@ void hostile_client(zmq::context_t& ctx, const std::string& endpoint, const json
 }
 
 struct Server {
-  kforge::exec::ChildProcess process;
+  kforge::ipc::ChildProcess process;
   std::string endpoint;
 };
 
@@ -212,14 +212,14 @@ Server start_server(const fs::path& kforge_bin, int envs) {
   const int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   const std::string cache = (kBinary / "bench/server/compile-cache").string();
   ::setenv("KFORGE_CACHE_DIR", cache.c_str(), 1);
-  kforge::exec::SpawnSpec spec;
+  kforge::ipc::SpawnSpec spec;
   spec.executable = kforge_bin;
   spec.args = {
       "serve",  "--config",          (kSource / "bench/server/flood.yaml").string(), "--bind", "tcp://127.0.0.1:0",
       "--envs", std::to_string(envs)};
   spec.fds = {{0, devnull}, {1, out[1]}, {2, devnull}};
   Server s;
-  s.process = kforge::exec::ChildProcess::spawn(spec);
+  s.process = kforge::ipc::ChildProcess::spawn(spec);
   ::close(out[1]);
   ::close(devnull);
   std::string line;

@@ -84,7 +84,7 @@ if stage test; then
   # in 24 of 36 tests, while the same tests' GPU-memory drift test completed
   # 300 evaluations. The likely cause is the GPU gate's writer preference:
   # runner start-up needs a share, and eight judges timing in turn keep the
-  # turnstile taken (exec_common/gpu_gate.h). 4 at a time is what ran before.
+  # turnstile taken (judge/gpu_gate.h). 4 at a time is what ran before.
   # With start-up waits no longer charged to those limits (1592265), 6 at a
   # time on the H200 (2026-12-06, c730164): 88 of 92 started tests passed, no
   # start-up failure; ExamplesAreJudgedAndTimedAgainstEager lost its judge to

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "exec_common/elf_inspector.h"
-#include "exec_common/symbol_policy.h"
+#include "judge/elf_inspector.h"
+#include "judge/symbol_policy.h"
 #include "kforge/core/solution.h"
 #include "kforge/env/compile/compilers.h"
 #include "test_support.h"
@@ -53,8 +53,8 @@ TEST(TorchExtCompilerTest, KernelBenchFileBuildsAndPassesTheCudaSymbolPolicy) {
   // The launch without a stream went onto the harness's.
   EXPECT_NE(read(dir.path() / kCudaSourceName).find("::kforge::torch_ext::current_stream()>>>"), std::string::npos);
 
-  const exec::ElfInspection inspection =
-      exec::inspect_candidate(r.artifact.path, exec::SymbolPolicy::for_backend("cuda"));
+  const judge::ElfInspection inspection =
+      judge::inspect_candidate(r.artifact.path, judge::SymbolPolicy::for_backend("cuda"));
   std::string why;
   for (const auto& v : inspection.violations) why += v.check + ": " + v.detail + "\n";
   EXPECT_TRUE(inspection.accepted) << why;

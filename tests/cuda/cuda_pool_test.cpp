@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "cuda_test_support.h"
-#include "exec_common/gpu_gate.h"
+#include "judge/gpu_gate.h"
 #include "kforge/core/remove_tree.h"
 #include "kforge/env/device_pool.h"
 
@@ -77,7 +77,7 @@ TEST_F(CudaPoolTest, AVerificationWaitsWhileTheGpuIsHeldExclusively) {
   ASSERT_EQ(pool->submit(req).get().outcome, Outcome::kCorrect);
   ASSERT_EQ(pool->submit(req).get().outcome, Outcome::kCorrect);
 
-  exec::GpuGate mine(gate_dir_, gate_key());
+  judge::GpuGate mine(gate_dir_, gate_key());
   mine.exclusive();
   std::future<EvalReport> pending = pool->submit(req);
   EXPECT_EQ(pending.wait_for(std::chrono::seconds(3)), std::future_status::timeout)
@@ -94,7 +94,7 @@ TEST_F(CudaPoolTest, TimingWaitsWhileAnyoneSharesTheGpu) {
   const EvalRequest req = request(true);
   ASSERT_EQ(pool->submit(req).get().outcome, Outcome::kCorrect);
 
-  exec::GpuGate mine(gate_dir_, gate_key());
+  judge::GpuGate mine(gate_dir_, gate_key());
   mine.shared();
   const auto held = std::chrono::steady_clock::now();
   std::future<EvalReport> pending = pool->submit(req);
@@ -122,7 +122,7 @@ TEST_F(CudaPoolTest, AJudgeQueuedForTheGateIsNotTimedOutAtStartUp) {
     auto first = make_device_pool(config(1));  // creates the lock files
     ASSERT_FALSE(first->device_name().empty());
   }
-  exec::GpuGate mine(gate_dir_, gate_key());
+  judge::GpuGate mine(gate_dir_, gate_key());
   mine.exclusive();
   ExecutorConfig c = config(1);
   c.judge_startup_timeout_ms = 4000;
@@ -149,7 +149,7 @@ TEST_F(CudaPoolTest, ARequestQueuedBehindAnotherProcessIsNotKilledAsHung) {
   req.options.eval_timeout_ms = 5000;
   ASSERT_EQ(pool->submit(req).get().outcome, Outcome::kCorrect);  // its spare settled too
 
-  exec::GpuGate mine(gate_dir_, gate_key());
+  judge::GpuGate mine(gate_dir_, gate_key());
   mine.exclusive();
   std::future<EvalReport> pending = pool->submit(req);
   EXPECT_EQ(pending.wait_for(std::chrono::seconds(40)), std::future_status::timeout)

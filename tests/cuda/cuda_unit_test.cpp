@@ -9,13 +9,13 @@
 #include <set>
 #include <vector>
 
-#include "exec_common/hex_codec.h"
-#include "exec_common/sample_stats.h"
+#include "ipc/hex_codec.h"
 #include "judge/kernel_attribution.h"
 #include "judge/l2_flush.h"
 #include "judge/leftover_work.h"
 #include "judge/nvml_monitor.h"
 #include "judge/profile.h"
+#include "judge/sample_stats.h"
 #include "judge/timing_tamper.h"
 
 namespace kforge::judge {
@@ -45,24 +45,24 @@ TEST(L2FlushPlan, UnknownOrAbsurdSizesFallBackOrClamp) {
 TEST(HexCodec, RoundTripsAnIpcSizedHandle) {
   std::vector<uint8_t> handle(64);
   for (size_t i = 0; i < handle.size(); ++i) handle[i] = static_cast<uint8_t>(i * 37 + 11);
-  std::string text = exec::hex_encode(handle.data(), handle.size());
+  std::string text = ipc::hex_encode(handle.data(), handle.size());
   EXPECT_EQ(text.size(), 128u);
   EXPECT_EQ(text.substr(0, 4), "0b30");
-  EXPECT_EQ(exec::hex_decode(text, 64), handle);
+  EXPECT_EQ(ipc::hex_decode(text, 64), handle);
   for (auto& c : text) c = static_cast<char>(std::toupper(c));
-  EXPECT_EQ(exec::hex_decode(text, 64), handle);
+  EXPECT_EQ(ipc::hex_decode(text, 64), handle);
 }
 
 TEST(HexCodec, RejectsWrongLengthAndStrayCharacters) {
   std::string text(128, 'a');
-  EXPECT_THROW(exec::hex_decode(text.substr(1), 64), std::invalid_argument);
-  EXPECT_THROW(exec::hex_decode(text + "00", 64), std::invalid_argument);
+  EXPECT_THROW(ipc::hex_decode(text.substr(1), 64), std::invalid_argument);
+  EXPECT_THROW(ipc::hex_decode(text + "00", 64), std::invalid_argument);
   text[77] = 'g';
-  EXPECT_THROW(exec::hex_decode(text, 64), std::invalid_argument);
+  EXPECT_THROW(ipc::hex_decode(text, 64), std::invalid_argument);
 }
 
-exec::SampleSummary median_of(double m) {
-  exec::SampleSummary s;
+judge::SampleSummary median_of(double m) {
+  judge::SampleSummary s;
   s.median = m;
   s.samples = 20;
   return s;
@@ -79,7 +79,7 @@ TEST(DeviceClockTamper, AForgedShortDeviceTimeIsCaught) {
   std::string e = check_device_time_covers_wall(median_of(0.4), median_of(1.0));
   EXPECT_NE(e.find("device clock"), std::string::npos) << e;
   EXPECT_NE(check_device_time_covers_wall(median_of(0.01), median_of(0.2)), "");
-  EXPECT_EQ(check_device_time_covers_wall(median_of(0.4), exec::SampleSummary{}), "");  // no samples, no verdict
+  EXPECT_EQ(check_device_time_covers_wall(median_of(0.4), judge::SampleSummary{}), "");  // no samples, no verdict
 }
 
 TEST(DeviceClockTamper, AClaimLongerThanTheRoundTripIsCaught) {

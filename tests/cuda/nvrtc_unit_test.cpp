@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "exec_common/runner_process.h"
 #include "judge/candidate_session.h"
 #include "judge/evaluation.h"
 #include "judge/judge_device.h"
+#include "judge/runner_process.h"
 #include "kforge/core/document.h"
 #include "runner/plan_candidate.h"
 
@@ -77,15 +77,15 @@ TEST(NvrtcSetup, CarriesTheCubinThePlanAndTheTensorNamesInBindingOrder) {
   artifact.mode = SolutionMode::kNvrtc;
   artifact.path = "/cache/ab/kernel.cubin";
   artifact.launch = compiled_plan();
-  const exec::RunnerCandidate candidate = judge::runner_candidate(artifact, small_task());
+  const judge::RunnerCandidate candidate = judge::runner_candidate(artifact, small_task());
   EXPECT_EQ(candidate.cubin, artifact.path);
   EXPECT_TRUE(candidate.library.empty());
   EXPECT_EQ(candidate.tensor_names, (std::vector<std::string>{"x", "w", "y"}));
 
-  exec::RunnerLimits limits;
+  judge::RunnerLimits limits;
   limits.open_files = 7;
   const json arena = {{"kind", "cuda_ipc"}, {"bytes", 4096}};
-  const json setup = exec::setup_request(candidate, limits, arena);
+  const json setup = judge::setup_request(candidate, limits, arena);
   EXPECT_EQ(setup["type"], "setup");
   EXPECT_EQ(setup["cubin"], "/cache/ab/kernel.cubin");
   EXPECT_EQ(setup["launch"], compiled_plan());
@@ -100,7 +100,7 @@ TEST(NvrtcSetup, SharedObjectsStillSendOnlyTheLibrary) {
   artifact.mode = SolutionMode::kCuda;
   artifact.path = "/cache/cd/candidate.so";
   const json setup =
-      exec::setup_request(judge::runner_candidate(artifact, small_task()), exec::RunnerLimits{}, json::object());
+      judge::setup_request(judge::runner_candidate(artifact, small_task()), judge::RunnerLimits{}, json::object());
   EXPECT_EQ(setup["library"], "/cache/cd/candidate.so");
   EXPECT_FALSE(setup.contains("cubin") || setup.contains("launch") || setup.contains("tensors")) << setup.dump();
 }
@@ -113,7 +113,7 @@ class StaticCudaDevice final : public judge::JudgeDevice {
   std::string name() const override { return "static test device"; }
   at::Device device() const override { return at::Device(at::kCPU); }
   uint64_t page_size() const override { return 4096; }
-  std::unique_ptr<judge::SharedArena> create_arena(const exec::ArenaLayout&) override {
+  std::unique_ptr<judge::SharedArena> create_arena(const judge::ArenaLayout&) override {
     throw std::logic_error("no arena in static tests");
   }
   void flush_cache() override {}

@@ -1,4 +1,4 @@
-// Executor, judge and runner say which build they are (exec_common/build_identity.h):
+// Executor, judge and runner say which build they are (ipc/build_identity.h):
 // a judge or a runner of another protocol is refused at start-up with a
 // message naming both builds. Real processes on the CPU backend; the judge and
 // the runner are made to claim another protocol by the test-only variables
@@ -11,7 +11,7 @@
 #include <string>
 
 #include "candidates.h"
-#include "exec_common/build_identity.h"
+#include "ipc/build_identity.h"
 #include "kforge/env/executor.h"
 #include "test_support.h"
 
@@ -41,32 +41,32 @@ EvalRequest correct_request() {
 }
 
 TEST(BuildIdentity, TheBuildIsNamedAndTheTestVariableOnlyChangesTheNumber) {
-  EXPECT_EQ(exec::build_id().rfind("kforge ", 0), 0u) << exec::build_id();
-  EXPECT_EQ(exec::announced_protocol_version(2, "KFORGE_TEST_ONLY_NOT_SET"), 2);
+  EXPECT_EQ(ipc::build_id().rfind("kforge ", 0), 0u) << ipc::build_id();
+  EXPECT_EQ(ipc::announced_protocol_version(2, "KFORGE_TEST_ONLY_NOT_SET"), 2);
   {
     ScopedEnv v("KFORGE_TEST_ONLY_SOME_PROTOCOL", "7");
-    EXPECT_EQ(exec::announced_protocol_version(2, "KFORGE_TEST_ONLY_SOME_PROTOCOL"), 7);
+    EXPECT_EQ(ipc::announced_protocol_version(2, "KFORGE_TEST_ONLY_SOME_PROTOCOL"), 7);
   }
   for (const char* junk : {"", "seven", "7x", "99999999999999999999"}) {
     ScopedEnv v("KFORGE_TEST_ONLY_SOME_PROTOCOL", junk);
-    EXPECT_EQ(exec::announced_protocol_version(2, "KFORGE_TEST_ONLY_SOME_PROTOCOL"), 2) << junk;
+    EXPECT_EQ(ipc::announced_protocol_version(2, "KFORGE_TEST_ONLY_SOME_PROTOCOL"), 2) << junk;
   }
-  EXPECT_EQ(exec::protocol_mismatch("the judge j", "judge protocol", 2, "b", 2, "fix"), "");
-  EXPECT_EQ(exec::protocol_mismatch("the judge j", "judge protocol", 1, "", 2, "fix it"),
+  EXPECT_EQ(ipc::protocol_mismatch("the judge j", "judge protocol", 2, "b", 2, "fix"), "");
+  EXPECT_EQ(ipc::protocol_mismatch("the judge j", "judge protocol", 1, "", 2, "fix it"),
             "the judge j is another build: a build from before protocol versions, speaking judge protocol 1, while "
             "this one is " +
-                exec::build_id() + ", speaking judge protocol 2: fix it");
+                ipc::build_id() + ", speaking judge protocol 2: fix it");
 }
 
 TEST(BuildIdentity, AJudgeOfAnotherProtocolIsRefusedAtStartNamingBothBuilds) {
-  ScopedEnv claim(exec::kTestOnlyJudgeProtocolVariable, "1");
+  ScopedEnv claim(ipc::kTestOnlyJudgeProtocolVariable, "1");
   ExecutorConfig config;
   config.backend = BackendKind::kCpu;
   std::unique_ptr<Executor> executor = make_executor(config);
   const Executor::StartReport start = executor->start_report();
   EXPECT_TRUE(start.device_name.empty());
-  const std::string expected_tail = " is another build: " + exec::build_id() + ", speaking judge protocol 1, while " +
-                                    "this one is " + exec::build_id() +
+  const std::string expected_tail = " is another build: " + ipc::build_id() + ", speaking judge protocol 1, while " +
+                                    "this one is " + ipc::build_id() +
                                     ", speaking judge protocol 2: build kforge-judge and kforge-runner together with "
                                     "this program, or point executor.tools_dir (KFORGE_TOOLS_DIR) at the ones built "
                                     "with it";
@@ -82,7 +82,7 @@ TEST(BuildIdentity, AJudgeOfAnotherProtocolIsRefusedAtStartNamingBothBuilds) {
 }
 
 TEST(BuildIdentity, ARunnerOfAnotherProtocolIsASystemErrorBeforeTheCandidateLoads) {
-  ScopedEnv claim(exec::kTestOnlyRunnerProtocolVariable, "7");
+  ScopedEnv claim(ipc::kTestOnlyRunnerProtocolVariable, "7");
   ExecutorConfig config;
   config.backend = BackendKind::kCpu;
   std::unique_ptr<Executor> executor = make_executor(config);
@@ -92,8 +92,8 @@ TEST(BuildIdentity, ARunnerOfAnotherProtocolIsASystemErrorBeforeTheCandidateLoad
   EXPECT_EQ(r.summary.rfind("system error: the runner failed before the candidate was loaded (error: the runner /", 0),
             0u)
       << r.summary;
-  EXPECT_NE(r.summary.find("kforge-runner is another build: " + exec::build_id() +
-                           ", speaking runner protocol 7, while this one is " + exec::build_id() +
+  EXPECT_NE(r.summary.find("kforge-runner is another build: " + ipc::build_id() +
+                           ", speaking runner protocol 7, while this one is " + ipc::build_id() +
                            ", speaking runner protocol 2: build kforge-runner together with kforge-judge"),
             std::string::npos)
       << r.summary;

@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <set>
 
-#include "exec_common/elf_inspector.h"
-#include "exec_common/symbol_policy.h"
+#include "judge/elf_inspector.h"
+#include "judge/symbol_policy.h"
 #include "corpus.h"
 #include "kforge/core/op_registry.h"
 
@@ -42,8 +42,8 @@ TEST_P(HonestControl, CompilesWithNvccAndPassesLoadTimeInspection) {
     EXPECT_EQ(kernel.value().value("spill_store_bytes", 0), 0) << kernel.key();
   }
 
-  const exec::ElfInspection inspection =
-      exec::inspect_candidate(r.artifact.path, exec::SymbolPolicy::for_backend("cuda", task.libraries));
+  const judge::ElfInspection inspection =
+      judge::inspect_candidate(r.artifact.path, judge::SymbolPolicy::for_backend("cuda", task.libraries));
   EXPECT_TRUE(inspection.accepted) << c.file.filename().string()
                                    << " is an honest control but load-time inspection refused it: "
                                    << describe(inspection.violations);

@@ -13,7 +13,7 @@ namespace {
 
 struct Fixture {
   std::unique_ptr<JudgeDevice> device = make_judge_device("cpu", 0);
-  exec::ArenaLayout layout = exec::plan_arena({4096 * 4, 8192 * 4}, device->page_size(), 64);
+  judge::ArenaLayout layout = judge::plan_arena({4096 * 4, 8192 * 4}, device->page_size(), 64);
   std::unique_ptr<SharedArena> arena = device->create_arena(layout);
   uint64_t x = layout.data_offset(0, 4096 * 4);
   uint64_t out = layout.data_offset(1, 4096 * 4);  // the base shape of a slot sized for 8192
@@ -31,7 +31,7 @@ TEST(ArenaCanary, CleanCallsPass) {
   std::memset(f.bytes() + f.out, 0, 4096 * 4);  // writes inside the tensors are the call's business
   std::memset(f.bytes() + f.x, 7, 4096 * 4);
   EXPECT_EQ(c.check(), "");
-  EXPECT_EQ(f.bytes()[f.out - 1], exec::kCanaryByte);
+  EXPECT_EQ(f.bytes()[f.out - 1], judge::kCanaryByte);
 }
 
 TEST(ArenaCanary, AWritePastTheEndOfATensorIsNamed) {

@@ -31,7 +31,7 @@ class DeviceClockClaimingCpu final : public JudgeDevice {
   std::string name() const override { return inner_->name(); }
   at::Device device() const override { return inner_->device(); }
   uint64_t page_size() const override { return inner_->page_size(); }
-  std::unique_ptr<SharedArena> create_arena(const exec::ArenaLayout& layout) override {
+  std::unique_ptr<SharedArena> create_arena(const judge::ArenaLayout& layout) override {
     return inner_->create_arena(layout);
   }
   void copy_into(at::Tensor& arena_view, const at::Tensor& source) override { inner_->copy_into(arena_view, source); }
@@ -66,7 +66,7 @@ extern "C" int kf_forward(const kf_tensor* in, int ni, kf_tensor* out, int no, v
 
 TEST(DeviceClockFallback, ADeviceTimeTheRoundTripCannotExplainIsNeitherBelievedNorPaid) {
   DeviceClockClaimingCpu device(make_cpu_judge_device());
-  exec::RunnerProcess::Config config;
+  judge::RunnerProcess::Config config;
   config.executable = std::filesystem::path(KFORGE_BINARY_DIR) / "bin" / "kforge-runner";
   config.scratch_root = std::filesystem::temp_directory_path() / ("kforge-clock-" + std::to_string(::getpid()));
   RunnerPool pool(config);

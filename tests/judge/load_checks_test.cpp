@@ -1,5 +1,5 @@
 // The load-time checks `load_constructor` and `load_section`
-// (exec_common/elf_inspector.h) on real objects: built by g++ here, and by nvcc
+// (judge/elf_inspector.h) on real objects: built by g++ here, and by nvcc
 // where the CUDA toolkit is installed, so that what the toolchains emit for
 // honest code is accepted and everything else is named.
 #include <gtest/gtest.h>
@@ -10,11 +10,11 @@
 #include <fstream>
 #include <functional>
 
-#include "exec_common/elf_inspector.h"
+#include "judge/elf_inspector.h"
 #include "kforge/core/process.h"
 #include "test_support.h"
 
-namespace kforge::exec {
+namespace kforge::judge {
 namespace {
 
 const SymbolPolicy& cpu() {
@@ -217,4 +217,4 @@ extern "C" int kf_forward(const kf_tensor* in, int, kf_tensor* out, int, void* s
 }
 
 }  // namespace
-}  // namespace kforge::exec
+}  // namespace kforge::judge

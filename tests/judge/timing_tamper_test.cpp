@@ -7,7 +7,7 @@
 namespace kforge::judge {
 namespace {
 
-exec::SampleSummary around(double median) { return exec::summarize({median * 0.95, median, median, median * 1.05}); }
+judge::SampleSummary around(double median) { return judge::summarize({median * 0.95, median, median, median * 1.05}); }
 
 TEST(TimingTamper, RunnerIntervalMustFitInTheRoundTrip) {
   EXPECT_EQ(check_self_within_round_trip(0.8, 1.0), "");
@@ -30,7 +30,7 @@ TEST(TimingTamper, RewoundRunnerClockIsCaughtByCpuTime) {
   EXPECT_EQ(check_self_covers_cpu_time(around(0.0), around(0.04)), "");
   EXPECT_EQ(check_self_covers_cpu_time(around(0.003), around(0.185)), "");
   // Without CPU figures (GPU backends) there is nothing to compare.
-  EXPECT_EQ(check_self_covers_cpu_time(around(0.01), exec::summarize({})), "");
+  EXPECT_EQ(check_self_covers_cpu_time(around(0.01), judge::summarize({})), "");
 }
 
 }  // namespace

@@ -8,9 +8,9 @@
 namespace kforge::judge {
 namespace {
 
-exec::RunnerReply timed_out_after(double ms) {
-  exec::RunnerReply r;
-  r.status = exec::RunnerReply::Status::kTimedOut;
+judge::RunnerReply timed_out_after(double ms) {
+  judge::RunnerReply r;
+  r.status = judge::RunnerReply::Status::kTimedOut;
   r.round_trip_ms = ms;
   return r;
 }

@@ -11,15 +11,15 @@
 #include <vector>
 
 #include "candidates.h"
-#include "exec_common/arena_layout.h"
-#include "exec_common/runner_process.h"
+#include "judge/arena_layout.h"
+#include "judge/runner_process.h"
 #include "test_support.h"
 
-namespace kforge::exec {
+namespace kforge::runner {
 namespace {
 
 namespace cand = testing::candidates;
-using Status = RunnerReply::Status;
+using Status = judge::RunnerReply::Status;
 
 constexpr int64_t kN = 1000;  // float32 elements per tensor
 
@@ -28,11 +28,12 @@ constexpr int64_t kN = 1000;  // float32 elements per tensor
 class RunnerHarness {
  public:
   RunnerHarness() {
-    RunnerProcess::Config config;
+    judge::RunnerProcess::Config config;
     config.executable = std::filesystem::path(KFORGE_BINARY_DIR) / "bin" / "kforge-runner";
     config.scratch_root = std::filesystem::path(KFORGE_BINARY_DIR) / "tests" / "exec" / "runner-scratch";
-    runner = RunnerProcess::spawn(config);
-    layout = plan_arena(std::vector<uint64_t>(4, kN * sizeof(float)), static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)));
+    runner = judge::RunnerProcess::spawn(config);
+    layout =
+        judge::plan_arena(std::vector<uint64_t>(4, kN * sizeof(float)), static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)));
     arena.reset(::memfd_create("runner-test", MFD_CLOEXEC));
     EXPECT_EQ(::ftruncate(arena.get(), static_cast<off_t>(layout.size)), 0);
     base = static_cast<char*>(::mmap(nullptr, layout.size, PROT_READ | PROT_WRITE, MAP_SHARED, arena.get(), 0));
@@ -44,18 +45,18 @@ class RunnerHarness {
 
   float* tensor(size_t slot) { return reinterpret_cast<float*>(base + layout.data_offset(slot, kN * sizeof(float))); }
 
-  RunnerReply setup(const std::filesystem::path& so) { return setup(RunnerCandidate::shared_object(so)); }
-  RunnerReply setup(const RunnerCandidate& candidate) {
+  judge::RunnerReply setup(const std::filesystem::path& so) { return setup(judge::RunnerCandidate::shared_object(so)); }
+  judge::RunnerReply setup(const judge::RunnerCandidate& candidate) {
     json guards = json::array();
     for (const auto& [off, len] : layout.guards) guards.push_back({off, len});
-    RunnerLimits limits;
+    judge::RunnerLimits limits;
     limits.memory_bytes = 256ull << 20;
     limits.cpu_seconds = 30;
     return runner->setup(candidate, limits, {{"kind", "memfd"}, {"bytes", layout.size}, {"guards", guards}},
-                         {arena.get()}, Deadline::after_ms(10000));
+                         {arena.get()}, ipc::Deadline::after_ms(10000));
   }
 
-  RunnerReply bind() {
+  judge::RunnerReply bind() {
     auto desc = [&](size_t slot) {
       return json{{"offset", layout.data_offset(slot, kN * sizeof(float))},
                   {"nbytes", kN * sizeof(float)},
@@ -63,21 +64,22 @@ class RunnerHarness {
                   {"shape", {kN}},
                   {"stride", {1}}};
     };
-    return runner->bind(json::array({desc(0), desc(1), desc(2)}), json::array({desc(3)}), Deadline::after_ms(5000));
+    return runner->bind(json::array({desc(0), desc(1), desc(2)}), json::array({desc(3)}),
+                        ipc::Deadline::after_ms(5000));
   }
 
   // setup + bind, asserting both work; then one call.
-  RunnerReply load_and_call(const char* source, double call_ms = 5000) {
-    RunnerReply ready = setup(testing::compile_candidate(source));
-    EXPECT_TRUE(ready.ok()) << runner_status_name(ready.status) << ": " << ready.detail;
+  judge::RunnerReply load_and_call(const char* source, double call_ms = 5000) {
+    judge::RunnerReply ready = setup(testing::compile_candidate(source));
+    EXPECT_TRUE(ready.ok()) << judge::runner_status_name(ready.status) << ": " << ready.detail;
     if (!ready.ok()) return ready;
-    RunnerReply bound = bind();
+    judge::RunnerReply bound = bind();
     EXPECT_TRUE(bound.ok()) << bound.detail;
-    return runner->call(false, Deadline::after_ms(call_ms));
+    return runner->call(false, ipc::Deadline::after_ms(call_ms));
   }
 
-  std::unique_ptr<RunnerProcess> runner;
-  ArenaLayout layout;
+  std::unique_ptr<judge::RunnerProcess> runner;
+  judge::ArenaLayout layout;
   UniqueFd arena;
   char* base = nullptr;
 };
@@ -90,7 +92,7 @@ TEST(RunnerSandbox, ComputesInSharedMemory) {
     h.tensor(2)[i] = 1;
     h.tensor(3)[i] = -42;
   }
-  RunnerReply r = h.load_and_call(cand::kChainCorrect);
+  judge::RunnerReply r = h.load_and_call(cand::kChainCorrect);
   ASSERT_TRUE(r.ok()) << r.detail;
   EXPECT_EQ(r.body["rc"], 0);
   for (int64_t i = 0; i < kN; ++i) {
@@ -98,14 +100,14 @@ TEST(RunnerSandbox, ComputesInSharedMemory) {
     ASSERT_EQ(h.tensor(3)[i], v > 0 ? v : 0) << i;
   }
   EXPECT_LE(r.body["self_ns"].get<double>() / 1e6, r.round_trip_ms);
-  RunnerReply null_call = h.runner->call(true, Deadline::after_ms(5000));
+  judge::RunnerReply null_call = h.runner->call(true, ipc::Deadline::after_ms(5000));
   ASSERT_TRUE(null_call.ok());
   EXPECT_EQ(null_call.body["rc"], 0);
 }
 
 TEST(RunnerSandbox, ReportsWhatWasApplied) {
   RunnerHarness h;
-  RunnerReply ready = h.setup(testing::compile_candidate(cand::kChainCorrect));
+  judge::RunnerReply ready = h.setup(testing::compile_candidate(cand::kChainCorrect));
   ASSERT_TRUE(ready.ok()) << ready.detail;
   const json& s = ready.body["sandbox"];
   EXPECT_TRUE(s["seccomp"].get<bool>());
@@ -118,22 +120,22 @@ TEST(RunnerSandbox, ReportsWhatWasApplied) {
 
 TEST(RunnerSandbox, RawOpenatIsTrapped) {
   RunnerHarness h;
-  RunnerReply r = h.load_and_call(cand::kRawOpenat);
-  EXPECT_EQ(r.status, Status::kSandbox) << runner_status_name(r.status) << ": " << r.detail;
+  judge::RunnerReply r = h.load_and_call(cand::kRawOpenat);
+  EXPECT_EQ(r.status, Status::kSandbox) << judge::runner_status_name(r.status) << ": " << r.detail;
   EXPECT_EQ(r.syscall, "openat");
   EXPECT_FALSE(h.runner->alive());
 }
 
 TEST(RunnerSandbox, RawOpenatReportNamesThePath) {
   RunnerHarness h;
-  RunnerReply r = h.load_and_call(cand::kRawOpenat);
+  judge::RunnerReply r = h.load_and_call(cand::kRawOpenat);
   EXPECT_NE(r.detail.find("(/etc/hostname)"), std::string::npos) << r.detail;
 }
 
 TEST(RunnerSandbox, SymlinkIsTrappedAndTheReportNamesTheLink) {
   RunnerHarness h;
-  RunnerReply r = h.load_and_call(cand::kRawSymlinkat);
-  EXPECT_EQ(r.status, Status::kSandbox) << runner_status_name(r.status) << ": " << r.detail;
+  judge::RunnerReply r = h.load_and_call(cand::kRawSymlinkat);
+  EXPECT_EQ(r.status, Status::kSandbox) << judge::runner_status_name(r.status) << ": " << r.detail;
   EXPECT_EQ(r.syscall, "symlinkat");
   EXPECT_NE(r.detail.find("(/tmp/kforge-link)"), std::string::npos) << r.detail;
   EXPECT_FALSE(std::filesystem::is_symlink("/tmp/kforge-link"));
@@ -141,7 +143,7 @@ TEST(RunnerSandbox, SymlinkIsTrappedAndTheReportNamesTheLink) {
 
 TEST(RunnerSandbox, RawSocketIsTrapped) {
   RunnerHarness h;
-  RunnerReply r = h.load_and_call(cand::kRawSocket);
+  judge::RunnerReply r = h.load_and_call(cand::kRawSocket);
   EXPECT_EQ(r.status, Status::kSandbox) << r.detail;
   EXPECT_EQ(r.syscall, "socket");
 }
@@ -149,14 +151,14 @@ TEST(RunnerSandbox, RawSocketIsTrapped) {
 TEST(RunnerSandbox, LibcFileAccessIsTrapped) {
   // fopen would be refused by the ELF check; here it reaches the kernel.
   RunnerHarness h;
-  RunnerReply r = h.load_and_call(cand::kUsesFopen);
+  judge::RunnerReply r = h.load_and_call(cand::kUsesFopen);
   EXPECT_EQ(r.status, Status::kSandbox) << r.detail;
   EXPECT_EQ(r.syscall, "openat");
 }
 
 TEST(RunnerSandbox, ThreadCreationIsTrapped) {
   RunnerHarness h;
-  RunnerReply r = h.load_and_call(cand::kUsesPthread);
+  judge::RunnerReply r = h.load_and_call(cand::kUsesPthread);
   EXPECT_EQ(r.status, Status::kSandbox) << r.detail;
   // glibc maps the thread stack first, then clone3 (or clone).
   EXPECT_TRUE(r.syscall == "clone3" || r.syscall == "clone" || r.syscall == "mprotect" || r.syscall == "rt_sigaction")
@@ -165,14 +167,14 @@ TEST(RunnerSandbox, ThreadCreationIsTrapped) {
 
 TEST(RunnerSandbox, StaticConstructorsRunConfined) {
   RunnerHarness h;
-  RunnerReply ready = h.setup(testing::compile_candidate(cand::kConstructorSocket));
+  judge::RunnerReply ready = h.setup(testing::compile_candidate(cand::kConstructorSocket));
   EXPECT_EQ(ready.status, Status::kSandbox) << ready.detail;
   EXPECT_EQ(ready.syscall, "socket");
 }
 
 TEST(RunnerSandbox, GuardPageStopsOutOfBoundsWrites) {
   RunnerHarness h;
-  RunnerReply r = h.load_and_call(cand::kOutOfBoundsWrite);
+  judge::RunnerReply r = h.load_and_call(cand::kOutOfBoundsWrite);
   EXPECT_EQ(r.status, Status::kCrashed);
   EXPECT_EQ(r.detail, "SIGSEGV");
 }
@@ -180,7 +182,7 @@ TEST(RunnerSandbox, GuardPageStopsOutOfBoundsWrites) {
 TEST(RunnerSandbox, HangIsKilledAtTheDeadline) {
   RunnerHarness h;
   pid_t pid = h.runner->pid();
-  RunnerReply r = h.load_and_call(cand::kHang, 200);
+  judge::RunnerReply r = h.load_and_call(cand::kHang, 200);
   EXPECT_EQ(r.status, Status::kTimedOut);
   EXPECT_FALSE(h.runner->alive());
   // Reaped, not a zombie: the pid no longer exists.
@@ -190,9 +192,9 @@ TEST(RunnerSandbox, HangIsKilledAtTheDeadline) {
 
 TEST(RunnerSandbox, AllocationStopsAtTheLimit) {
   RunnerHarness h;
-  RunnerReply r = h.load_and_call(cand::kUnboundedAllocation, 20000);
+  judge::RunnerReply r = h.load_and_call(cand::kUnboundedAllocation, 20000);
   // std::bad_alloc escapes kf_forward; the runner survives and says so.
-  EXPECT_EQ(r.status, Status::kError) << runner_status_name(r.status) << ": " << r.detail;
+  EXPECT_EQ(r.status, Status::kError) << judge::runner_status_name(r.status) << ": " << r.detail;
   EXPECT_EQ(r.detail, "kf_forward threw std::bad_alloc");
   EXPECT_EQ(r.body["stage"], "kf_forward");
   EXPECT_TRUE(h.runner->alive());
@@ -203,7 +205,7 @@ TEST(RunnerSandbox, AllocationStopsAtTheLimit) {
                     "  for (long total = 0; total < (1L << 40); total += 1 << 20) {\n"
                     "    char* p = (char*)malloc(1 << 20); if (!p) return 12; p[0] = 1; }\n"
                     "  return 0; }\n";
-  RunnerReply m = plain.load_and_call(src.c_str(), 20000);
+  judge::RunnerReply m = plain.load_and_call(src.c_str(), 20000);
   ASSERT_TRUE(m.ok()) << m.detail;
   EXPECT_EQ(m.body["rc"], 12);
 }
@@ -216,8 +218,8 @@ TEST(RunnerSandbox, OutputIsCapturedAndScratchRemoved) {
                     "  fflush(stdout); return 0; }\n";
   std::filesystem::path scratch = h.runner->scratch_dir();
   EXPECT_TRUE(std::filesystem::is_directory(scratch));
-  RunnerReply r = h.load_and_call(src.c_str());
-  ASSERT_TRUE(r.ok()) << runner_status_name(r.status) << ": " << r.detail;
+  judge::RunnerReply r = h.load_and_call(src.c_str());
+  ASSERT_TRUE(r.ok()) << judge::runner_status_name(r.status) << ": " << r.detail;
   h.runner->terminate();
   std::string out = h.runner->output_tail();
   EXPECT_NE(out.find("hello from the candidate"), std::string::npos) << out;
@@ -230,18 +232,18 @@ TEST(RunnerSandbox, OutputIsCapturedAndScratchRemoved) {
 // the harness's, after it the candidate's.
 TEST(RunnerBlame, SetupMarksWhereTheCandidatesCodeStarts) {
   RunnerHarness h;
-  RunnerReply ready = h.setup(testing::compile_candidate(cand::kChainCorrect));
+  judge::RunnerReply ready = h.setup(testing::compile_candidate(cand::kChainCorrect));
   ASSERT_TRUE(ready.ok()) << ready.detail;
   EXPECT_TRUE(ready.candidate_ran);
-  RunnerReply call = h.bind();
+  judge::RunnerReply call = h.bind();
   EXPECT_TRUE(call.candidate_ran);
 }
 
 TEST(RunnerBlame, ARunnerThatDiedBeforeLoadingIsNotTheCandidates) {
   RunnerHarness h;
-  ASSERT_TRUE(h.runner->await_started(Deadline::after_ms(10000)).ok());
+  ASSERT_TRUE(h.runner->await_started(ipc::Deadline::after_ms(10000)).ok());
   ::kill(h.runner->pid(), SIGKILL);
-  RunnerReply ready = h.setup(testing::compile_candidate(cand::kChainCorrect));
+  judge::RunnerReply ready = h.setup(testing::compile_candidate(cand::kChainCorrect));
   EXPECT_EQ(ready.status, Status::kCrashed) << ready.detail;
   EXPECT_FALSE(ready.candidate_ran);
 }
@@ -259,9 +261,9 @@ TEST(RunnerBlame, AnErrorForgedByAConstructorIsAfterLoading) {
       "  fwrite(f, 1, sizeof(f), stdout); fflush(stdout); stdout->_fileno = s; return 1; }\n"
       "static int g_forged = forge();\n"
       "extern \"C\" int kf_forward(const kf_tensor*, int, kf_tensor*, int, void*) { return g_forged; }\n";
-  RunnerReply ready = h.setup(testing::compile_candidate(src.c_str()));
+  judge::RunnerReply ready = h.setup(testing::compile_candidate(src.c_str()));
   // The forged error lacks its `stage`: not even a well-formed error.
-  EXPECT_EQ(ready.status, Status::kProtocol) << runner_status_name(ready.status) << ": " << ready.detail;
+  EXPECT_EQ(ready.status, Status::kProtocol) << judge::runner_status_name(ready.status) << ": " << ready.detail;
   EXPECT_EQ(ready.detail, "an 'error' reply whose field 'stage' is missing");
   EXPECT_TRUE(ready.candidate_ran);
   EXPECT_FALSE(h.runner->alive());
@@ -269,7 +271,7 @@ TEST(RunnerBlame, AnErrorForgedByAConstructorIsAfterLoading) {
 
 TEST(RunnerSandbox, ExitIsACrashWithItsCode) {
   RunnerHarness h;
-  RunnerReply r = h.load_and_call(cand::kExit3);
+  judge::RunnerReply r = h.load_and_call(cand::kExit3);
   EXPECT_EQ(r.status, Status::kCrashed);
   EXPECT_EQ(r.detail, "exit code 3");
 }
@@ -287,8 +289,8 @@ TEST(RunnerSandbox, ACubinIsReadInTheLoadingPhaseAndNeedsTheCudaBackend) {
   const std::vector<std::string> names = {"x", "y", "z", "out"};
 
   RunnerHarness h;
-  RunnerReply r = h.setup(RunnerCandidate::nvrtc(cubin, plan, names));
-  EXPECT_EQ(r.status, Status::kError) << runner_status_name(r.status) << ": " << r.detail;
+  judge::RunnerReply r = h.setup(judge::RunnerCandidate::nvrtc(cubin, plan, names));
+  EXPECT_EQ(r.status, Status::kError) << judge::runner_status_name(r.status) << ": " << r.detail;
   EXPECT_EQ(r.body.value("stage", ""), "load") << r.body.dump();
   EXPECT_NE(r.detail.find("runs on the cuda backend only"), std::string::npos) << r.detail;
   EXPECT_TRUE(h.runner->alive());
@@ -296,16 +298,16 @@ TEST(RunnerSandbox, ACubinIsReadInTheLoadingPhaseAndNeedsTheCudaBackend) {
   json unlowered = plan;
   unlowered["kernels"][0].erase("lowered_name");
   RunnerHarness h2;
-  RunnerReply r2 = h2.setup(RunnerCandidate::nvrtc(cubin, unlowered, names));
-  EXPECT_EQ(r2.status, Status::kError) << runner_status_name(r2.status) << ": " << r2.detail;
+  judge::RunnerReply r2 = h2.setup(judge::RunnerCandidate::nvrtc(cubin, unlowered, names));
+  EXPECT_EQ(r2.status, Status::kError) << judge::runner_status_name(r2.status) << ": " << r2.detail;
   EXPECT_NE(r2.detail.find("kernels[0] (add) has no lowered_name"), std::string::npos) << r2.detail;
 
   RunnerHarness h3;
-  RunnerReply r3 = h3.setup(RunnerCandidate::nvrtc(cubin.string() + ".missing", plan, names));
-  EXPECT_EQ(r3.status, Status::kError) << runner_status_name(r3.status) << ": " << r3.detail;
+  judge::RunnerReply r3 = h3.setup(judge::RunnerCandidate::nvrtc(cubin.string() + ".missing", plan, names));
+  EXPECT_EQ(r3.status, Status::kError) << judge::runner_status_name(r3.status) << ": " << r3.detail;
   EXPECT_NE(r3.detail.find("cannot open the CUBIN"), std::string::npos) << r3.detail;
   std::filesystem::remove(cubin);
 }
 
 }  // namespace
-}  // namespace kforge::exec
+}  // namespace kforge::runner

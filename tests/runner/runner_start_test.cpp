@@ -1,4 +1,4 @@
-// Runner start-up and the judge's spares (exec_common/runner_process.h,
+// Runner start-up and the judge's spares (judge/runner_process.h,
 // judge/runner_pool.h): a runner says `started` once its device is set up; a
 // timing runner's replacement starts as soon as a spare is taken and timing
 // never waits for it, while a profiler runner's start-up is settled before
@@ -20,14 +20,14 @@
 #include <vector>
 
 #include "candidates.h"
-#include "exec_common/build_identity.h"
-#include "exec_common/child_process.h"
-#include "exec_common/gpu_gate.h"
-#include "exec_common/runner_process.h"
-#include "exec_common/runner_protocol.h"
+#include "ipc/build_identity.h"
+#include "ipc/child_process.h"
+#include "ipc/runner_protocol.h"
 #include "judge/cpu_judge_device.h"
 #include "judge/evaluation.h"
+#include "judge/gpu_gate.h"
 #include "judge/runner_pool.h"
+#include "judge/runner_process.h"
 #include "kforge/core/unique_fd.h"
 #include "test_support.h"
 
@@ -35,9 +35,8 @@ namespace kforge::judge {
 namespace {
 
 namespace fs = std::filesystem;
-using exec::Deadline;
-using exec::RunnerProcess;
-using Status = exec::RunnerReply::Status;
+using ipc::Deadline;
+using Status = judge::RunnerReply::Status;
 
 const fs::path kRunner = fs::path(KFORGE_BINARY_DIR) / "bin" / "kforge-runner";
 
@@ -67,7 +66,7 @@ TEST(RunnerStartTest, ARunnerSaysStartedOnceItsDeviceIsSetUp) {
   auto runner = RunnerProcess::spawn(config_for(kRunner, "started"));
   // Only reading the message sets it: nothing was read yet.
   EXPECT_FALSE(runner->started());
-  exec::RunnerReply r = runner->await_started(Deadline::after_ms(10000));
+  judge::RunnerReply r = runner->await_started(Deadline::after_ms(10000));
   ASSERT_TRUE(r.ok()) << r.detail;
   EXPECT_TRUE(runner->started());
   // Read once: the second wait returns at once, and the protocol carries on.
@@ -75,19 +74,19 @@ TEST(RunnerStartTest, ARunnerSaysStartedOnceItsDeviceIsSetUp) {
   EXPECT_TRUE(runner->alive());
 }
 
-// Its `started` names its protocol and build (exec_common/build_identity.h);
+// Its `started` names its protocol and build (ipc/build_identity.h);
 // a judge does not use a runner of another protocol. The runner claims one
 // through the test-only variable, which changes nothing but the number.
 TEST(RunnerStartTest, ARunnerOfAnotherProtocolIsRefusedWhenItSaysStarted) {
-  ::setenv(exec::kTestOnlyRunnerProtocolVariable, "9", 1);
+  ::setenv(ipc::kTestOnlyRunnerProtocolVariable, "9", 1);
   auto runner = RunnerProcess::spawn(config_for(kRunner, "protocol"));
-  ::unsetenv(exec::kTestOnlyRunnerProtocolVariable);
-  exec::RunnerReply r = runner->await_started(Deadline::after_ms(10000));
+  ::unsetenv(ipc::kTestOnlyRunnerProtocolVariable);
+  judge::RunnerReply r = runner->await_started(Deadline::after_ms(10000));
   EXPECT_EQ(r.status, Status::kError);
   EXPECT_FALSE(r.candidate_ran);
-  EXPECT_EQ(r.detail, "the runner " + kRunner.string() + " is another build: " + exec::build_id() +
-                          ", speaking runner protocol 9, while this one is " + exec::build_id() +
-                          ", speaking runner protocol " + std::to_string(exec::kRunnerProtocolVersion) +
+  EXPECT_EQ(r.detail, "the runner " + kRunner.string() + " is another build: " + ipc::build_id() +
+                          ", speaking runner protocol 9, while this one is " + ipc::build_id() +
+                          ", speaking runner protocol " + std::to_string(ipc::kRunnerProtocolVersion) +
                           ": build kforge-runner together with kforge-judge, or point executor.tools_dir "
                           "(KFORGE_TOOLS_DIR) at a directory with both from one build");
   EXPECT_FALSE(runner->started());
@@ -95,10 +94,10 @@ TEST(RunnerStartTest, ARunnerOfAnotherProtocolIsRefusedWhenItSaysStarted) {
 }
 
 TEST(RunnerStartTest, ARunnerThatCannotStartIsReportedAsCrashed) {
-  exec::RunnerProcess::Config config = config_for(kRunner, "nope");
+  judge::RunnerProcess::Config config = config_for(kRunner, "nope");
   config.backend = "nope";  // make_runner_device throws: usage exit before `started`
   auto runner = RunnerProcess::spawn(config);
-  exec::RunnerReply r = runner->await_started(Deadline::after_ms(10000));
+  judge::RunnerReply r = runner->await_started(Deadline::after_ms(10000));
   EXPECT_EQ(r.status, Status::kCrashed);
   EXPECT_NE(r.detail.find("158"), std::string::npos) << r.detail;
   EXPECT_FALSE(runner->alive());
@@ -113,14 +112,13 @@ TEST(RunnerStartTest, CudaConnectionsOutsideOneToThirtyTwoAreAUsageError) {
   for (const std::string bad : {"0", "33", "8x", ""}) {
     const fs::path log = dir / "stderr.log";
     UniqueFd err(::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    exec::ChildProcess child =
-        exec::ChildProcess::spawn({kRunner,
-                                   {"--backend", "cuda", "--scratch", dir.string(), "--parent-pid",
-                                    std::to_string(::getpid()), "--cuda-connections", bad},
-                                   {{2, err.get()}}});
+    ipc::ChildProcess child = ipc::ChildProcess::spawn({kRunner,
+                                                        {"--backend", "cuda", "--scratch", dir.string(), "--parent-pid",
+                                                         std::to_string(::getpid()), "--cuda-connections", bad},
+                                                        {{2, err.get()}}});
     const std::optional<int> status = child.wait_for(10000);
     ASSERT_TRUE(status.has_value()) << bad;
-    EXPECT_EQ(exec::describe_exit_status(*status), "exit code " + std::to_string(exec::runner_protocol::kUsageExitCode))
+    EXPECT_EQ(ipc::describe_exit_status(*status), "exit code " + std::to_string(ipc::runner_protocol::kUsageExitCode))
         << bad;
     std::ifstream in(log);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -247,8 +245,8 @@ TEST(RunnerStartTest, TakingAProfilerRunnerStartsNoReplacement) {
 TEST(RunnerStartTest, TheGateIsExclusiveOnlyForTheTimingAndItsWaitsAreBookedByPart) {
   const env::EvalRequest request = timed_request();  // compiled before the gate is taken
   const fs::path dir = scratch_root("gate") / "gate";
-  exec::GpuGate gate(dir, "gpu-test");
-  exec::GpuGate other(dir, "gpu-test");
+  judge::GpuGate gate(dir, "gpu-test");
+  judge::GpuGate other(dir, "gpu-test");
   auto device = make_cpu_judge_device();
   RunnerPool pool(config_for(kRunner, "gate"), 1);
   pool.refill();
@@ -267,7 +265,7 @@ TEST(RunnerStartTest, TheGateIsExclusiveOnlyForTheTimingAndItsWaitsAreBookedByPa
                    report.phase_ms.value("gate_wait_load", 0.0) + report.phase_ms.value("gate_wait_time", 0.0));
   // The used runner was retired without the gate (its teardown does not
   // move another judge's timing): the other judge may time at once.
-  EXPECT_EQ(gate.hold(), exec::GpuGate::Hold::kNone);
+  EXPECT_EQ(gate.hold(), judge::GpuGate::Hold::kNone);
   EXPECT_LT(other.exclusive(), 100.0);
   other.release();
 }
@@ -299,7 +297,7 @@ TEST(RunnerStartTest, ASlowStartIsNotChargedToTheCandidatesLoadLimit) {
 // A runner that never starts is the harness's failure, named as such.
 TEST(RunnerStartTest, ARunnerThatCannotStartIsASystemErrorNotTheCandidates) {
   auto device = make_cpu_judge_device();
-  exec::RunnerProcess::Config config = config_for(kRunner, "nostart");
+  judge::RunnerProcess::Config config = config_for(kRunner, "nostart");
   config.backend = "nope";  // exits before `started`, spare and replacement alike
   RunnerPool pool(config, 1);
   pool.refill();

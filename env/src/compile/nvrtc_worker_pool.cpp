@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <optional>
 
-#include "exec_common/child_process.h"
-#include "exec_common/wire.h"
+#include "ipc/child_process.h"
+#include "ipc/wire.h"
 #include "kforge/core/elapsed.h"
 #include "kforge/core/error.h"
 #include "kforge/core/unique_fd.h"
@@ -20,8 +20,8 @@
 namespace kforge::env {
 namespace {
 
-using exec::Deadline;
-using exec::json;
+using ipc::Deadline;
+using ipc::json;
 using Clock = std::chrono::steady_clock;
 
 // NVRTC loads and warms up before the worker says `ready` (~0.3 s on an idle
@@ -39,7 +39,7 @@ bool is_executable(const std::filesystem::path& p) {
 }  // namespace
 
 struct NvrtcWorkerPool::Worker {
-  exec::ChildProcess child;
+  ipc::ChildProcess child;
   UniqueFd control;
   bool ready = false;
   int compiles = 0;
@@ -90,15 +90,15 @@ std::string NvrtcWorkerPool::version() const {
 std::unique_ptr<NvrtcWorkerPool::Worker> NvrtcWorkerPool::spawn() {
   auto w = std::make_unique<Worker>();
   UniqueFd theirs;
-  exec::make_socket_pair(&w->control, &theirs);
+  ipc::make_socket_pair(&w->control, &theirs);
   UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
   if (!devnull) throw SystemError("cannot open /dev/null for kforge-nvrtc");
-  exec::SpawnSpec spec;
+  ipc::SpawnSpec spec;
   spec.executable = executable_;
   spec.args = {"--parent-pid", std::to_string(::getpid())};
   // stderr stays ours: a worker that cannot start says why there.
   spec.fds = {{0, devnull.get()}, {1, devnull.get()}, {2, STDERR_FILENO}, {nvrtc_worker::kControlFd, theirs.get()}};
-  w->child = exec::ChildProcess::spawn(spec);
+  w->child = ipc::ChildProcess::spawn(spec);
   std::lock_guard<std::mutex> lock(mu_);
   ++started_;
   return w;
@@ -186,29 +186,29 @@ NvrtcWorkerPool::Result NvrtcWorkerPool::compile(const Request& request) {
   };
   if (!w->ready) {
     try {
-      exec::Frame hello = exec::recv_frame(w->control.get(), Deadline::after_ms(kStartupLimitMs));
+      ipc::Frame hello = ipc::recv_frame(w->control.get(), Deadline::after_ms(kStartupLimitMs));
       if (hello.body.value("type", "") != "ready") throw SystemError("kforge-nvrtc sent no 'ready'");
       w->ready = true;
       std::lock_guard<std::mutex> lock(mu_);
       version_ = hello.body.value("version", "");
-    } catch (const exec::WireError& e) {
+    } catch (const ipc::WireError& e) {
       std::optional<int> status = w->child.wait_for(1000);
       w->child.kill_and_reap();
       throw SystemError(std::string("kforge-nvrtc did not start (") + e.what() +
-                        (status ? ", " + exec::describe_exit_status(*status) : std::string()) + ")");
+                        (status ? ", " + ipc::describe_exit_status(*status) : std::string()) + ")");
     }
   }
   const json message = compile_message(request);
-  exec::Frame reply;
+  ipc::Frame reply;
   // The time limit counts from the request: a worker that was still
   // starting does not eat into it.
   try {
-    exec::send_frame(w->control.get(), message, Deadline::after_ms(30000));
-    reply = exec::recv_frame(w->control.get(), Deadline::after_ms(request.timeout_s * 1000));
-  } catch (const exec::WireError& e) {
-    if (e.kind() == exec::WireError::Kind::kTimeout) return lose(Result::Status::kTimedOut, "");
+    ipc::send_frame(w->control.get(), message, Deadline::after_ms(30000));
+    reply = ipc::recv_frame(w->control.get(), Deadline::after_ms(request.timeout_s * 1000));
+  } catch (const ipc::WireError& e) {
+    if (e.kind() == ipc::WireError::Kind::kTimeout) return lose(Result::Status::kTimedOut, "");
     const std::optional<int> status = w->child.wait_for(1000);
-    const std::string how = status ? exec::describe_exit_status(*status) : std::string(e.what());
+    const std::string how = status ? ipc::describe_exit_status(*status) : std::string(e.what());
     return lose(death_status(request, status), how);
   }
   const json& body = reply.body;

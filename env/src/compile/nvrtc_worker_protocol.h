@@ -1,5 +1,5 @@
 // The conversation between the compile service and a kforge-nvrtc worker
-// (frames of exec_common/wire.h on the worker's fd 3). NVRTC compiles the
+// (frames of ipc/wire.h on the worker's fd 3). NVRTC compiles the
 // policy's source in that process, not in the environment's: a preprocessor
 // bomb or a template explosion can hang it or exhaust its memory, and the
 // worker is then killed and replaced while the environment carries on

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "exec_common/build_identity.h"
-#include "exec_common/wire.h"
+#include "ipc/build_identity.h"
+#include "ipc/wire.h"
 #include "kforge/core/error.h"
 
 namespace kforge::exec {
@@ -24,8 +24,8 @@ void JudgeConnection::refuse_another_build(const JudgeLaunch& launch, const nloh
   const int theirs = protocol != hello.end() && protocol->is_number_integer() ? protocol->get<int>() : 1;
   const auto build = hello.find("build");
   const std::string their_build = build != hello.end() && build->is_string() ? build->get<std::string>() : "";
-  const std::string why = protocol_mismatch(
-      "the judge " + launch.judge.string(), "judge protocol", theirs, their_build, kJudgeProtocolVersion,
+  const std::string why = ipc::protocol_mismatch(
+      "the judge " + launch.judge.string(), "judge protocol", theirs, their_build, ipc::kJudgeProtocolVersion,
       "build kforge-judge and kforge-runner together with this program, or point executor.tools_dir "
       "(KFORGE_TOOLS_DIR) at the ones built with it");
   if (why.empty()) return;
@@ -40,9 +40,9 @@ void JudgeConnection::start(const JudgeLaunch& launch) {
   fatal_ = false;
   fatal_reason_.clear();
   UniqueFd ours, theirs;
-  make_socket_pair(&ours, &theirs);
+  ipc::make_socket_pair(&ours, &theirs);
   UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  SpawnSpec spec;
+  ipc::SpawnSpec spec;
   spec.executable = launch.judge;
   spec.args = {"--backend",
                launch.backend,
@@ -75,7 +75,7 @@ void JudgeConnection::start(const JudgeLaunch& launch) {
   // The judge's stdout and stderr (libtorch warnings, crash messages) go to our stderr.
   spec.fds = {{0, devnull.get()}, {1, STDERR_FILENO}, {2, STDERR_FILENO}, {3, theirs.get()}};
   try {
-    child_ = ChildProcess::spawn(spec);
+    child_ = ipc::ChildProcess::spawn(spec);
   } catch (const SystemError& e) {
     throw JudgeFailure(e.what());
   }
@@ -86,17 +86,17 @@ void JudgeConnection::start(const JudgeLaunch& launch) {
     std::lock_guard<std::mutex> lock(control_mutex_);
     control_ = std::move(ours);
   }
-  Frame hello;
+  ipc::Frame hello;
   try {
-    hello = recv_frame(control_.get(), Deadline::after_ms(launch.startup_timeout_ms));
+    hello = ipc::recv_frame(control_.get(), ipc::Deadline::after_ms(launch.startup_timeout_ms));
     if (hello.body.value("type", "") == "waiting" && hello.body.value("for", "") == "gpu_gate") {
       // The judge queues for the GPU gate before it creates its context:
       // other judges' timings go first (gpu_gate.h). That wait is theirs,
       // bounded by their request deadlines, not this judge's start-up, so
       // it gets its own limit on top of the start-up's.
-      hello = recv_frame(control_.get(), Deadline::after_ms(kGateWaitLimitMs + launch.startup_timeout_ms));
+      hello = ipc::recv_frame(control_.get(), ipc::Deadline::after_ms(kGateWaitLimitMs + launch.startup_timeout_ms));
     }
-  } catch (const WireError& e) {
+  } catch (const ipc::WireError& e) {
     fail(std::string("judge did not start: ") + e.what());
   }
   if (hello.body.value("type", "") != "hello")
@@ -115,13 +115,13 @@ void JudgeConnection::start(const JudgeLaunch& launch) {
   versions_ = hello.body.value("versions", nlohmann::json::object());
 }
 
-nlohmann::json JudgeConnection::exchange(const nlohmann::json& message, Deadline deadline) {
+nlohmann::json JudgeConnection::exchange(const nlohmann::json& message, ipc::Deadline deadline) {
   if (!running() || !control_) throw JudgeFailure("judge is not running");
   try {
-    send_frame(control_.get(), message, deadline);
+    ipc::send_frame(control_.get(), message, deadline);
     double moved_ms = 0;
     while (true) {
-      Frame reply = recv_frame(control_.get(), deadline);
+      ipc::Frame reply = ipc::recv_frame(control_.get(), deadline);
       if (reply.body.value("type", "") != "waiting") return std::move(reply.body);
       // The judge is queued for the GPU gate behind other candidates'
       // timings (judge_loop.cpp, QueueNotices): that time is not this
@@ -129,10 +129,10 @@ nlohmann::json JudgeConnection::exchange(const nlohmann::json& message, Deadline
       const double ms = reply.body.contains("ms") && reply.body["ms"].is_number() ? reply.body["ms"].get<double>() : 0;
       const double move = std::clamp(ms, 0.0, kGateWaitLimitMs - moved_ms);
       moved_ms += move;
-      deadline = Deadline::after_ms(deadline.remaining_ms() + move);
+      deadline = ipc::Deadline::after_ms(deadline.remaining_ms() + move);
     }
-  } catch (const WireError& e) {
-    if (e.kind() == WireError::Kind::kTimeout) {
+  } catch (const ipc::WireError& e) {
+    if (e.kind() == ipc::WireError::Kind::kTimeout) {
       fail("judge did not answer in time; killed", /*timed_out=*/true);
     }
     fail(std::string("lost the judge: ") + e.what());
@@ -148,7 +148,7 @@ void JudgeConnection::fail(const std::string& what, bool timed_out) {
   if (child_.running()) {
     // A closed channel means it is dying; give it a moment to tell us how.
     auto s = child_.wait_for(200);
-    status = describe_exit_status(s ? *s : child_.kill_and_reap());
+    status = ipc::describe_exit_status(s ? *s : child_.kill_and_reap());
   }
   throw JudgeFailure(what + (status.empty() ? "" : " (judge exit: " + status + ")"), timed_out);
 }
@@ -158,8 +158,8 @@ void JudgeConnection::stop() {
     std::lock_guard<std::mutex> lock(control_mutex_);
     if (control_ && child_.running()) {
       try {
-        send_frame(control_.get(), {{"type", "shutdown"}}, Deadline::after_ms(100));
-      } catch (const WireError&) {
+        ipc::send_frame(control_.get(), {{"type", "shutdown"}}, ipc::Deadline::after_ms(100));
+      } catch (const ipc::WireError&) {
         // Already gone; reaped below.
       }
     }

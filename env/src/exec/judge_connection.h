@@ -12,8 +12,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "exec_common/child_process.h"
-#include "exec_common/deadline.h"
+#include "ipc/child_process.h"
+#include "ipc/deadline.h"
 #include "kforge/core/unique_fd.h"
 
 namespace kforge::exec {
@@ -61,7 +61,7 @@ class JudgeConnection {
   // Spawns the judge and reads its hello. JudgeFailure if it does not start,
   // or starts and reports that its device is unusable (`fatal()` then says so).
   void start(const JudgeLaunch& launch);
-  nlohmann::json exchange(const nlohmann::json& message, Deadline deadline);
+  nlohmann::json exchange(const nlohmann::json& message, ipc::Deadline deadline);
   // Asks the judge to exit, waits briefly, then kills it; reaps it either way.
   void stop();
   // Makes a blocked exchange() on another thread fail at once (for shutdown).
@@ -84,7 +84,7 @@ class JudgeConnection {
   [[noreturn]] void fail(const std::string& what, bool timed_out = false);
   void refuse_another_build(const JudgeLaunch& launch, const nlohmann::json& hello);
 
-  ChildProcess child_;
+  ipc::ChildProcess child_;
   UniqueFd control_;
   std::mutex control_mutex_;  // guards interrupt() against reset of control_
   std::string device_name_;

@@ -92,8 +92,8 @@ const char* lane_fault_name(LaneFault fault) {
 JudgeLane::JudgeLane(JudgeLaunch launch, int gate_sharers)
     : launch_(std::move(launch)), gate_sharers_(std::max(gate_sharers, 1)) {}
 
-Deadline JudgeLane::report_deadline(double eval_timeout_ms) const {
-  return Deadline::after_ms(eval_timeout_ms * gate_sharers_ + kJudgeGraceMs);
+ipc::Deadline JudgeLane::report_deadline(double eval_timeout_ms) const {
+  return ipc::Deadline::after_ms(eval_timeout_ms * gate_sharers_ + kJudgeGraceMs);
 }
 
 JudgeLane::~JudgeLane() { stop(); }
@@ -229,7 +229,7 @@ json JudgeLane::health() {
   LaneFault fault = LaneFault::kNone;
   if (!ensure_judge(&error, &fault)) return {{"error", error}};
   try {
-    return judge_.exchange({{"type", "health"}}, Deadline::after_ms(kHealthDeadlineMs));
+    return judge_.exchange({{"type", "health"}}, ipc::Deadline::after_ms(kHealthDeadlineMs));
   } catch (const std::exception& e) {
     judge_pid_ = 0;
     return {{"error", e.what()}};

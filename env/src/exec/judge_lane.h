@@ -72,7 +72,7 @@ class JudgeLane {
   LaneFault exchange(const typename Exchange::Request& request, typename Exchange::Report* report);
 
   // The wait for a report: eval_timeout_ms per gate sharer plus a grace period.
-  Deadline report_deadline(double eval_timeout_ms) const;
+  ipc::Deadline report_deadline(double eval_timeout_ms) const;
 
   JudgeLaunch launch_;
   int gate_sharers_ = 1;

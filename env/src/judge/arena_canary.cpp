@@ -5,7 +5,7 @@
 namespace kforge::judge {
 namespace {
 
-at::Tensor band_view(SharedArena* arena, const exec::ByteRange& band) {
+at::Tensor band_view(SharedArena* arena, const ByteRange& band) {
   return arena->view(band.offset, {static_cast<int64_t>(band.bytes)}, at::kByte);
 }
 
@@ -14,10 +14,10 @@ at::Tensor band_view(SharedArena* arena, const exec::ByteRange& band) {
 void ArenaCanary::arm(SharedArena* arena, std::vector<NamedExtent> tensors, uint64_t band) {
   arena_ = arena;
   tensors_ = std::move(tensors);
-  std::vector<exec::ByteRange> extents;
+  std::vector<ByteRange> extents;
   for (const auto& t : tensors_) extents.push_back(t.range);
-  bands_ = exec::canary_bands(arena->layout(), extents, band);
-  for (const auto& b : bands_) band_view(arena_, b).fill_(static_cast<int64_t>(exec::kCanaryByte));
+  bands_ = canary_bands(arena->layout(), extents, band);
+  for (const auto& b : bands_) band_view(arena_, b).fill_(static_cast<int64_t>(kCanaryByte));
 }
 
 std::string ArenaCanary::check() const {
@@ -25,14 +25,14 @@ std::string ArenaCanary::check() const {
   // One flag per band, reduced on the device: a single synchronization.
   std::vector<at::Tensor> damaged;
   damaged.reserve(bands_.size());
-  for (const auto& b : bands_) damaged.push_back(band_view(arena_, b).ne(exec::kCanaryByte).any());
+  for (const auto& b : bands_) damaged.push_back(band_view(arena_, b).ne(kCanaryByte).any());
   if (!at::stack(damaged).any().item<bool>()) return "";
 
   int64_t changed = 0;
   uint64_t first = 0;
   bool found = false;
   for (const auto& b : bands_) {
-    const at::Tensor diff = band_view(arena_, b).ne(exec::kCanaryByte);
+    const at::Tensor diff = band_view(arena_, b).ne(kCanaryByte);
     const int64_t n = diff.sum().item<int64_t>();
     if (n == 0) continue;
     changed += n;

@@ -18,15 +18,14 @@ json describe_tensor(const TensorShape& t, uint64_t offset) {
 
 }  // namespace
 
-exec::RunnerCandidate runner_candidate(const env::Artifact& artifact, const TaskSpec& task) {
+RunnerCandidate runner_candidate(const env::Artifact& artifact, const TaskSpec& task) {
   if (artifact.mode == SolutionMode::kNvrtc) {
-    return exec::RunnerCandidate::nvrtc(artifact.path, artifact.launch, env::launch_tensor_names(task));
+    return RunnerCandidate::nvrtc(artifact.path, artifact.launch, env::launch_tensor_names(task));
   }
-  return exec::RunnerCandidate::shared_object(artifact.path);
+  return RunnerCandidate::shared_object(artifact.path);
 }
 
-CandidateSession::CandidateSession(JudgeDevice* device, std::unique_ptr<exec::RunnerProcess> runner,
-                                   const CasePlan* plan)
+CandidateSession::CandidateSession(JudgeDevice* device, std::unique_ptr<RunnerProcess> runner, const CasePlan* plan)
     : device_(device), runner_(std::move(runner)), plan_(plan), arena_(device->create_arena(plan->layout)) {}
 
 CandidateSession::~CandidateSession() {
@@ -36,9 +35,9 @@ CandidateSession::~CandidateSession() {
   runner_->terminate();
 }
 
-exec::RunnerReply CandidateSession::start(const exec::RunnerCandidate& candidate, const exec::RunnerLimits& limits,
-                                          exec::Deadline deadline) {
-  exec::RunnerReply r = runner_->setup(candidate, limits, arena_->descriptor(), arena_->descriptors(), deadline);
+RunnerReply CandidateSession::start(const RunnerCandidate& candidate, const RunnerLimits& limits,
+                                    ipc::Deadline deadline) {
+  RunnerReply r = runner_->setup(candidate, limits, arena_->descriptor(), arena_->descriptors(), deadline);
   if (r.ok() && r.body.contains("sandbox")) sandbox_ = r.body["sandbox"];  // a map (reply_problem)
   return r;
 }
@@ -55,7 +54,7 @@ json CandidateSession::tensor_bindings(const ShapeCase& c) const {
   return {{"inputs", inputs}, {"outputs", outputs}};
 }
 
-exec::RunnerReply CandidateSession::bind(const ShapeCase& c, exec::Deadline deadline) {
+RunnerReply CandidateSession::bind(const ShapeCase& c, ipc::Deadline deadline) {
   json inputs = json::array(), outputs = json::array();
   input_views_.clear();
   output_views_.clear();

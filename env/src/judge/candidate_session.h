@@ -10,10 +10,10 @@
 #include <memory>
 #include <vector>
 
-#include "exec_common/runner_process.h"
 #include "judge/arena_canary.h"
 #include "judge/case_plan.h"
 #include "judge/judge_device.h"
+#include "judge/runner_process.h"
 #include "kforge/core/task_spec.h"
 #include "kforge/env/compiler.h"
 
@@ -22,29 +22,28 @@ namespace kforge::judge {
 // What a runner is set up with for `artifact`: the shared object (cpp, cuda),
 // or the CUBIN, its launch plan and the task's tensor names in binding order
 // (nvrtc), which the runner needs to evaluate the plan for bound shapes.
-exec::RunnerCandidate runner_candidate(const env::Artifact& artifact, const TaskSpec& task);
+RunnerCandidate runner_candidate(const env::Artifact& artifact, const TaskSpec& task);
 
 class CandidateSession {
  public:
-  CandidateSession(JudgeDevice* device, std::unique_ptr<exec::RunnerProcess> runner, const CasePlan* plan);
+  CandidateSession(JudgeDevice* device, std::unique_ptr<RunnerProcess> runner, const CasePlan* plan);
   ~CandidateSession();
 
   // Sends `setup`: the runner maps the arena, confines itself and loads the
   // candidate (runner_candidate()).
-  exec::RunnerReply start(const exec::RunnerCandidate& candidate, const exec::RunnerLimits& limits,
-                          exec::Deadline deadline);
+  RunnerReply start(const RunnerCandidate& candidate, const RunnerLimits& limits, ipc::Deadline deadline);
   // Also fills the canary bands around the case's tensors (arena_canary.h).
-  exec::RunnerReply bind(const ShapeCase& shape_case, exec::Deadline deadline);
+  RunnerReply bind(const ShapeCase& shape_case, ipc::Deadline deadline);
   // "" unless a call since bind() wrote outside the bound tensors.
   std::string out_of_bounds_write() const { return canary_.check(); }
 
   void load_inputs(const std::vector<at::Tensor>& inputs);
   void poison_outputs();
   // `options` travel with the call ({"graph": true}, {"repeat": n}).
-  exec::RunnerReply call(exec::Deadline deadline, const json& options = json::object()) {
+  RunnerReply call(ipc::Deadline deadline, const json& options = json::object()) {
     return runner_->call(false, deadline, options);
   }
-  exec::RunnerReply null_call(exec::Deadline deadline) { return runner_->call(true, deadline); }
+  RunnerReply null_call(ipc::Deadline deadline) { return runner_->call(true, deadline); }
 
   // The arena and a case's tensor descriptions ({"inputs", "outputs"} as in
   // `bind`), for a second runner on the same memory (the CUDA profiler).
@@ -58,12 +57,12 @@ class CandidateSession {
   std::vector<at::Tensor> snapshot_outputs() const;
   const ShapeCase* bound_case() const { return bound_; }
 
-  exec::RunnerProcess& runner() { return *runner_; }
+  RunnerProcess& runner() { return *runner_; }
   const json& sandbox_state() const { return sandbox_; }
 
  private:
   JudgeDevice* device_;
-  std::unique_ptr<exec::RunnerProcess> runner_;
+  std::unique_ptr<RunnerProcess> runner_;
   const CasePlan* plan_;
   std::unique_ptr<SharedArena> arena_;
   const ShapeCase* bound_ = nullptr;

@@ -45,7 +45,7 @@ CasePlan plan_cases(const TaskSpec& task, uint64_t page_size, uint64_t alignment
       max_bytes[plan.num_inputs + i] = std::max(max_bytes[plan.num_inputs + i], c.outputs[i].nbytes());
     }
   }
-  plan.layout = exec::plan_arena(max_bytes, page_size, alignment);
+  plan.layout = plan_arena(max_bytes, page_size, alignment);
   return plan;
 }
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "exec_common/arena_layout.h"
+#include "judge/arena_layout.h"
 #include "kforge/core/task_spec.h"
 
 namespace kforge::judge {
@@ -33,7 +33,7 @@ struct ShapeCase {
 
 struct CasePlan {
   std::vector<ShapeCase> cases;  // base first
-  exec::ArenaLayout layout;      // slots: inputs, then outputs
+  ArenaLayout layout;            // slots: inputs, then outputs
   size_t num_inputs = 0;
   size_t num_outputs = 0;
 };

@@ -23,7 +23,7 @@ namespace {
 // would make the judge's next access to the arena fault.
 class MemfdArena final : public SharedArena {
  public:
-  explicit MemfdArena(const exec::ArenaLayout& layout) : layout_(layout) {
+  explicit MemfdArena(const ArenaLayout& layout) : layout_(layout) {
     fd_.reset(::memfd_create("kforge-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING));
     if (!fd_) throw std::runtime_error(std::string("memfd_create: ") + errno_text(errno));
     if (::ftruncate(fd_.get(), static_cast<off_t>(layout_.size)) != 0) {
@@ -38,7 +38,7 @@ class MemfdArena final : public SharedArena {
   }
   ~MemfdArena() override { ::munmap(base_, layout_.size); }
 
-  const exec::ArenaLayout& layout() const override { return layout_; }
+  const ArenaLayout& layout() const override { return layout_; }
   json descriptor() const override {
     json guards = json::array();
     for (const auto& [offset, length] : layout_.guards) guards.push_back({offset, length});
@@ -50,7 +50,7 @@ class MemfdArena final : public SharedArena {
   }
 
  private:
-  exec::ArenaLayout layout_;
+  ArenaLayout layout_;
   UniqueFd fd_;
   char* base_ = nullptr;
 };
@@ -124,7 +124,7 @@ class CpuJudgeDevice final : public JudgeDevice {
   std::string name() const override { return name_; }
   at::Device device() const override { return at::Device(at::kCPU); }
   uint64_t page_size() const override { return static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)); }
-  std::unique_ptr<SharedArena> create_arena(const exec::ArenaLayout& layout) override {
+  std::unique_ptr<SharedArena> create_arena(const ArenaLayout& layout) override {
     return std::make_unique<MemfdArena>(layout);
   }
   void flush_cache() override { flusher_.flush(); }

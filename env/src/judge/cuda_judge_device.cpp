@@ -14,7 +14,7 @@
 
 #include "cuda_timing/launch_gate.h"
 #include "cuda_timing/read_flush.h"
-#include "exec_common/hex_codec.h"
+#include "ipc/hex_codec.h"
 #include "judge/l2_flush.h"
 #include "judge/nvml_monitor.h"
 
@@ -39,7 +39,7 @@ int attribute(cudaDeviceAttr attr, int device) {
 // every byte of its arena (guards and padding included).
 class IpcArena final : public SharedArena {
  public:
-  IpcArena(const exec::ArenaLayout& layout, int device, int* live) : layout_(layout), device_(device), live_(live) {
+  IpcArena(const ArenaLayout& layout, int device, int* live) : layout_(layout), device_(device), live_(live) {
     cudaError_t e = cudaMalloc(&base_, layout_.size);
     if (e != cudaSuccess) {
       cudaGetLastError();  // out-of-memory is not sticky; leave the context clean
@@ -57,14 +57,14 @@ class IpcArena final : public SharedArena {
     --*live_;
   }
 
-  const exec::ArenaLayout& layout() const override { return layout_; }
+  const ArenaLayout& layout() const override { return layout_; }
   json descriptor() const override {
     json guards = json::array();
     for (const auto& [offset, length] : layout_.guards) guards.push_back({offset, length});
     return {{"kind", "cuda_ipc"},
             {"bytes", layout_.size},
             {"device", device_},
-            {"handle", exec::hex_encode(&handle_, sizeof(handle_))},
+            {"handle", ipc::hex_encode(&handle_, sizeof(handle_))},
             {"guards", guards}};
   }
   std::vector<int> descriptors() const override { return {}; }
@@ -76,7 +76,7 @@ class IpcArena final : public SharedArena {
   }
 
  private:
-  exec::ArenaLayout layout_;
+  ArenaLayout layout_;
   int device_;
   int* live_;
   void* base_ = nullptr;
@@ -130,7 +130,7 @@ class CudaJudgeDevice final : public JudgeDevice {
   at::Device device() const override { return at::Device(at::kCUDA, index_); }
   uint64_t page_size() const override { return 4096; }
   uint64_t arena_alignment() const override { return 256; }
-  std::unique_ptr<SharedArena> create_arena(const exec::ArenaLayout& layout) override {
+  std::unique_ptr<SharedArena> create_arena(const ArenaLayout& layout) override {
     return std::make_unique<IpcArena>(layout, index_, &live_arenas_);
   }
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "exec_common/elf_inspector.h"
-#include "exec_common/json_fields.h"
 #include "judge/candidate_session.h"
 #include "judge/case_plan.h"
+#include "judge/elf_inspector.h"
+#include "judge/json_fields.h"
 #include "judge/profile.h"
 #include "judge/task_fit.h"
 #include "judge/timing.h"
@@ -54,7 +54,7 @@ std::string timing_summary(const TimingSummary& t) {
 
 // The verdict on a runner's `setup` reply: who is to blame when the
 // candidate could not be loaded.
-Verdict verdict_on_load(const exec::RunnerReply& ready, SolutionMode mode, const env::EvalOptions& options,
+Verdict verdict_on_load(const RunnerReply& ready, SolutionMode mode, const env::EvalOptions& options,
                         CandidateSession* session) {
   Verdict verdict;
   if (!ready.ok() && !ready.candidate_ran) {
@@ -63,16 +63,16 @@ Verdict verdict_on_load(const exec::RunnerReply& ready, SolutionMode mode, const
     // it could not set up are the harness's faults.
     verdict.outcome = Outcome::kNotRun;
     verdict.summary = "system error: the runner failed before the candidate was loaded (" +
-                      std::string(exec::runner_status_name(ready.status)) + ": " + ready.detail + ")";
-  } else if (ready.status == exec::RunnerReply::Status::kError && exec::string_or(ready.body, "stage", "") == "load") {
+                      std::string(runner_status_name(ready.status)) + ": " + ready.detail + ")";
+  } else if (ready.status == RunnerReply::Status::kError && string_or(ready.body, "stage", "") == "load") {
     verdict.outcome = Outcome::kRejected;
     verdict.summary = "rejected: the runner could not load the candidate: " + ready.detail;
-  } else if (ready.status == exec::RunnerReply::Status::kError) {
+  } else if (ready.status == RunnerReply::Status::kError) {
     // After loading: the candidate's constructors ran in this process and
     // could have written this error themselves, or broken what failed.
     verdict.outcome = Outcome::kRejected;
     verdict.summary = "rejected: the runner failed right after loading the candidate (" +
-                      exec::string_or(ready.body, "stage", "?") + ": " + ready.detail + ")";
+                      string_or(ready.body, "stage", "?") + ": " + ready.detail + ")";
   } else if (!ready.ok()) {
     verdict =
         verdict_from_runner_failure(ready,
@@ -88,7 +88,7 @@ Verdict verdict_on_load(const exec::RunnerReply& ready, SolutionMode mode, const
 class Evaluation {
  public:
   Evaluation(const env::EvalRequest& request, JudgeDevice* device, RunnerPool* pool, RunnerPool* profilers,
-             exec::GpuGate* gate, ReferenceCache* references)
+             GpuGate* gate, ReferenceCache* references)
       : request_(request),
         options_(request.options),
         device_(device),
@@ -97,7 +97,7 @@ class Evaluation {
         gate_(gate),
         references_(references),
         start_(Clock::now()),
-        deadline_(exec::Deadline::after_ms(options_.eval_timeout_ms)) {
+        deadline_(ipc::Deadline::after_ms(options_.eval_timeout_ms)) {
     report_.device = device->name();
   }
 
@@ -136,7 +136,7 @@ class Evaluation {
   // The runner's own account of its set-up (phase_ms.spawn_<part>). The
   // runner may hold candidate code by then, so only the known parts are
   // read, and only as figures within the request's time.
-  void add_runner_setup_phases(const exec::RunnerReply& ready) {
+  void add_runner_setup_phases(const RunnerReply& ready) {
     if (!ready.ok() || !ready.body.contains("phase_ms")) return;
     const auto& phases = ready.body["phase_ms"];
     for (const char* part : {"arena", "loading_filter", "load", "after_load", "running_filter"}) {
@@ -153,7 +153,7 @@ class Evaluation {
     report_.phase_ms["gate_wait"] = report_.phase_ms.value("gate_wait", 0.0) + ms;
     const std::string key = std::string("gate_wait_") + phase;
     report_.phase_ms[key] = report_.phase_ms.value(key, 0.0) + ms;
-    if (ms > 0) deadline_ = exec::Deadline::after_ms(deadline_.remaining_ms() + ms);
+    if (ms > 0) deadline_ = ipc::Deadline::after_ms(deadline_.remaining_ms() + ms);
   }
   // No start-up that could disturb a measurement meanwhile (runner_pool.h):
   // a spare profiler runner must be done starting; timing runners start
@@ -177,13 +177,13 @@ class Evaluation {
   JudgeDevice* device_;
   RunnerPool* pool_;
   RunnerPool* profilers_;
-  exec::GpuGate* gate_;
+  GpuGate* gate_;
   ReferenceCache* references_;
   Clock::time_point start_;
-  exec::Deadline deadline_;
+  ipc::Deadline deadline_;
   env::EvalReport report_;
   std::optional<CasePlan> plan_;
-  exec::RunnerLimits limits_;
+  RunnerLimits limits_;
   uint64_t judge_memory_bytes_ = 0;  // the judge's share with a lane budget: its tensors and its cache
   std::optional<CandidateSession> session_;
 };
@@ -215,8 +215,8 @@ bool Evaluation::passes_static_checks() {
   // profiler checks still apply to them).
   if (mode != SolutionMode::kNvrtc) {
     auto t = Clock::now();
-    exec::ElfInspection inspection =
-        exec::inspect_candidate(request_.artifact.path, device_->symbol_policy(request_.task.libraries));
+    ElfInspection inspection =
+        inspect_candidate(request_.artifact.path, device_->symbol_policy(request_.task.libraries));
     report_.phase_ms["inspect"] = ms_since(t);
     if (!inspection.accepted) {
       report_.violations = inspection.violations;
@@ -261,9 +261,9 @@ Verdict Evaluation::start_candidate() {
   limits_.memory_bytes = options_.memory_limit_bytes;
   limits_.cpu_seconds = options_.eval_timeout_ms / 1000.0 + 5;
   // The load limit starts once the runner is up (RunnerPool::take).
-  exec::Deadline load_deadline =
-      exec::Deadline::earliest(deadline_, exec::Deadline::after_ms(std::max(options_.call_timeout_ms, 5000.0)));
-  exec::RunnerReply ready = session_->start(runner_candidate(request_.artifact, request_.task), limits_, load_deadline);
+  ipc::Deadline load_deadline =
+      ipc::Deadline::earliest(deadline_, ipc::Deadline::after_ms(std::max(options_.call_timeout_ms, 5000.0)));
+  RunnerReply ready = session_->start(runner_candidate(request_.artifact, request_.task), limits_, load_deadline);
   report_.phase_ms["spawn"] = ms_since(t);
   add_runner_setup_phases(ready);
   return verdict_on_load(ready, request_.artifact.mode, options_, &*session_);
@@ -362,9 +362,9 @@ env::EvalReport Evaluation::finish() {
 }  // namespace
 
 env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, RunnerPool* pool,
-                         EvaluationCounters* counters, RunnerPool* profilers, exec::GpuGate* gate,
+                         EvaluationCounters* counters, RunnerPool* profilers, GpuGate* gate,
                          ReferenceCache* references) {
-  exec::GpuGate no_gate;
+  GpuGate no_gate;
   Evaluation evaluation(request, device, pool, profilers, gate != nullptr ? gate : &no_gate, references);
   ++counters->evaluations;
 

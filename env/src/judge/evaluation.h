@@ -3,7 +3,7 @@
 // violations, per-case statistics, timings, candidate output, phase times).
 #pragma once
 
-#include "exec_common/gpu_gate.h"
+#include "judge/gpu_gate.h"
 #include "judge/judge_device.h"
 #include "judge/reference_cache.h"
 #include "judge/runner_pool.h"
@@ -29,7 +29,7 @@ struct EvaluationCounters {
 // cache (reference_cache.h; null: none), bounded here by what the request's
 // task leaves (task_fit.h).
 env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, RunnerPool* pool,
-                         EvaluationCounters* counters, RunnerPool* profilers = nullptr, exec::GpuGate* gate = nullptr,
+                         EvaluationCounters* counters, RunnerPool* profilers = nullptr, GpuGate* gate = nullptr,
                          ReferenceCache* references = nullptr);
 
 }  // namespace kforge::judge

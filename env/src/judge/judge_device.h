@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "exec_common/arena_layout.h"
-#include "exec_common/symbol_policy.h"
+#include "judge/arena_layout.h"
 #include "judge/lane_memory_budget.h"
+#include "judge/symbol_policy.h"
 
 namespace kforge::judge {
 
@@ -28,7 +28,7 @@ using json = nlohmann::json;
 class SharedArena {
  public:
   virtual ~SharedArena() = default;
-  virtual const exec::ArenaLayout& layout() const = 0;
+  virtual const ArenaLayout& layout() const = 0;
   // How the runner maps it (the `arena` field of the setup message) and the
   // descriptors that travel with that message.
   virtual json descriptor() const = 0;
@@ -46,7 +46,7 @@ class JudgeDevice {
   // Where inputs, references and comparisons live.
   virtual at::Device device() const = 0;
   virtual uint64_t page_size() const = 0;
-  virtual std::unique_ptr<SharedArena> create_arena(const exec::ArenaLayout& layout) = 0;
+  virtual std::unique_ptr<SharedArena> create_arena(const ArenaLayout& layout) = 0;
 
   // Arena contents. The defaults use ATen ops on arena views, which work for
   // any device whose views are ordinary tensors of that device.
@@ -128,8 +128,8 @@ class JudgeDevice {
   // The device's cumulative energy counter in millijoules, if it has one.
   virtual std::optional<uint64_t> energy_mj() { return std::nullopt; }
   // Undefined symbols a candidate for this device may import.
-  exec::SymbolPolicy symbol_policy(const std::vector<std::string>& task_libraries) const {
-    return exec::SymbolPolicy::for_backend(backend(), task_libraries);
+  SymbolPolicy symbol_policy(const std::vector<std::string>& task_libraries) const {
+    return SymbolPolicy::for_backend(backend(), task_libraries);
   }
 
  private:
@@ -140,7 +140,7 @@ class JudgeDevice {
 // built ("CUDA backend not built into kforge-judge").
 std::unique_ptr<JudgeDevice> make_judge_device(const std::string& backend, int index);
 
-// The name of the GPU gate (exec_common/gpu_gate.h) of device `index`: one per
+// The name of the GPU gate (judge/gpu_gate.h) of device `index`: one per
 // physical GPU, whatever CUDA_VISIBLE_DEVICES makes its index ("gpu-" and the
 // PCI bus id; found without creating a context, so that it can be taken before
 // the judge's own context is created). "" for backends without a gate.

@@ -10,11 +10,11 @@
 #include <optional>
 #include <string>
 
-#include "exec_common/build_identity.h"
-#include "exec_common/gpu_gate.h"
-#include "exec_common/json_fields.h"
-#include "exec_common/wire.h"
+#include "ipc/build_identity.h"
+#include "ipc/wire.h"
 #include "judge/evaluation.h"
+#include "judge/gpu_gate.h"
+#include "judge/json_fields.h"
 #include "judge/judge_device.h"
 #include "judge/reference_cache.h"
 #include "judge/reference_request.h"
@@ -36,8 +36,8 @@ constexpr int kCudaReplySpinUs = 20000;
 // docs/cuda-backend.md, "Pools"); JudgeLoopConfig::runner_spares overrides.
 constexpr int kDefaultCudaSpares = 3;
 
-using exec::Deadline;
-using exec::json;
+using ipc::Deadline;
+using nlohmann::json;
 
 // The executor is always reading when we answer; this only bounds a broken one.
 constexpr double kSendDeadlineMs = 30000;
@@ -51,7 +51,7 @@ RunnerPool::StartUp timing_runner_start_up(const std::string& backend) {
   return backend == "cuda" ? RunnerPool::StartUp::kBesideTiming : RunnerPool::StartUp::kOutsideTiming;
 }
 
-void send(int fd, const json& body) { exec::send_frame(fd, body, Deadline::after_ms(kSendDeadlineMs)); }
+void send(int fd, const json& body) { ipc::send_frame(fd, body, Deadline::after_ms(kSendDeadlineMs)); }
 
 json health(const JudgeLoopConfig& config, const RunnerPool& pool, const EvaluationCounters& counters,
             int reference_requests, JudgeDevice* device, const MemoryBound& memory, const ReferenceCache& references) {
@@ -88,7 +88,7 @@ json health(const JudgeLoopConfig& config, const RunnerPool& pool, const Evaluat
 // the GPU gate on their behalf, so no judge on this GPU times anything beside
 // their start-up, and reads their `started` as it arrives; once none is
 // starting it holds nothing.
-void wait_between_requests(int control_fd, exec::GpuGate* gate, RunnerPool* pool, RunnerPool* profilers) {
+void wait_between_requests(int control_fd, GpuGate* gate, RunnerPool* pool, RunnerPool* profilers) {
   constexpr int kPollMs = 1000;  // also how often a spare that never starts is checked
   while (true) {
     std::vector<int> fds = pool->collect_started();
@@ -128,11 +128,11 @@ struct OpenedDevice {
   std::string gate_key;
 };
 
-OpenedDevice open_device(const JudgeLoopConfig& config, int control_fd, exec::GpuGate* gate) {
+OpenedDevice open_device(const JudgeLoopConfig& config, int control_fd, GpuGate* gate) {
   OpenedDevice opened;
   try {
     if (!config.gate_dir.empty()) opened.gate_key = gpu_gate_key(config.backend, config.device);
-    if (!opened.gate_key.empty()) *gate = exec::GpuGate(config.gate_dir, opened.gate_key);
+    if (!opened.gate_key.empty()) *gate = GpuGate(config.gate_dir, opened.gate_key);
     // Creating our context is GPU work like a runner's start-up. Queueing
     // for the gate can take several other candidates' timings: the executor
     // hears that we wait, so that the wait does not count as our start-up.
@@ -153,12 +153,12 @@ OpenedDevice open_device(const JudgeLoopConfig& config, int control_fd, exec::Gp
   return opened;
 }
 
-json hello_message(const JudgeLoopConfig& config, const OpenedDevice& opened, const exec::GpuGate& gate) {
+json hello_message(const JudgeLoopConfig& config, const OpenedDevice& opened, const GpuGate& gate) {
   json hello = {
       {"type", "hello"},
       {"ok", opened.device != nullptr},
-      {"protocol", exec::announced_protocol_version(exec::kJudgeProtocolVersion, exec::kTestOnlyJudgeProtocolVariable)},
-      {"build", exec::build_id()},
+      {"protocol", ipc::announced_protocol_version(ipc::kJudgeProtocolVersion, ipc::kTestOnlyJudgeProtocolVariable)},
+      {"build", ipc::build_id()},
       {"backend", config.backend},
       {"pid", ::getpid()},
       {"device_count", judge_device_count(config.backend)}};
@@ -166,7 +166,7 @@ json hello_message(const JudgeLoopConfig& config, const OpenedDevice& opened, co
     hello["device"] = opened.device->name();
     hello["versions"] = opened.device->versions();
     // Which lock files: judges that print the same name share the GPU.
-    hello["gate"] = gate.enabled() ? (config.gate_dir / exec::GpuGate::file_key(opened.gate_key)).string() : "";
+    hello["gate"] = gate.enabled() ? (config.gate_dir / GpuGate::file_key(opened.gate_key)).string() : "";
     if (const auto& lane = opened.device->lane_memory()) hello["device_memory"] = lane->to_json();
   } else {
     hello["error"] = opened.error;
@@ -182,7 +182,7 @@ json hello_message(const JudgeLoopConfig& config, const OpenedDevice& opened, co
 class QueueNotices {
  public:
   static constexpr double kNoticeEveryMs = 2000;
-  QueueNotices(exec::GpuGate* gate, int control_fd, json id) : gate_(gate) {
+  QueueNotices(GpuGate* gate, int control_fd, json id) : gate_(gate) {
     gate_->set_wait_notice(
         [control_fd, id = std::move(id)](double ms) {
           try {
@@ -199,14 +199,14 @@ class QueueNotices {
   QueueNotices& operator=(const QueueNotices&) = delete;
 
  private:
-  exec::GpuGate* gate_;
+  GpuGate* gate_;
 };
 
 // Requests, one at a time, on an open device: the runner pools, the counters
 // the executor reads and the memory bound that retires the judge.
 class RequestServer {
  public:
-  RequestServer(const JudgeLoopConfig& config, int control_fd, JudgeDevice* device, exec::GpuGate* gate)
+  RequestServer(const JudgeLoopConfig& config, int control_fd, JudgeDevice* device, GpuGate* gate)
       : control_fd_(control_fd),
         device_(device),
         gate_(gate),
@@ -234,14 +234,14 @@ class RequestServer {
   std::string retirement(bool* device_broken);
   static std::optional<int> exit_if_retired(const std::string& broken);
   // Before timing anything, every spare of this judge must have started.
-  void settle_all(exec::Deadline deadline) {
+  void settle_all(ipc::Deadline deadline) {
     pool_.settle(deadline);
     if (profilers_) profilers_->settle(deadline);
   }
 
   int control_fd_;
   JudgeDevice* device_;
-  exec::GpuGate* gate_;
+  GpuGate* gate_;
   const JudgeLoopConfig& config_;
   const int reply_spin_us_;
   RunnerPool pool_;
@@ -262,21 +262,21 @@ int RequestServer::serve() {
   // start-up, and replaced during each profile.
   if (config_.backend == "cuda") {
     profilers_ = std::make_unique<RunnerPool>(
-        exec::RunnerProcess::Config{config_.runner, config_.scratch, config_.backend, config_.device, true,
-                                    reply_spin_us_, config_.runner_cuda_connections},
+        RunnerProcess::Config{config_.runner, config_.scratch, config_.backend, config_.device, true, reply_spin_us_,
+                              config_.runner_cuda_connections},
         1, RunnerPool::StartUp::kOutsideTiming);
     profilers_->refill();
   }
   while (true) {
     if (gate_->enabled()) wait_between_requests(control_fd_, gate_, &pool_, profilers_.get());
-    exec::Frame frame;
+    ipc::Frame frame;
     try {
-      frame = exec::recv_frame(control_fd_, Deadline::never());
-    } catch (const exec::WireError&) {
+      frame = ipc::recv_frame(control_fd_, Deadline::never());
+    } catch (const ipc::WireError&) {
       return 0;  // executor gone
     }
     const json& msg = frame.body;
-    const std::string type = exec::string_or(msg, "type", "");
+    const std::string type = string_or(msg, "type", "");
     try {
       std::optional<int> exit_code;
       if (type == "eval" || type == "reference") {
@@ -290,7 +290,7 @@ int RequestServer::serve() {
         send(control_fd_, {{"type", "error"}, {"message", "unknown message type '" + type + "'"}});
       }
       if (exit_code) return *exit_code;
-    } catch (const exec::WireError&) {
+    } catch (const ipc::WireError&) {
       return 0;
     }
   }
@@ -319,7 +319,7 @@ std::optional<int> RequestServer::serve_eval(const json& msg) {
   // between its evaluation and its report.
   report.phase_ms["memory_check"] = ms_since(memory_check_start);
   json reply = {{"type", "report"},
-                {"id", exec::integer_or(msg, "id", 0)},
+                {"id", integer_or(msg, "id", 0)},
                 {"report", env::to_json(report)},
                 {"runner_faults", counters_.runner_faults},
                 {"evaluations", counters_.evaluations}};
@@ -329,10 +329,10 @@ std::optional<int> RequestServer::serve_eval(const json& msg) {
   }
   try {
     send(control_fd_, reply);
-  } catch (const exec::WireError& e) {
+  } catch (const ipc::WireError& e) {
     // A report too large for a frame must not end the judge (and with
     // it every env on the device); the request gets a system error.
-    if (e.kind() != exec::WireError::Kind::kMalformed) throw;
+    if (e.kind() != ipc::WireError::Kind::kMalformed) throw;
     reply["report"] = env::to_json(system_failure(std::string("the report could not be sent: ") + e.what()));
     send(control_fd_, reply);
   }
@@ -353,7 +353,7 @@ std::optional<int> RequestServer::serve_reference(const json& msg) {
     // A timed reference is a measurement: alone on the GPU, like a
     // candidate's timing; a check only runs the graph.
     if (request.time) {
-      settle_all(exec::Deadline::after_ms(request.options.eval_timeout_ms));
+      settle_all(ipc::Deadline::after_ms(request.options.eval_timeout_ms));
       gate_->exclusive();
     } else {
       gate_->shared();
@@ -396,12 +396,12 @@ std::optional<int> RequestServer::exit_if_retired(const std::string& broken) {
 }  // namespace
 
 int serve_executor(const JudgeLoopConfig& config, int control_fd) {
-  exec::GpuGate gate;
+  GpuGate gate;
   OpenedDevice opened;
   try {
     opened = open_device(config, control_fd, &gate);
     send(control_fd, hello_message(config, opened, gate));
-  } catch (const exec::WireError&) {
+  } catch (const ipc::WireError&) {
     return 1;
   }
   if (!opened.device) return 2;

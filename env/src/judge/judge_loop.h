@@ -12,7 +12,7 @@
 // overlaps an evaluation of this judge; a spare timing runner is started as
 // soon as one is taken (runner_pool.h). Other judges on the same GPU (lanes,
 // docs/execution.md) are kept out of timed work by the GPU gate
-// (exec_common/gpu_gate.h): verification and reference checks hold a share,
+// (judge/gpu_gate.h): verification and reference checks hold a share,
 // timing and profiling hold it exclusively, and between requests the judge
 // holds a share while its spare profiler runner is still starting (CUPTI
 // set-up); timing runners start beside anything.

@@ -33,7 +33,7 @@ inline constexpr double kMinDrainingShare = 0.2;
 std::string check_work_after_return(const std::vector<double>& null_drain_ms, const std::vector<double>& call_drain_ms);
 
 // "" or the evidence for a foreign_stream violation: the `done` reply of a
-// call (types checked on arrival, exec::reply_problem) says work was pending
+// call (types checked on arrival, reply_problem) says work was pending
 // on another stream when kf_forward returned.
 std::string check_foreign_stream(const nlohmann::json& done_body);
 

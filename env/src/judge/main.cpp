@@ -17,7 +17,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "exec_common/child_process.h"
+#include "ipc/child_process.h"
 #include "judge/judge_loop.h"
 
 namespace {
@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
                  "Started by the Executor with its control socket on fd 3.\n");
     return 2;
   }
-  if (args.parent > 0) kforge::exec::die_with_parent(static_cast<pid_t>(args.parent));
+  if (args.parent > 0) kforge::ipc::die_with_parent(static_cast<pid_t>(args.parent));
   if (args.cpu >= 0) pin_to_core(args.cpu);
   install_crash_reporter();
   configure_process();

@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "exec_common/json_fields.h"
+#include "judge/json_fields.h"
 #include "judge/kernel_attribution.h"
 #include "judge/profile_reply.h"
 #include "kforge/core/elapsed.h"
@@ -23,7 +23,7 @@ namespace kforge::judge {
 namespace {
 
 using json = nlohmann::json;
-using Status = exec::RunnerReply::Status;
+using Status = RunnerReply::Status;
 
 // Data the candidate has not seen in verification or timing.
 constexpr uint64_t kProfileSeed = 7000003;
@@ -45,8 +45,8 @@ int energy_calls(double per_call_ms, double window_ms) {
 // Joules per call of the candidate and of the reference; nothing when the
 // device has no energy counter.
 Verdict measure_energy(const CasePlan& plan, CandidateSession* session, JudgeDevice* device,
-                       const std::vector<at::Tensor>& inputs, double window_ms, double limit_ms,
-                       exec::Deadline deadline, TimingSummary* timing) {
+                       const std::vector<at::Tensor>& inputs, double window_ms, double limit_ms, ipc::Deadline deadline,
+                       TimingSummary* timing) {
   const int cand_calls = energy_calls(timing->candidate.median_ms, window_ms);
   const int ref_calls = energy_calls(timing->reference.median_ms, window_ms);
   if (cand_calls == 0 || ref_calls == 0 || !device->energy_mj()) return {};
@@ -74,15 +74,15 @@ Verdict measure_energy(const CasePlan& plan, CandidateSession* session, JudgeDev
     energy[std::string(side) + "_calls"] = total;
   };
 
-  std::optional<exec::RunnerReply> failed;
+  std::optional<RunnerReply> failed;
   joules_per_call(
       [&] {
-        exec::RunnerReply reply = session->call(deadline, {{"repeat", cand_calls}});
+        RunnerReply reply = session->call(deadline, {{"repeat", cand_calls}});
         if (!reply.ok()) {
           failed = std::move(reply);
           return 0;
         }
-        return exec::integer_or(reply.body, "rc", 0) == 0 ? cand_calls : 0;
+        return integer_or(reply.body, "rc", 0) == 0 ? cand_calls : 0;
       },
       "candidate");
   if (failed) {
@@ -105,7 +105,7 @@ std::set<std::string> own_kernel_names(const env::Artifact& artifact) {
   std::set<std::string> names;
   if (!artifact.resources.is_object()) return names;
   for (const auto& [signature, r] : artifact.resources.items()) {
-    names.insert(exec::string_or(r, "mangled", signature));
+    names.insert(string_or(r, "mangled", signature));
   }
   return names;
 }
@@ -194,17 +194,17 @@ struct ProfileCall {
   CandidateSession* session;
   JudgeDevice* device;
   RunnerPool* profilers;
-  const exec::RunnerLimits& limits;
-  exec::Deadline deadline;
+  const RunnerLimits& limits;
+  ipc::Deadline deadline;
 
-  exec::Deadline call_deadline(double ms) const {
-    return exec::Deadline::earliest(deadline, exec::Deadline::after_ms(ms));
+  ipc::Deadline call_deadline(double ms) const {
+    return ipc::Deadline::earliest(deadline, ipc::Deadline::after_ms(ms));
   }
 };
 
 // One profiling pass: the runner's reply, and its output tail when it failed.
 struct ProfilerPass {
-  exec::RunnerReply reply;
+  RunnerReply reply;
   std::string output;
 };
 
@@ -217,8 +217,8 @@ struct Observation {
 // One profiling pass in a fresh profiler runner on the candidate's arena; the
 // runner is gone after it. `unavailable` says why no runner could be taken.
 ProfilerPass profile_once(const ProfileCall& call, bool with_metrics, std::string* unavailable, json* phase_ms) {
-  exec::RunnerReply r;
-  std::unique_ptr<exec::RunnerProcess> runner;
+  RunnerReply r;
+  std::unique_ptr<RunnerProcess> runner;
   const auto t_take = Clock::now();
   try {
     RunnerPool::Taken taken = call.profilers->take(call.call_deadline(RunnerPool::kStartLimitMs));
@@ -257,7 +257,7 @@ ProfilerPass profile_once(const ProfileCall& call, bool with_metrics, std::strin
 // profile is malformed counts as a protocol failure.
 ProfilerPass profile_with_fallback(const ProfileCall& call, std::string* unavailable, ProfileResult* result) {
   ProfilerPass pass = profile_once(call, call.options.hardware_metrics, unavailable, &result->phase_ms);
-  exec::RunnerReply& r = pass.reply;
+  RunnerReply& r = pass.reply;
   if (r.status == Status::kSandbox && call.options.hardware_metrics) {
     // Counter collection makes CUPTI touch files (on the H200: openat,
     // stat, then unlink), which the sandbox refuses; that is the harness's
@@ -284,13 +284,13 @@ ProfilerPass profile_with_fallback(const ProfileCall& call, std::string* unavail
 // the candidate was loaded), which costs the profile and nothing else, or
 // the candidate's.
 void blame_failed_pass(const ProfilerPass& pass, const std::string& unavailable, ProfileResult* result) {
-  const exec::RunnerReply& r = pass.reply;
+  const RunnerReply& r = pass.reply;
   ProfileSummary& profile = result->profile;
   if (!unavailable.empty()) {
     profile.attribution_unavailable = unavailable;
   } else if (!r.ok() && !r.candidate_ran) {
     profile.attribution_unavailable = "the profiler runner failed before the candidate was loaded (" +
-                                      std::string(exec::runner_status_name(r.status)) + ": " + r.detail + ")";
+                                      std::string(runner_status_name(r.status)) + ": " + r.detail + ")";
     profile.profiler_output = pass.output;
   } else if (!r.ok()) {
     // Once the candidate is loaded, an error reply is no better evidence
@@ -299,7 +299,7 @@ void blame_failed_pass(const ProfilerPass& pass, const std::string& unavailable,
     result->verdict = Verdict::violation("profiler_fault",
                                          "the candidate passed verification and timing but its runner failed under the "
                                          "profiler (" +
-                                             std::string(exec::runner_status_name(r.status)) + ": " + r.detail +
+                                             std::string(runner_status_name(r.status)) + ": " + r.detail +
                                              "): it behaves differently when observed");
     profile.profiler_output = pass.output;
   }
@@ -430,13 +430,13 @@ json normalize_metrics(const json& values, double busy_ms) {
 }
 
 ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan& plan, CandidateSession* session,
-                                JudgeDevice* device, RunnerPool* profilers, const exec::RunnerLimits& limits,
-                                exec::Deadline deadline, TimingSummary* timing) {
+                                JudgeDevice* device, RunnerPool* profilers, const RunnerLimits& limits,
+                                ipc::Deadline deadline, TimingSummary* timing) {
   ProfileResult result;
   const ProfileCall call{request, request.options, plan.cases.front(), session, device, profilers, limits, deadline};
 
   // Check: the base shape binds, on inputs the candidate has not seen.
-  exec::RunnerReply bound = session->bind(call.base, call.call_deadline(call.options.call_timeout_ms));
+  RunnerReply bound = session->bind(call.base, call.call_deadline(call.options.call_timeout_ms));
   if (!bound.ok()) {
     result.verdict = verdict_from_runner_failure(bound, "while binding for the profile", call.options.call_timeout_ms,
                                                  session->runner().output_tail());

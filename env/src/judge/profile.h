@@ -16,12 +16,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "exec_common/deadline.h"
-#include "exec_common/runner_process.h"
+#include "ipc/deadline.h"
 #include "judge/candidate_session.h"
 #include "judge/case_plan.h"
 #include "judge/judge_device.h"
 #include "judge/runner_pool.h"
+#include "judge/runner_process.h"
 #include "judge/verdict.h"
 #include "kforge/core/profile_summary.h"
 #include "kforge/core/timing_summary.h"
@@ -41,8 +41,8 @@ struct ProfileResult {
 // profile). `timing` is the report's timing (energy figures are added to its
 // candidate and reference entries; the candidate's median feeds the roofline).
 ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan& plan, CandidateSession* session,
-                                JudgeDevice* device, RunnerPool* profilers, const exec::RunnerLimits& limits,
-                                exec::Deadline deadline, TimingSummary* timing);
+                                JudgeDevice* device, RunnerPool* profilers, const RunnerLimits& limits,
+                                ipc::Deadline deadline, TimingSummary* timing);
 
 // The range profiler's raw values as the report names them: sm_throughput_pct,
 // memory_throughput_pct, dram_throughput_pct, dram_bytes, achieved_occupancy_pct,

@@ -2,13 +2,11 @@
 
 #include <cstdint>
 
-#include "exec_common/json_fields.h"
+#include "judge/json_fields.h"
 
 namespace kforge::judge {
 namespace {
 
-using exec::check_fields;
-using exec::FieldKind;
 using json = nlohmann::json;
 
 // CUDA's launch limits: block dimensions up to 1024 x 1024 x 64, grid up to
@@ -21,7 +19,7 @@ std::string dims_problem(const json& record, const char* key, const uint64_t (&l
   const json& dims = record[key];
   if (dims.size() != 3) return where + ": field '" + key + "' has " + std::to_string(dims.size()) + " entries, not 3";
   for (size_t i = 0; i < 3; ++i) {
-    if (!exec::has_kind(dims[i], FieldKind::kUnsigned) || dims[i].get<uint64_t>() > limits[i]) {
+    if (!has_kind(dims[i], FieldKind::kUnsigned) || dims[i].get<uint64_t>() > limits[i]) {
       return where + ": " + key + "[" + std::to_string(i) + "] is not an integer in 0.." + std::to_string(limits[i]);
     }
   }

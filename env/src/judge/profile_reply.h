@@ -1,7 +1,7 @@
 // The shape of a profiler runner's `profiled` reply (profile.h). The reply
 // comes from a process running candidate code, which can write any frame to
 // its control socket, so every field the judge reads is checked for type and
-// range before it is read (exec_common/json_fields.h); a reply that fails is the
+// range before it is read (judge/json_fields.h); a reply that fails is the
 // violation `harness_tamper`, never an exception that would end the
 // evaluation as a system error.
 #pragma once

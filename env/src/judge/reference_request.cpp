@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "exec_common/deadline.h"
-#include "exec_common/sample_stats.h"
+#include "ipc/deadline.h"
+#include "judge/sample_stats.h"
 #include "judge/task_fit.h"
 #include "judge/timing_inputs.h"
 #include "judge/timing_protocol.h"
@@ -208,7 +208,7 @@ void check_case(int variant, const TaskSpec& task, JudgeDevice* device, json* en
 }
 
 json time_reference(const TaskSpec& task, const env::EvalOptions& options, JudgeDevice* device,
-                    exec::Deadline deadline) {
+                    ipc::Deadline deadline) {
   // The clocks of the speedup's denominator (timing.cpp): CPU time where the
   // work is host CPU time, else the device's own clock.
   const bool use_cpu = device->work_is_host_cpu_time();
@@ -229,18 +229,18 @@ json time_reference(const TaskSpec& task, const env::EvalOptions& options, Judge
     if (!schedule.finish_round()) continue;
     primary.push_back(t.primary(use_cpu));
     wall.push_back(t.wall_ms);
-    const exec::SampleSummary s = exec::summarize(primary);
-    const exec::StopReason stop = schedule.check(s, s);
-    if (stop != exec::StopReason::kContinue) {
-      stop_reason = exec::stop_reason_name(stop);
+    const SampleSummary s = summarize(primary);
+    const StopReason stop = schedule.check(s, s);
+    if (stop != StopReason::kContinue) {
+      stop_reason = stop_reason_name(stop);
       break;
     }
   }
-  json timing = summary_json(exec::summarize(primary));
+  json timing = summary_json(summarize(primary));
   timing["timer"] = timer_name(use_cpu, device_clock);
   timing["stop_reason"] = stop_reason;
   timing["warmup_rounds"] = schedule.warmup_rounds();
-  if (use_cpu || device_clock) timing["wall"] = summary_json(exec::summarize(wall));
+  if (use_cpu || device_clock) timing["wall"] = summary_json(summarize(wall));
   timing["input_sets"] = fresh.pool_size();
   timing["timing_seed"] = seed;
   timing["cache_flush_bytes"] = device->flush_bytes();
@@ -258,7 +258,7 @@ json time_reference(const TaskSpec& task, const env::EvalOptions& options, Judge
 env::ReferenceReport probe_reference(const env::ReferenceRequest& request, JudgeDevice* device,
                                      ReferenceCache* references) {
   const auto start = Clock::now();
-  const exec::Deadline deadline = exec::Deadline::after_ms(request.options.eval_timeout_ms);
+  const ipc::Deadline deadline = ipc::Deadline::after_ms(request.options.eval_timeout_ms);
   env::ReferenceReport report;
   report.device = device->name();
   report.status = env::ReferenceStatus::kOk;

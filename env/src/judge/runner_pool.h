@@ -28,8 +28,8 @@
 #include <memory>
 #include <vector>
 
-#include "exec_common/deadline.h"
-#include "exec_common/runner_process.h"
+#include "ipc/deadline.h"
+#include "judge/runner_process.h"
 
 namespace kforge::judge {
 
@@ -40,7 +40,7 @@ class RunnerPool {
   // runner starts in milliseconds; a CUDA runner takes 0.4-0.6 s alone and
   // up to 1.9 s for 8 at once (H100), longer than several evaluations, so
   // the CUDA judge keeps more (judge_loop.cpp, kDefaultCudaSpares).
-  explicit RunnerPool(exec::RunnerProcess::Config config, int spares = 1, StartUp start_up = StartUp::kBesideTiming)
+  explicit RunnerPool(RunnerProcess::Config config, int spares = 1, StartUp start_up = StartUp::kBesideTiming)
       : config_(std::move(config)), target_(spares), start_up_(start_up) {}
 
   // A waiting spare if one is still alive, else a new runner, given until
@@ -54,10 +54,10 @@ class RunnerPool {
   // kOutsideTiming pool starts none (see refill()). Throws SystemError if no
   // runner can be spawned.
   struct Taken {
-    std::unique_ptr<exec::RunnerProcess> runner;
-    exec::RunnerReply started;
+    std::unique_ptr<RunnerProcess> runner;
+    RunnerReply started;
   };
-  Taken take(exec::Deadline deadline);
+  Taken take(ipc::Deadline deadline);
   // Starts spares up to the target; failures are left for take() to report.
   // For a kOutsideTiming pool, call it where a starting runner disturbs no
   // measurement.
@@ -65,7 +65,7 @@ class RunnerPool {
   // kOutsideTiming: waits until every spare has finished starting (or kills
   // one that takes longer than kStartLimitMs or the deadline) and returns the
   // milliseconds waited. kBesideTiming: returns 0 at once.
-  double settle(exec::Deadline deadline);
+  double settle(ipc::Deadline deadline);
   static constexpr double kStartLimitMs = 30000;
   int spares() const { return static_cast<int>(spares_.size()); }
 
@@ -80,10 +80,10 @@ class RunnerPool {
 
  private:
   struct Spare {
-    std::unique_ptr<exec::RunnerProcess> runner;
+    std::unique_ptr<RunnerProcess> runner;
     std::chrono::steady_clock::time_point spawned;
   };
-  exec::RunnerProcess::Config config_;
+  RunnerProcess::Config config_;
   int target_;
   StartUp start_up_;
   std::deque<Spare> spares_;

@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "exec_common/deadline.h"
-#include "exec_common/json_fields.h"
-#include "exec_common/sample_stats.h"
+#include "ipc/deadline.h"
+#include "judge/json_fields.h"
 #include "judge/leftover_work.h"
 #include "judge/output_comparison.h"
 #include "judge/output_quality.h"
 #include "judge/reference_sanity.h"
 #include "judge/roofline_floor.h"
+#include "judge/sample_stats.h"
 #include "judge/timing_inputs.h"
 #include "judge/timing_protocol.h"
 #include "judge/timing_tamper.h"
@@ -28,10 +28,10 @@ constexpr const char* kTimedOutputMismatch = "timed_output_mismatch";
 
 // A nanosecond count of a runner reply in ms (0 when absent: CPU runners).
 double ns_to_ms(const nlohmann::json& body, const char* key) {
-  return static_cast<double>(exec::unsigned_or(body, key, 0)) / 1e6;
+  return static_cast<double>(unsigned_or(body, key, 0)) / 1e6;
 }
 
-SampleStats sample_stats(const exec::SampleSummary& s) {
+SampleStats sample_stats(const SampleSummary& s) {
   SampleStats out;
   out.median_ms = s.median;
   out.p25_ms = s.p25;
@@ -49,8 +49,8 @@ SampleStats sample_stats(const exec::SampleSummary& s) {
 // of the task's baselines (the environment scales the compile baseline by
 // this run's eager time, so the two speedups differ by that constant). A
 // task without both baselines has no compile speedup, and no such edge.
-exec::DecisionTarget decision_target(const env::EvalOptions& options, const TaskSpec& task) {
-  exec::DecisionTarget d;
+DecisionTarget decision_target(const env::EvalOptions& options, const TaskSpec& task) {
+  DecisionTarget d;
   d.edges = options.decision_edges;
   d.log_resolution = options.decision_resolution;
   const auto& b = task.baselines;
@@ -67,13 +67,13 @@ struct TimingCall {
   const env::EvalOptions& options;
   CandidateSession* session;
   JudgeDevice* device;
-  exec::Deadline request_deadline;
+  ipc::Deadline request_deadline;
 
   // One exchange's deadline: the call timeout, within the request's.
-  exec::Deadline call_deadline() const {
-    return exec::Deadline::earliest(request_deadline, exec::Deadline::after_ms(options.call_timeout_ms));
+  ipc::Deadline call_deadline() const {
+    return ipc::Deadline::earliest(request_deadline, ipc::Deadline::after_ms(options.call_timeout_ms));
   }
-  Verdict runner_failed(const exec::RunnerReply& reply, const std::string& where) const {
+  Verdict runner_failed(const RunnerReply& reply, const std::string& where) const {
     return verdict_from_runner_failure(reply, where, options.call_timeout_ms, session->runner().output_tail());
   }
 };
@@ -89,7 +89,7 @@ struct Clocks {
 // The harness's own cost on every clock: null calls, the same exchange
 // without the kf_forward call.
 struct Overhead {
-  exec::SampleSummary wall, cpu, device;
+  SampleSummary wall, cpu, device;
   std::vector<double> drain;  // the runner's drain time after each null call
 };
 
@@ -111,7 +111,7 @@ struct Rounds {
 
 // The speedup's interval from the rounds the figures came from.
 std::optional<SpeedupInterval> speedup_interval(const Samples& samples) {
-  const exec::RatioInterval i = exec::paired_ratio_interval(samples.reference, samples.candidate);
+  const RatioInterval i = paired_ratio_interval(samples.reference, samples.candidate);
   if (!i.valid()) return std::nullopt;
   SpeedupInterval out;
   out.lo = i.lo;
@@ -119,7 +119,7 @@ std::optional<SpeedupInterval> speedup_interval(const Samples& samples) {
   out.confidence = i.confidence;
   out.level = i.level;
   out.rounds = static_cast<int64_t>(i.rounds);
-  out.method = exec::kSpeedupIntervalMethod;
+  out.method = kSpeedupIntervalMethod;
   out.median = i.median;
   return out;
 }
@@ -133,7 +133,7 @@ std::optional<Verdict> calibrate_overhead(const TimingCall& call, Clocks* clocks
     // GPU the switch from the judge's context to the runner's costs ~0.2 ms
     // (measured on an H200), which belongs to the harness, not the candidate.
     call.device->flush_cache();
-    exec::RunnerReply r = call.session->null_call(call.call_deadline());
+    RunnerReply r = call.session->null_call(call.call_deadline());
     if (!r.ok()) return call.runner_failed(r, "during overhead calibration");
     null_trips.push_back(r.round_trip_ms);
     null_cpu.push_back(r.cpu_ms);
@@ -141,9 +141,9 @@ std::optional<Verdict> calibrate_overhead(const TimingCall& call, Clocks* clocks
     overhead->drain.push_back(ns_to_ms(r.body, "drain_ns"));
     clocks->use_cpu = clocks->use_cpu && r.cpu_ms >= 0;
   }
-  overhead->wall = exec::summarize(null_trips);
-  overhead->cpu = exec::summarize(null_cpu);
-  overhead->device = exec::summarize(null_device);
+  overhead->wall = summarize(null_trips);
+  overhead->cpu = summarize(null_cpu);
+  overhead->device = summarize(null_device);
   return std::nullopt;
 }
 
@@ -152,10 +152,10 @@ std::optional<Verdict> calibrate_overhead(const TimingCall& call, Clocks* clocks
 // outputs other than the reference's on this round's inputs.
 std::optional<Verdict> check_timed_call(const TimingCall& call, const Clocks& clocks,
                                         const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& reference,
-                                        const exec::RunnerReply& reply, const std::string& where) {
+                                        const RunnerReply& reply, const std::string& where) {
   const ShapeCase& base = call.base;
   CandidateSession* session = call.session;
-  const auto rc = static_cast<int>(exec::integer_or(reply.body, "rc", 0));
+  const auto rc = static_cast<int>(integer_or(reply.body, "rc", 0));
   if (rc != 0) {
     Verdict v;
     v.outcome = Outcome::kRuntimeError;
@@ -198,8 +198,8 @@ std::optional<Verdict> check_timed_call(const TimingCall& call, const Clocks& cl
 }
 
 // One round's samples on every clock it is timed by.
-void record_round(const Clocks& clocks, const Overhead& overhead, const ReferenceTimes& t_ref,
-                  const exec::RunnerReply& reply, Rounds* rounds) {
+void record_round(const Clocks& clocks, const Overhead& overhead, const ReferenceTimes& t_ref, const RunnerReply& reply,
+                  Rounds* rounds) {
   rounds->wall.reference.push_back(clocks.device_clock ? t_ref.wall_ms : t_ref.device_ms);
   rounds->wall.candidate.push_back(std::max(reply.round_trip_ms - overhead.wall.median, 0.0));
   if (clocks.device_clock) {
@@ -245,18 +245,18 @@ std::optional<Verdict> run_rounds(const TimingCall& call, const Clocks& clocks, 
     call.session->poison_outputs();
     call.device->synchronize();
     call.device->flush_cache();
-    exec::RunnerReply reply = call.session->call(call.call_deadline(), call_options);
+    RunnerReply reply = call.session->call(call.call_deadline(), call_options);
     if (!reply.ok()) return call.runner_failed(reply, where);
-    // Types checked on arrival (exec::reply_problem): graph a map, the gate a string.
+    // Types checked on arrival (reply_problem): graph a map, the gate a string.
     if (reply.body.contains("graph")) rounds->graph_state = reply.body["graph"];
     if (reply.body.contains("launch_gate")) rounds->candidate_gate = reply.body["launch_gate"];
     if (std::optional<Verdict> v = check_timed_call(call, clocks, inputs, reference, reply, where)) return v;
     if (!schedule->finish_round()) continue;
     record_round(clocks, overhead, t_ref, reply, rounds);
     const Samples& primary = rounds->primary(clocks);
-    exec::StopReason stop = schedule->check_paired(primary.reference, primary.candidate);
-    if (stop != exec::StopReason::kContinue) {
-      rounds->stop_reason = exec::stop_reason_name(stop);
+    StopReason stop = schedule->check_paired(primary.reference, primary.candidate);
+    if (stop != StopReason::kContinue) {
+      rounds->stop_reason = stop_reason_name(stop);
       return std::nullopt;
     }
   }
@@ -265,8 +265,8 @@ std::optional<Verdict> run_rounds(const TimingCall& call, const Clocks& clocks, 
 // The figures the summary reports: the primary clock's, or the round trip's
 // where the device clock was rejected.
 struct Figures {
-  exec::SampleSummary ref, cand, own, ref_wall, cand_wall;
-  const exec::SampleSummary* overhead;
+  SampleSummary ref, cand, own, ref_wall, cand_wall;
+  const SampleSummary* overhead;
   std::string timer;
   std::string device_clock_rejected;
 };
@@ -274,11 +274,11 @@ struct Figures {
 Figures summarize_rounds(const Clocks& clocks, const Overhead& overhead, const Rounds& rounds) {
   const Samples& primary = rounds.primary(clocks);
   Figures f;
-  f.ref = exec::summarize(primary.reference);
-  f.cand = exec::summarize(primary.candidate);
-  f.own = exec::summarize(rounds.self_ms);
-  f.ref_wall = exec::summarize(rounds.wall.reference);
-  f.cand_wall = exec::summarize(rounds.wall.candidate);
+  f.ref = summarize(primary.reference);
+  f.cand = summarize(primary.candidate);
+  f.own = summarize(rounds.self_ms);
+  f.ref_wall = summarize(rounds.wall.reference);
+  f.cand_wall = summarize(rounds.wall.candidate);
   f.overhead = clocks.use_cpu ? &overhead.cpu : clocks.device_clock ? &overhead.device : &overhead.wall;
   f.timer = timer_name(clocks.use_cpu, clocks.device_clock);
   if (clocks.device_clock && f.cand.samples > 0) {
@@ -348,9 +348,9 @@ Verdict check_after_timing(const TimingCall& call, const Clocks& clocks, const O
     }
   }
   if (clocks.device_clock) {
-    t->drain = {{"null_median_ms", exec::summarize(overhead.drain).median},
-                {"call_median_ms", exec::summarize(rounds.drain_ms).median},
-                {"call_max_ms", exec::summarize(rounds.drain_ms).max}};
+    t->drain = {{"null_median_ms", summarize(overhead.drain).median},
+                {"call_median_ms", summarize(rounds.drain_ms).median},
+                {"call_max_ms", summarize(rounds.drain_ms).max}};
     if (std::string w = check_work_after_return(overhead.drain, rounds.drain_ms); !w.empty()) {
       return Verdict::violation("work_after_return", w);
     }
@@ -372,11 +372,11 @@ TimingResult failed(Verdict verdict) {
 }  // namespace
 
 TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& options, CandidateSession* session,
-                            JudgeDevice* device, exec::Deadline request_deadline) {
+                            JudgeDevice* device, ipc::Deadline request_deadline) {
   const TimingCall call{plan.cases.front(), options, session, device, request_deadline};
 
   // Check: the base shape binds.
-  exec::RunnerReply bound = session->bind(call.base, call.call_deadline());
+  RunnerReply bound = session->bind(call.base, call.call_deadline());
   if (!bound.ok()) return failed(call.runner_failed(bound, "while binding the base shape for timing"));
 
   // The harness's overhead, on the clocks this device and runner can time by.

@@ -38,7 +38,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "exec_common/deadline.h"
+#include "ipc/deadline.h"
 #include "judge/candidate_session.h"
 #include "judge/case_plan.h"
 #include "judge/judge_device.h"
@@ -57,6 +57,6 @@ struct TimingResult {
 };
 
 TimingResult time_candidate(const CasePlan& plan, const env::EvalOptions& options, CandidateSession* session,
-                            JudgeDevice* device, exec::Deadline request_deadline);
+                            JudgeDevice* device, ipc::Deadline request_deadline);
 
 }  // namespace kforge::judge

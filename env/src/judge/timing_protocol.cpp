@@ -7,7 +7,7 @@
 #include <random>
 #include <utility>
 
-#include "exec_common/deadline.h"
+#include "ipc/deadline.h"
 #include "kforge/core/elapsed.h"
 #include "kforge/core/reference.h"
 
@@ -26,7 +26,7 @@ double thread_cpu_ms() {
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
-nlohmann::json summary_json(const exec::SampleSummary& s) {
+nlohmann::json summary_json(const SampleSummary& s) {
   return {{"median_ms", s.median},
           {"p25_ms", s.p25},
           {"p75_ms", s.p75},
@@ -56,7 +56,7 @@ std::string timer_name(bool host_cpu_clock, bool device_clock) {
   return host_cpu_clock ? "cpu_time" : device_clock ? "device_events" : "wall_round_trip";
 }
 
-SamplingSchedule::SamplingSchedule(const env::EvalOptions& options, exec::DecisionTarget decision,
+SamplingSchedule::SamplingSchedule(const env::EvalOptions& options, DecisionTarget decision,
                                    std::function<bool()> clocks_at_speed)
     : warmup_ms_(options.warmup_ms),
       warmup_min_ms_(std::min(options.warmup_min_ms, options.warmup_ms)),
@@ -77,12 +77,12 @@ bool SamplingSchedule::finish_round() {
   return false;
 }
 
-exec::StopReason SamplingSchedule::check(const exec::SampleSummary& a, const exec::SampleSummary& b) const {
+StopReason SamplingSchedule::check(const SampleSummary& a, const SampleSummary& b) const {
   return rule_.check(a, b, ms_since(sampling_start_));
 }
 
-exec::StopReason SamplingSchedule::check_paired(const std::vector<double>& reference,
-                                                const std::vector<double>& candidate) const {
+StopReason SamplingSchedule::check_paired(const std::vector<double>& reference,
+                                          const std::vector<double>& candidate) const {
   return rule_.check_paired(reference, candidate, ms_since(sampling_start_));
 }
 

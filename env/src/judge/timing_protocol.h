@@ -15,15 +15,15 @@
 #include <string>
 #include <vector>
 
-#include "exec_common/sample_stats.h"
 #include "judge/judge_device.h"
+#include "judge/sample_stats.h"
 #include "kforge/core/task_spec.h"
 #include "kforge/env/eval.h"
 
 namespace kforge::judge {
 
 // The stop reason when the request's own deadline ends sampling (the others
-// are exec::stop_reason_name's).
+// are stop_reason_name's).
 inline constexpr const char* kStopEvalTimeout = "eval_timeout";
 
 // Seeds of a timing input pool (timing_inputs.h): far from verification's
@@ -35,7 +35,7 @@ uint64_t timing_seed();
 double thread_cpu_ms();
 
 // {"median_ms", "p25_ms", "p75_ms", "mean_ms", "min_ms", "max_ms", "rse", "samples"}.
-nlohmann::json summary_json(const exec::SampleSummary& s);
+nlohmann::json summary_json(const SampleSummary& s);
 
 // One reference run on every clock the protocol reads.
 struct ReferenceTimes {
@@ -64,7 +64,7 @@ class SamplingSchedule {
   // asked, check_paired stops on it instead of on target_rse.
   // `clocks_at_speed` (JudgeDevice::clocks_at_speed): when given, the warm-up
   // may end after warmup_min_ms once it says so.
-  explicit SamplingSchedule(const env::EvalOptions& options, exec::DecisionTarget decision = {},
+  explicit SamplingSchedule(const env::EvalOptions& options, DecisionTarget decision = {},
                             std::function<bool()> clocks_at_speed = {});
 
   // Call after every round that completed; false while the round was part of
@@ -75,10 +75,10 @@ class SamplingSchedule {
   bool finish_round();
   // After the recorded samples of a round: the rule's verdict on both sides'
   // summaries (pass the same summary twice for one side).
-  exec::StopReason check(const exec::SampleSummary& a, const exec::SampleSummary& b) const;
+  StopReason check(const SampleSummary& a, const SampleSummary& b) const;
   // The same for paired rounds of a reference and a candidate, where the
   // decision rule can apply.
-  exec::StopReason check_paired(const std::vector<double>& reference, const std::vector<double>& candidate) const;
+  StopReason check_paired(const std::vector<double>& reference, const std::vector<double>& candidate) const;
 
   bool warming_up() const { return warming_; }  // the next round is a warm-up round
   int rounds() const { return rounds_; }
@@ -92,7 +92,7 @@ class SamplingSchedule {
   double warmup_min_ms_;
   std::function<bool()> clocks_at_speed_;
   double warmup_elapsed_ms_ = 0;
-  exec::StoppingRule rule_;
+  StoppingRule rule_;
   Clock::time_point start_ = Clock::now();
   Clock::time_point sampling_start_ = start_;
   bool warming_ = true;

@@ -12,7 +12,7 @@ std::string check_self_within_round_trip(double self_ms, double round_trip_ms) {
   return buf;
 }
 
-std::string check_self_covers_cpu_time(const exec::SampleSummary& self, const exec::SampleSummary& cpu) {
+std::string check_self_covers_cpu_time(const SampleSummary& self, const SampleSummary& cpu) {
   if (self.samples == 0 || cpu.samples == 0) return "";
   // A third: the CPU figure also carries protocol work that runs slower with
   // cold caches than in the null-call calibration (measured: self 0.51 ms vs
@@ -28,7 +28,7 @@ std::string check_self_covers_cpu_time(const exec::SampleSummary& self, const ex
   return buf;
 }
 
-std::string check_device_time_covers_wall(const exec::SampleSummary& device, const exec::SampleSummary& wall) {
+std::string check_device_time_covers_wall(const SampleSummary& device, const SampleSummary& wall) {
   if (device.samples == 0 || wall.samples == 0) return "";
   if (device.median >= wall.median * (1 - kDeviceWallFraction) - kDeviceWallSlackMs) return "";
   char buf[240];

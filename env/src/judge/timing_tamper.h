@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "exec_common/sample_stats.h"
+#include "judge/sample_stats.h"
 
 namespace kforge::judge {
 
@@ -25,7 +25,7 @@ std::string check_self_within_round_trip(double self_ms, double round_trip_ms);
 // than the CPU time kf_forward used (medians over the timed calls; the CPU
 // figure has the null-call overhead removed). Flags a runner interval below a
 // third of the CPU time.
-std::string check_self_covers_cpu_time(const exec::SampleSummary& self, const exec::SampleSummary& cpu);
+std::string check_self_covers_cpu_time(const SampleSummary& self, const SampleSummary& cpu);
 
 // Devices that time the call on the device (CUDA events in the runner): the
 // device time is the primary clock because it is precise, but it is reported
@@ -39,6 +39,6 @@ std::string check_self_covers_cpu_time(const exec::SampleSummary& self, const ex
 // nothing, and an honest one that host noise pushed below keeps its reward.
 inline constexpr double kDeviceWallFraction = 0.25;
 inline constexpr double kDeviceWallSlackMs = 0.05;
-std::string check_device_time_covers_wall(const exec::SampleSummary& device, const exec::SampleSummary& wall);
+std::string check_device_time_covers_wall(const SampleSummary& device, const SampleSummary& wall);
 
 }  // namespace kforge::judge

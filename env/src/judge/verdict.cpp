@@ -31,9 +31,9 @@ Verdict Verdict::violation(const std::string& check, const std::string& detail) 
   return v;
 }
 
-Verdict verdict_from_runner_failure(const exec::RunnerReply& reply, const std::string& where, double limit_ms,
+Verdict verdict_from_runner_failure(const RunnerReply& reply, const std::string& where, double limit_ms,
                                     const std::string& output) {
-  using Status = exec::RunnerReply::Status;
+  using Status = RunnerReply::Status;
   Verdict v;
   switch (reply.status) {
     case Status::kOk:

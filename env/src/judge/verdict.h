@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "exec_common/runner_process.h"
+#include "judge/runner_process.h"
 #include "kforge/core/measurement.h"
 
 namespace kforge::judge {
@@ -23,7 +23,7 @@ struct Verdict {
 // `where` says what was running, e.g. "in kf_forward (seed 0, base shape)";
 // `limit_ms` is the deadline that applied; `output` the candidate's output
 // tail (to recognise out-of-memory aborts).
-Verdict verdict_from_runner_failure(const exec::RunnerReply& reply, const std::string& where, double limit_ms,
+Verdict verdict_from_runner_failure(const RunnerReply& reply, const std::string& where, double limit_ms,
                                     const std::string& output);
 
 }  // namespace kforge::judge

@@ -6,7 +6,7 @@
 #include <memory>
 #include <optional>
 
-#include "exec_common/json_fields.h"
+#include "judge/json_fields.h"
 #include "judge/leftover_work.h"
 #include "judge/output_comparison.h"
 #include "judge/output_quality.h"
@@ -140,7 +140,7 @@ struct SeedRun {
   const env::EvalOptions& options;
   CandidateSession* session;
   JudgeDevice* device;
-  exec::Deadline request_deadline;
+  ipc::Deadline request_deadline;
   nlohmann::json* phase_ms;
   Clock::time_point* t;
   nlohmann::json* case_json;
@@ -160,16 +160,16 @@ Verdict wrong(std::string summary) {
 std::optional<Verdict> call_and_check_conduct(const SeedRun& s, const std::vector<at::Tensor>& pristine_inputs) {
   s.session->poison_outputs();
   s.device->synchronize();
-  exec::Deadline call_deadline =
-      exec::Deadline::earliest(s.request_deadline, exec::Deadline::after_ms(s.options.call_timeout_ms));
-  exec::RunnerReply reply = s.session->call(call_deadline);
+  ipc::Deadline call_deadline =
+      ipc::Deadline::earliest(s.request_deadline, ipc::Deadline::after_ms(s.options.call_timeout_ms));
+  RunnerReply reply = s.session->call(call_deadline);
   if (!reply.ok()) {
     return verdict_from_runner_failure(reply, "in kf_forward " + s.ctx.where(), s.options.call_timeout_ms,
                                        s.session->runner().output_tail());
   }
   s.device->synchronize();
   lap(s.phase_ms, "call", s.t);
-  const auto rc = static_cast<int>(exec::integer_or(reply.body, "rc", 0));  // int range (reply_problem)
+  const auto rc = static_cast<int>(integer_or(reply.body, "rc", 0));  // int range (reply_problem)
   if (rc != 0) {
     Verdict v;
     v.outcome = Outcome::kRuntimeError;
@@ -309,7 +309,7 @@ std::optional<Verdict> verify_seed(const SeedRun& s, uint64_t input_seed, const 
 }  // namespace
 
 VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions& options, uint64_t input_seed,
-                                    CandidateSession* session, JudgeDevice* device, exec::Deadline request_deadline,
+                                    CandidateSession* session, JudgeDevice* device, ipc::Deadline request_deadline,
                                     ReferenceCache* references) {
   VerificationResult result;
   auto fail = [&](Verdict v, nlohmann::json case_json) {
@@ -319,10 +319,10 @@ VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions
     return result;
   };
   for (const ShapeCase& c : plan.cases) {
-    exec::Deadline bind_deadline =
-        exec::Deadline::earliest(request_deadline, exec::Deadline::after_ms(options.call_timeout_ms));
+    ipc::Deadline bind_deadline =
+        ipc::Deadline::earliest(request_deadline, ipc::Deadline::after_ms(options.call_timeout_ms));
     Clock::time_point t = Clock::now();
-    exec::RunnerReply bound = session->bind(c, bind_deadline);
+    RunnerReply bound = session->bind(c, bind_deadline);
     lap(&result.phase_ms, "bind", &t);
     if (!bound.ok()) {
       return fail(verdict_from_runner_failure(bound, "while binding the " + c.label(), options.call_timeout_ms,

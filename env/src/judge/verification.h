@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
-#include "exec_common/deadline.h"
+#include "ipc/deadline.h"
 #include "judge/candidate_session.h"
 #include "judge/case_plan.h"
 #include "judge/judge_device.h"
@@ -45,7 +45,7 @@ struct VerificationResult {
 // inputs and references replace fresh ones of the same case and input seed
 // (the case's JSON says reference_reused); null draws every one afresh.
 VerificationResult verify_candidate(const CasePlan& plan, const env::EvalOptions& options, uint64_t input_seed,
-                                    CandidateSession* session, JudgeDevice* device, exec::Deadline request_deadline,
+                                    CandidateSession* session, JudgeDevice* device, ipc::Deadline request_deadline,
                                     ReferenceCache* references = nullptr);
 
 }  // namespace kforge::judge

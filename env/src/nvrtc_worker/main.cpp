@@ -20,17 +20,17 @@
 #include <vector>
 
 #include "compile/nvrtc_worker_protocol.h"
-#include "exec_common/child_process.h"
-#include "exec_common/wire.h"
+#include "ipc/child_process.h"
+#include "ipc/wire.h"
 
 namespace {
 
-using kforge::exec::Deadline;
-using kforge::exec::json;
+using kforge::ipc::Deadline;
+using kforge::ipc::json;
 namespace protocol = kforge::env::nvrtc_worker;
 
 // Replies to a compile: blocking sends (the service always reads).
-void reply(const json& body) { kforge::exec::send_frame(protocol::kControlFd, body, Deadline::never()); }
+void reply(const json& body) { kforge::ipc::send_frame(protocol::kControlFd, body, Deadline::never()); }
 
 // Frees the program on every path.
 class Program {
@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
   if (::getppid() != static_cast<pid_t>(parent)) return 0;
   // One compile at a time: a few malloc arenas are plenty (see limit_memory).
   ::mallopt(M_ARENA_MAX, 2);
-  kforge::exec::close_descriptors_from(protocol::kControlFd + 1);
+  kforge::ipc::close_descriptors_from(protocol::kControlFd + 1);
   ::signal(SIGPIPE, SIG_IGN);
   warm_up();
   int major = 0, minor = 0;
@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
   try {
     reply({{"type", "ready"}, {"version", std::to_string(major) + "." + std::to_string(minor)}});
     while (true) {
-      kforge::exec::Frame frame = kforge::exec::recv_frame(protocol::kControlFd, Deadline::never());
+      kforge::ipc::Frame frame = kforge::ipc::recv_frame(protocol::kControlFd, Deadline::never());
       const std::string type = frame.body.value("type", "");
       if (type == "shutdown") return 0;
       if (type != "compile") {
@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
       // A compile that grew the heap leaves it to the next one otherwise.
       if (resident_bytes() > (uint64_t{256} << 20)) ::malloc_trim(0);
     }
-  } catch (const kforge::exec::WireError&) {
+  } catch (const kforge::ipc::WireError&) {
     return 0;  // the service went away
   }
 }

@@ -5,7 +5,7 @@
 // The runner executable defines and exports (CMakeLists.txt, exports.list)
 // the CUDA runtime entry points through which a candidate's host code can
 // allocate device memory: cudaMallocAsync and cudaFreeAsync (the only ones
-// exec_common/symbol_policy.cpp lets a candidate import; torch_ext's tensors
+// judge/symbol_policy.cpp lets a candidate import; torch_ext's tensors
 // come from them too), and cudaMalloc and cudaFree (none may import them
 // today; defence in depth). The dynamic loader binds a candidate's references
 // to the executable's definitions before libcudart's (the executable comes

@@ -39,8 +39,8 @@
 #include "cuda_timing/read_flush.h"
 #include "cupti/activity_trace.h"
 #include "cupti/range_metrics.h"
-#include "exec_common/deadline.h"
-#include "exec_common/hex_codec.h"
+#include "ipc/deadline.h"
+#include "ipc/hex_codec.h"
 #include "kforge/core/elapsed.h"
 #include "runner/cuda_allocation_guard.h"
 #include "runner/cuda_cubin_kernels.h"
@@ -102,7 +102,7 @@ class CudaRunnerDevice final : public RunnerDevice {
     if (!init_error_.empty()) throw std::runtime_error("CUDA set-up in the runner failed: " + init_error_);
     if (arena.value("kind", "") != "cuda_ipc") throw std::runtime_error("cuda runner expects a cuda_ipc arena");
     bytes_ = arena.at("bytes").get<uint64_t>();
-    std::vector<uint8_t> raw = exec::hex_decode(arena.at("handle").get<std::string>(), sizeof(cudaIpcMemHandle_t));
+    std::vector<uint8_t> raw = ipc::hex_decode(arena.at("handle").get<std::string>(), sizeof(cudaIpcMemHandle_t));
     cudaIpcMemHandle_t handle{};
     std::memcpy(&handle, raw.data(), sizeof(handle));
     check(cudaIpcOpenMemHandle(&base_, handle, cudaIpcMemLazyEnablePeerAccess), "opening the arena's IPC handle");

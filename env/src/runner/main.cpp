@@ -11,10 +11,10 @@
 #include <optional>
 #include <string>
 
-#include "exec_common/build_identity.h"
-#include "exec_common/child_process.h"
-#include "exec_common/runner_protocol.h"
-#include "exec_common/wire.h"
+#include "ipc/build_identity.h"
+#include "ipc/child_process.h"
+#include "ipc/runner_protocol.h"
+#include "ipc/wire.h"
 #include "kforge/core/errno_text.h"
 #include "runner/request_loop.h"
 #include "runner/runner_device.h"
@@ -27,7 +27,7 @@ int usage(const char* message) {
                "kforge-runner: %s\nusage: kforge-runner --backend cpu|cuda --scratch DIR --parent-pid PID [--device N] "
                "[--profiler 0|1] [--cuda-connections 1..32]\n",
                message);
-  return kforge::exec::runner_protocol::kUsageExitCode;
+  return kforge::ipc::runner_protocol::kUsageExitCode;
 }
 
 }  // namespace
@@ -64,8 +64,8 @@ int main(int argc, char** argv) {
     // (ExecutorConfig::runner_cuda_connections). Still one thread here.
     ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", cuda_connections->c_str(), 1);
   }
-  kforge::exec::die_with_parent(static_cast<pid_t>(parent));
-  kforge::exec::close_descriptors_from(kforge::exec::runner_protocol::kControlFd + 1);
+  kforge::ipc::die_with_parent(static_cast<pid_t>(parent));
+  kforge::ipc::close_descriptors_from(kforge::ipc::runner_protocol::kControlFd + 1);
   // A write to a judge that went away must fail, not kill us before we exit.
   ::signal(SIGPIPE, SIG_IGN);
   if (::chdir(scratch.c_str()) != 0) return usage(("cannot enter scratch dir: " + kforge::errno_text(errno)).c_str());
@@ -88,14 +88,14 @@ int main(int argc, char** argv) {
   try {
     // With the protocol it speaks and the build it is (build_identity.h): a
     // judge of another build does not use it.
-    namespace exec = kforge::exec;
-    exec::send_frame(exec::runner_protocol::kControlFd,
-                     {{"type", "started"},
-                      {"protocol", exec::announced_protocol_version(exec::kRunnerProtocolVersion,
-                                                                    exec::kTestOnlyRunnerProtocolVariable)},
-                      {"build", exec::build_id()}},
-                     exec::Deadline::never());
-  } catch (const kforge::exec::WireError&) {
+    namespace ipc = kforge::ipc;
+    ipc::send_frame(ipc::runner_protocol::kControlFd,
+                    {{"type", "started"},
+                     {"protocol", ipc::announced_protocol_version(ipc::kRunnerProtocolVersion,
+                                                                  ipc::kTestOnlyRunnerProtocolVariable)},
+                     {"build", ipc::build_id()}},
+                    ipc::Deadline::never());
+  } catch (const kforge::ipc::WireError&) {
     return 0;  // the judge went away
   }
   return kforge::runner::serve_requests(device.get(), std::move(sandbox));

@@ -8,18 +8,18 @@
 #include <utility>
 #include <vector>
 
-#include "exec_common/runner_protocol.h"
-#include "exec_common/wire.h"
+#include "ipc/runner_protocol.h"
+#include "ipc/wire.h"
 #include "runner/candidate_library.h"
 #include "runner/plan_candidate.h"
 
 namespace kforge::runner {
 namespace {
 
-using exec::Deadline;
-using exec::Frame;
-using exec::json;
-namespace protocol = exec::runner_protocol;
+using ipc::Deadline;
+using ipc::Frame;
+using ipc::json;
+namespace protocol = ipc::runner_protocol;
 
 uint64_t now_ns() {
   timespec ts{};
@@ -30,7 +30,7 @@ uint64_t now_ns() {
 // Blocking send without a deadline: a deadline needs poll(2), which the
 // running filter does not allow. A judge that stops reading kills us on its
 // own deadline anyway.
-void reply(const json& body) { exec::send_frame(protocol::kControlFd, body, Deadline::never()); }
+void reply(const json& body) { ipc::send_frame(protocol::kControlFd, body, Deadline::never()); }
 
 void reply_error(uint64_t seq, const std::string& stage, const std::string& message) {
   reply({{"type", "error"}, {"seq", seq}, {"stage", stage}, {"message", message}});
@@ -208,8 +208,8 @@ int serve_requests(RunnerDevice* device, SandboxState sandbox) {
   while (true) {
     Frame frame;
     try {
-      frame = exec::recv_frame(protocol::kControlFd, Deadline::never(), device->request_spin_us());
-    } catch (const exec::WireError&) {
+      frame = ipc::recv_frame(protocol::kControlFd, Deadline::never(), device->request_spin_us());
+    } catch (const ipc::WireError&) {
       return 0;  // the judge went away: nothing left to do
     }
     const json& msg = frame.body;
@@ -227,7 +227,7 @@ int serve_requests(RunnerDevice* device, SandboxState sandbox) {
       } else {
         reply_error(seq, "protocol", "unknown message type '" + type + "'");
       }
-    } catch (const exec::WireError&) {
+    } catch (const ipc::WireError&) {
       return 0;
     } catch (const std::exception& e) {
       reply_error(seq, type, e.what());

@@ -20,7 +20,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "exec_common/runner_protocol.h"
+#include "ipc/runner_protocol.h"
 #include "kforge/core/errno_text.h"
 #include "kforge/core/unique_fd.h"
 #include "runner/landlock.h"
@@ -28,7 +28,7 @@
 namespace kforge::runner {
 namespace {
 
-namespace protocol = exec::runner_protocol;
+namespace protocol = ipc::runner_protocol;
 
 [[noreturn]] void fail(const std::string& what, int err) { throw std::runtime_error(what + ": " + errno_text(err)); }
 

@@ -11,8 +11,8 @@
 #include <iterator>
 #include <set>
 
-#include "exec_common/elf_inspector.h"
-#include "exec_common/symbol_policy.h"
+#include "judge/elf_inspector.h"
+#include "judge/symbol_policy.h"
 #include "corpus.h"
 #include "kforge/core/op_registry.h"
 
@@ -34,8 +34,8 @@ TEST_P(CudaExploit, CompilesAndMeetsItsLoadTimeExpectation) {
   const env::CompileResult r = compile_cuda(e.file, task);
   ASSERT_TRUE(r.ok) << e.file << "\n" << r.diagnostics << "\n" << r.system_error << "\n" << r.log;
 
-  const exec::ElfInspection inspection =
-      exec::inspect_candidate(r.artifact.path, exec::SymbolPolicy::for_backend("cuda", task.libraries));
+  const judge::ElfInspection inspection =
+      judge::inspect_candidate(r.artifact.path, judge::SymbolPolicy::for_backend("cuda", task.libraries));
   const std::string verdict = inspection.accepted ? "accepted" : "refused: " + describe(inspection.violations);
   if (e.load_time.empty()) {
     // Caught only at run time: the object must get past load-time inspection,

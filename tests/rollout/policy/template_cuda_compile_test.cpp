@@ -9,7 +9,7 @@
 #include <functional>
 #include <set>
 
-#include "exec_common/elf_inspector.h"
+#include "judge/elf_inspector.h"
 #include "kforge/env/compile_service.h"
 #include "kforge/rollout/policy/template_policy.h"
 #include "rollout_test_util.h"
@@ -77,8 +77,8 @@ TEST(TemplateCudaSourcesTest, CompileWithNvcc) {
     EXPECT_TRUE(r.artifact.resources.is_object() && !r.artifact.resources.empty()) << what;
     if (!r.ok) continue;
     // An honest kernel is never refused by the judge's static checks.
-    const exec::ElfInspection inspection =
-        exec::inspect_candidate(r.artifact.path, exec::SymbolPolicy::for_backend("cuda"));
+    const judge::ElfInspection inspection =
+        judge::inspect_candidate(r.artifact.path, judge::SymbolPolicy::for_backend("cuda"));
     EXPECT_TRUE(inspection.accepted) << what << ": " << ::testing::PrintToString([&] {
       std::vector<std::string> details;
       for (const auto& v : inspection.violations) details.push_back(v.check + ": " + v.detail);

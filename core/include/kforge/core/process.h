@@ -3,7 +3,7 @@
 // is text, not a command). The one way the tree starts helper programs:
 // compilers (env/src/compile), the CUDA binary utilities (env/src/analysis),
 // the plot and data scripts (data_synth, replay, `kforge synth`). The judge
-// and runner processes have their own launcher (env/src/exec_common), since
+// and runner processes have their own launcher (env/src/ipc/child_process.h), since
 // they need inherited sockets and a sandbox.
 //
 // What every run gets:

@@ -42,7 +42,7 @@ struct SampleStats {
 };
 
 // The speedup's confidence interval, from the paired rounds of the primary
-// clock (env/src/exec_common/sample_stats.h: the sign-test interval of the
+// clock (env/src/judge/sample_stats.h: the sign-test interval of the
 // per-round log ratios reference / candidate).
 struct SpeedupInterval {
   double lo = 0.0;  // 0 < lo <= hi

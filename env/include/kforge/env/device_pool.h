@@ -5,7 +5,7 @@
 //            when it keeps failing;
 //   lane     one judge process and the worker thread that drives it; a GPU
 //            has `lanes_per_device` of them, sharing it through the GPU gate
-//            (exec_common/gpu_gate.h), a CPU slot has one, pinned to a core.
+//            (judge/gpu_gate.h), a CPU slot has one, pinned to a core.
 //
 // Routing: a request goes to the device in service with the fewest
 // outstanding requests (queued + running), where the first free lane of that

@@ -40,7 +40,7 @@ struct EvalOptions {
   double target_rse = 0.005;  // stop when the median's relative std. error is below this
   int timing_input_sets = 3;  // pool from which every timed call's fresh inputs are mixed
   bool cuda_graph = false;    // CUDA: time graph replays of the candidate's call
-  // Timing that stops when the reward is decided (exec_common/sample_stats.h,
+  // Timing that stops when the reward is decided (judge/sample_stats.h,
   // StoppingRule::decision): with edges or a resolution, sampling stops once
   // the speedup's interval contains no edge and is at most that wide, instead
   // of at target_rse; close calls sample on to max_time_ms / max_samples.
