@@ -9,7 +9,10 @@
 #            under compile+verify load, and under load without the gate; then
 #            one lane again with timing that stops when the reward is decided
 #            (KFORGE_BENCH_DECIDED_REWARD, default "default"; empty: skipped),
-#            and one lane whose runners keep the driver's own hardware queues
+#            and one lane whose candidates reuse no reference (every one its
+#            own episode: KFORGE_BENCH_TURNS=1, against 4 turns an episode
+#            above); KFORGE_BENCH_DRIVER_QUEUES=1 adds one lane whose runners
+#            keep the driver's own hardware queues
 #            (KFORGE_RUNNER_CUDA_CONNECTIONS=0; the default is one queue:
 #            executor.runner_cuda_connections)
 #   cuda     bench_cuda's BM_EvalThroughput as a profile action (attribution
@@ -23,6 +26,9 @@
 #            killed at once, and which calls of another process wait for it
 #            (why the judge waits for a used runner: docs/execution.md,
 #            "What lanes buy")
+#   rollout  bench_rollout --backend cuda: rollout steps per second with the
+#            template policy through the workers, against the same actions
+#            driven straight through an EnvPool (KFORGE_ROLLOUT_ROUNDS, 1)
 #   kb       bench/cuda/kernelbench_compare.py: GPU-seconds per new candidate
 #            against KernelBench's own harness, when KFORGE_KERNELBENCH names
 #            a KernelBench checkout (its src/ must import with this Python;
@@ -39,13 +45,14 @@
 # BM_PoolThroughput first, then this tree's: `[pool]` lines of both in
 # summary.log, before then after.
 #
-# Knobs: STAGES (default build,test,pool,cuda,probe,kb), KFORGE_DEADLINE_S (585),
+# Knobs: STAGES (default build,test,pool,cuda,probe,rollout,kb), KFORGE_DEADLINE_S (585),
 # KFORGE_BENCH_LANES (4), KFORGE_BENCH_REPEATS (10), KFORGE_KB_CANDIDATES (8,
 # through KernelBench's harness on warm build directories), KFORGE_KB_NEW (2 of
 # them also as new candidates, 30-60 s each), KFORGE_BENCH_DEVICES ("0";
 # "0,1,2,3" spreads the throughput run over several GPUs).
 # Logs and JSON in $OUT: summary.log, build.log, pool-tests.log,
-# bench_pool.{log,json}, bench_cuda_throughput.{log,json}, kernelbench.log,
+# bench_pool.{log,json}, bench_pool_{decided,no_reuse}.log, bench_cuda_throughput.{log,json},
+# bench_rollout.log, kernelbench.log,
 # kernelbench_compare.json.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -53,9 +60,9 @@ OUT=${OUT:-$PWD/build/gpu-out}
 mkdir -p "$OUT"
 export PATH=/opt/torch/.venv/bin:$PATH
 export KFORGE_JOBS=${KFORGE_JOBS:-16}
-STAGES=${STAGES:-build,test,pool,cuda,probe,kb}
+STAGES=${STAGES:-build,test,pool,cuda,probe,rollout,kb}
 export KFORGE_TARGETS=${KFORGE_TARGETS-kforge kforge-judge kforge-runner cuda_pool_test bench_pool bench_cuda \
-kforge_kernel_timer bench_start_probe bench_teardown_probe}
+kforge_kernel_timer bench_start_probe bench_teardown_probe bench_rollout}
 if [ -z "${KFORGE_KERNELBENCH:-}" ] && [ -d .kb/src/kernelbench ]; then KFORGE_KERNELBENCH=$PWD/.kb; fi
 DEADLINE=${KFORGE_DEADLINE_S:-585}
 left() { local l=$((DEADLINE - SECONDS)); ((l < 10)) && l=10; echo "$l"; }
@@ -137,11 +144,17 @@ if stage pool; then
       status=1
     grep -E '^BM_|^\[pool\]|ERROR' "$OUT/bench_pool_decided.log" | sed 's/^/DECIDED /' | tee -a "$OUT/summary.log"
   fi
-  say "bench_pool, 1 lane, runners with the driver's own hardware queues (KFORGE_RUNNER_CUDA_CONNECTIONS=0)"
-  KFORGE_BENCH_BACKEND=cuda KFORGE_RUNNER_CUDA_CONNECTIONS=0 timeout "$(left)" build/gpu/bench/exec/bench_pool \
-    --benchmark_filter='BM_PoolThroughput/1/' >"$OUT/bench_pool_driver_queues.log" 2>&1 || status=1
-  grep -E '^BM_|^\[pool\]|ERROR' "$OUT/bench_pool_driver_queues.log" | sed 's/^/DRIVER_QUEUES /' |
-    tee -a "$OUT/summary.log"
+  say "bench_pool, 1 lane, no reference reused (KFORGE_BENCH_TURNS=1: every candidate its own episode)"
+  env KFORGE_BENCH_BACKEND=cuda KFORGE_BENCH_TURNS=1 timeout "$(left)" build/gpu/bench/exec/bench_pool \
+    --benchmark_filter='BM_PoolThroughput/1/' >"$OUT/bench_pool_no_reuse.log" 2>&1 || status=1
+  grep -E '^BM_|^\[pool\]|ERROR' "$OUT/bench_pool_no_reuse.log" | sed 's/^/NO_REUSE /' | tee -a "$OUT/summary.log"
+  if [ -n "${KFORGE_BENCH_DRIVER_QUEUES:-}" ]; then
+    say "bench_pool, 1 lane, runners with the driver's own hardware queues (KFORGE_RUNNER_CUDA_CONNECTIONS=0)"
+    env KFORGE_BENCH_BACKEND=cuda KFORGE_RUNNER_CUDA_CONNECTIONS=0 timeout "$(left)" build/gpu/bench/exec/bench_pool \
+      --benchmark_filter='BM_PoolThroughput/1/' >"$OUT/bench_pool_driver_queues.log" 2>&1 || status=1
+    grep -E '^BM_|^\[pool\]|ERROR' "$OUT/bench_pool_driver_queues.log" | sed 's/^/DRIVER_QUEUES /' |
+      tee -a "$OUT/summary.log"
+  fi
 fi
 
 if stage cuda; then
@@ -167,6 +180,13 @@ if stage probe; then
     $teardown 20
   } >"$OUT/start_probe.log" 2>&1 || status=1
   tee -a "$OUT/summary.log" <"$OUT/start_probe.log"
+fi
+
+if stage rollout; then
+  say "bench_rollout --backend cuda (template policy through the workers, then the same actions on an EnvPool)"
+  timeout "$(left)" build/gpu/bench/rollout/bench_rollout --backend cuda --rounds "${KFORGE_ROLLOUT_ROUNDS:-1}" \
+    >"$OUT/bench_rollout.log" 2>&1 || status=1
+  grep -v '^$' "$OUT/bench_rollout.log" | tail -8 | tee -a "$OUT/summary.log"
 fi
 
 if stage kb; then
