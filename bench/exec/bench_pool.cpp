@@ -55,6 +55,7 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -236,14 +237,20 @@ struct ThroughputResult {
   int candidates = 0;
   std::map<std::string, std::vector<double>> phases;
   std::vector<double> compile_ms;
-  // One lane's time per candidate that no judge's `total` covers: the
-  // span between the first report and the last, less the totals of the
-  // reports after the first, per candidate (the executor's round trip, the
-  // judge's work after its report). Meaningful with one lane only.
+  // A lane's time per candidate that no judge's `total` covers: the lanes'
+  // time from the first request to the last report (lanes x that span),
+  // less every report's total, per candidate (the executor's round trip,
+  // the judge's work after its report, and a lane left without a compiled
+  // candidate).
   double outside_judge_ms = 0;
+  // When the last compile was done, and the run's whole length: lanes can
+  // starve only before the first.
+  double compiled_s = 0;
+  double run_s = 0;
 };
 
-ThroughputResult run_throughput(DevicePool& pool, const std::vector<Job>& job_list, CompileService& compiler) {
+ThroughputResult run_throughput(DevicePool& pool, const std::vector<Job>& job_list, CompileService& compiler,
+                                int lanes) {
   ThroughputResult out;
   const auto start = Clock::now();
   std::vector<std::future<CompileResult>> compiles;
@@ -253,6 +260,7 @@ ThroughputResult run_throughput(DevicePool& pool, const std::vector<Job>& job_li
   using Done = std::pair<EvalReport, Clock::time_point>;
   std::vector<std::future<Done>> evals;
   std::map<std::string, uint64_t> candidates_of_task;
+  std::optional<Clock::time_point> first_request;
   for (size_t i = 0; i < job_list.size(); ++i) {
     CompileResult c = compiles[i].get();
     if (!c.ok) {
@@ -268,11 +276,13 @@ ThroughputResult run_throughput(DevicePool& pool, const std::vector<Job>& job_li
     const uint64_t k = candidates_of_task[req.task.id]++;
     req.input_seed = verification_input_seed(1 + k / static_cast<uint64_t>(turns_per_episode()));
     req.profile = runs_profile(ActionType::kSubmit, req.options);
+    if (!first_request) first_request = Clock::now();
     evals.push_back(std::async(std::launch::async, [report = pool.submit(std::move(req))]() mutable {
       EvalReport r = report.get();
       return Done{std::move(r), Clock::now()};
     }));
   }
+  out.compiled_s = seconds_since(start);
   std::vector<std::pair<Clock::time_point, double>> done_at;  // when, the judge's total
   for (auto& f : evals) {
     auto [r, at] = f.get();
@@ -285,14 +295,16 @@ ThroughputResult run_throughput(DevicePool& pool, const std::vector<Job>& job_li
     if (r.phase_ms.contains("total")) out.phases["unnamed"].push_back(unnamed_ms(r.phase_ms));
   }
   out.candidates = static_cast<int>(job_list.size());
-  out.per_minute = job_list.size() / (seconds_since(start) / 60.0);
+  out.run_s = seconds_since(start);
+  out.per_minute = job_list.size() / (out.run_s / 60.0);
   std::sort(done_at.begin(), done_at.end());
   if (done_at.size() > 1) {
     const double span_s = std::chrono::duration<double>(done_at.back().first - done_at.front().first).count();
     if (span_s > 0) out.steady_per_minute = static_cast<double>(done_at.size() - 1) / (span_s / 60.0);
     double judged_ms = 0;
-    for (size_t i = 1; i < done_at.size(); ++i) judged_ms += done_at[i].second;
-    out.outside_judge_ms = (span_s * 1000 - judged_ms) / static_cast<double>(done_at.size() - 1);
+    for (const auto& done : done_at) judged_ms += done.second;
+    const double served_s = std::chrono::duration<double>(done_at.back().first - *first_request).count();
+    out.outside_judge_ms = (lanes * served_s * 1000 - judged_ms) / static_cast<double>(done_at.size());
   }
   return out;
 }
@@ -311,7 +323,7 @@ void BM_PoolThroughput(benchmark::State& state) {
       std::vector<Job> more = jobs("tp" + std::to_string(lanes) + "r" + std::to_string(round));
       job_list.insert(job_list.end(), more.begin(), more.end());
     }
-    const ThroughputResult r = run_throughput(*pool, job_list, *compiler);
+    const ThroughputResult r = run_throughput(*pool, job_list, *compiler, lanes * static_cast<int>(devices.size()));
     remove_cache(*compiler);
     // What the judge did for its memory between requests (trims of its heap,
     // cuts of the tensor cache): work outside the phases, paid per request.
@@ -334,10 +346,11 @@ void BM_PoolThroughput(benchmark::State& state) {
         lanes, devices.size(), r.per_minute, r.steady_per_minute);
     for (const auto& [phase, v] : r.phases) std::printf(" %s %.1f", phase.c_str(), median(v));
     std::printf("\n");
-    if (lanes == 1 && devices.size() == 1) {
-      std::printf("[pool] between reports, outside the judge's total: %.1f ms per candidate\n", r.outside_judge_ms);
-      state.counters["outside_judge_ms"] = r.outside_judge_ms;
-    }
+    std::printf(
+        "[pool] between reports, a lane outside its judge's total: %.1f ms per candidate; the last compile "
+        "done at %.1f s of %.1f\n",
+        r.outside_judge_ms, r.compiled_s, r.run_s);
+    state.counters["outside_judge_ms"] = r.outside_judge_ms;
     // What only one candidate at a time may do on a GPU: its timing and profile.
     auto phase_median = [&r](const char* phase) {
       auto it = r.phases.find(phase);
