@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "forwarding_judge_device.h"
 #include "judge/cpu_judge_device.h"
 #include "judge/evaluation.h"
 #include "judge/runner_pool.h"
@@ -20,34 +21,11 @@
 namespace kforge::judge {
 namespace {
 
-class DeviceClockClaimingCpu final : public JudgeDevice {
+class DeviceClockClaimingCpu final : public testing::ForwardingJudgeDevice {
  public:
-  explicit DeviceClockClaimingCpu(std::unique_ptr<JudgeDevice> inner) : inner_(std::move(inner)) {}
-
+  using ForwardingJudgeDevice::ForwardingJudgeDevice;
   bool runner_times_on_device() const override { return true; }
   bool work_is_host_cpu_time() const override { return false; }
-
-  std::string backend() const override { return inner_->backend(); }
-  std::string name() const override { return inner_->name(); }
-  at::Device device() const override { return inner_->device(); }
-  uint64_t page_size() const override { return inner_->page_size(); }
-  std::unique_ptr<SharedArena> create_arena(const judge::ArenaLayout& layout) override {
-    return inner_->create_arena(layout);
-  }
-  void copy_into(at::Tensor& arena_view, const at::Tensor& source) override { inner_->copy_into(arena_view, source); }
-  void poison(at::Tensor& arena_view) override { inner_->poison(arena_view); }
-  void flush_cache() override { inner_->flush_cache(); }
-  uint64_t flush_bytes() const override { return inner_->flush_bytes(); }
-  void synchronize() override { inner_->synchronize(); }
-  double time_ms(const std::function<void()>& fn) override { return inner_->time_ms(fn); }
-  json clocks() override { return inner_->clocks(); }
-  double peak_memory_bytes_per_s() const override { return inner_->peak_memory_bytes_per_s(); }
-  uint64_t task_memory_bytes() const override { return inner_->task_memory_bytes(); }
-  PeakRates peak_rates() const override { return inner_->peak_rates(); }
-  uint64_t arena_alignment() const override { return inner_->arena_alignment(); }
-
- private:
-  std::unique_ptr<JudgeDevice> inner_;
 };
 
 constexpr const char* kChain = R"(#include "kforge/kernel_abi.h"

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "candidates.h"
+#include "forwarding_judge_device.h"
 #include "ipc/build_identity.h"
 #include "ipc/child_process.h"
 #include "ipc/runner_protocol.h"
@@ -268,6 +270,57 @@ TEST(RunnerStartTest, TheGateIsExclusiveOnlyForTheTimingAndItsWaitsAreBookedByPa
   EXPECT_EQ(gate.hold(), judge::GpuGate::Hold::kNone);
   EXPECT_LT(other.exclusive(), 100.0);
   other.release();
+}
+
+// The judge's context check after a request runs work on its device (on the
+// GPU a cache flush through its context): it is GPU work beside any other
+// judge's timing unless a share of the gate covers it. A device that looks at
+// the gate's lock file while it is asked says whether a writer could have
+// taken the GPU then: it must not, for a correct candidate and for one that
+// failed verification (whose evaluation ends before timing).
+class GateWatchingDevice final : public testing::ForwardingJudgeDevice {
+ public:
+  GateWatchingDevice(std::unique_ptr<JudgeDevice> inner, fs::path lock_file)
+      : ForwardingJudgeDevice(std::move(inner)), lock_file_(std::move(lock_file)) {}
+
+  std::string context_error() override {
+    ++checks;
+    UniqueFd fd(::open(lock_file_.c_str(), O_RDWR | O_CLOEXEC));
+    if (fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) {
+      ++checks_a_writer_could_overlap;
+      ::flock(fd.get(), LOCK_UN);
+    }
+    return "";
+  }
+
+  int checks = 0;
+  int checks_a_writer_could_overlap = 0;
+
+ private:
+  fs::path lock_file_;
+};
+
+TEST(RunnerStartTest, TheJudgesContextCheckIsUnderAShareOfTheGate) {
+  env::EvalRequest correct = timed_request();
+  env::EvalRequest wrong = timed_request();
+  wrong.artifact = testing::artifact_for(testing::compile_candidate(testing::candidates::kChainNoRelu));
+  const fs::path dir = scratch_root("gatecheck") / "gate";
+  judge::GpuGate gate(dir, "gpu-test");
+  GateWatchingDevice device(make_cpu_judge_device(), dir / "gpu-test.gpu");
+  RunnerPool pool(config_for(kRunner, "gatecheck"), 1);
+  pool.refill();
+  EvaluationCounters counters;
+  for (const env::EvalRequest* request : {&correct, &wrong}) {
+    std::string context_error = "not checked";
+    const env::EvalReport report =
+        evaluate(*request, &device, &pool, &counters, nullptr, &gate, nullptr, &context_error);
+    EXPECT_EQ(report.outcome, request == &correct ? Outcome::kCorrect : Outcome::kWrong) << report.summary;
+    EXPECT_EQ(context_error, "");
+    // Released on return, before the used runner's retirement.
+    EXPECT_EQ(gate.hold(), judge::GpuGate::Hold::kNone);
+  }
+  EXPECT_EQ(device.checks, 2);
+  EXPECT_EQ(device.checks_a_writer_could_overlap, 0);
 }
 
 // A spare that takes longer to start than the candidate may take to load (a

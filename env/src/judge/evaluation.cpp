@@ -114,8 +114,9 @@ class Evaluation {
   void time(Verdict* verdict);
   // 5. Profile (CUDA), when asked for and the verdict allows it.
   void profile(Verdict* verdict);
-  // The runner retired and the verdict written into the report.
-  env::EvalReport finish(Verdict verdict, EvaluationCounters* counters);
+  // The runner retired and the verdict written into the report; the judge's
+  // own context checked first, under the share (`context_error`).
+  env::EvalReport finish(Verdict verdict, EvaluationCounters* counters, std::string* context_error);
   // The report as it stands, with the total time.
   env::EvalReport finish();
   // Where start-ups must not overlap timing (runner_pool.h), the next
@@ -326,11 +327,14 @@ void Evaluation::profile(Verdict* verdict) {
   }
 }
 
-env::EvalReport Evaluation::finish(Verdict verdict, EvaluationCounters* counters) {
+env::EvalReport Evaluation::finish(Verdict verdict, EvaluationCounters* counters, std::string* context_error) {
   if (report_.timing) report_.timing->sandbox = session_->sandbox_state();
   // A runner that is gone already was killed for a fault (crash, hang,
   // blocked syscall, tampering); healthy ones are retired here.
   if (!session_->runner().alive()) ++counters->runner_faults;
+  // The check runs work through the judge's context (a cache flush on the
+  // GPU): GPU work, so under the share, never beside another judge's timing.
+  if (context_error != nullptr) *context_error = device_->context_error();
   // Waited for: the arena must outlive the runner's kernels (a CUDA
   // context's teardown ends them), or the next candidate's arena could
   // receive their writes. Without the gate: a context's teardown (~75 ms
@@ -363,7 +367,7 @@ env::EvalReport Evaluation::finish() {
 
 env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, RunnerPool* pool,
                          EvaluationCounters* counters, RunnerPool* profilers, GpuGate* gate,
-                         ReferenceCache* references) {
+                         ReferenceCache* references, std::string* context_error) {
   GpuGate no_gate;
   Evaluation evaluation(request, device, pool, profilers, gate != nullptr ? gate : &no_gate, references);
   ++counters->evaluations;
@@ -374,7 +378,7 @@ env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, R
   if (!verdict.failed() && request.time) evaluation.time(&verdict);
   evaluation.refill_spares();
   evaluation.profile(&verdict);
-  return evaluation.finish(std::move(verdict), counters);
+  return evaluation.finish(std::move(verdict), counters, context_error);
 }
 
 }  // namespace kforge::judge

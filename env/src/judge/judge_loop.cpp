@@ -228,10 +228,15 @@ class RequestServer {
   std::optional<int> serve_eval(const json& msg);
   std::optional<int> serve_reference(const json& msg);
   // After a request's own work, before its reply is sent: why this judge
-  // must retire (memory_bound.h), if it must. Which of the two it is
-  // matters to the device pool: a broken context counts against the
-  // device, a judge grown too big does not.
-  std::string retirement(bool* device_broken);
+  // must retire (memory_bound.h), if it must, given the request's context
+  // check. Which of the two it is matters to the device pool: a broken
+  // context counts against the device, a judge grown too big does not.
+  std::string retirement(std::string context_error, bool* device_broken);
+  // The judge's own context (JudgeDevice::context_error) checked under a
+  // share of the gate, the one the request holds if it still holds one: the
+  // check runs work on the GPU, which never goes beside another judge's
+  // timing. The share is let go before the next request (wait_between_requests).
+  std::string context_check();
   static std::optional<int> exit_if_retired(const std::string& broken);
   // Before timing anything, every spare of this judge must have started.
   void settle_all(ipc::Deadline deadline) {
@@ -298,14 +303,20 @@ int RequestServer::serve() {
 
 std::optional<int> RequestServer::serve_eval(const json& msg) {
   env::EvalReport report;
+  // Checked by the evaluation under its share of the gate; where it threw
+  // instead, here.
+  std::optional<std::string> context_error;
   try {
+    std::string checked;
     report = evaluate(env::eval_request_from_json(msg.at("request")), device_, &pool_, &counters_, profilers_.get(),
-                      gate_, &references_);
+                      gate_, &references_, &checked);
+    context_error = std::move(checked);
   } catch (const InputError& e) {
     report = system_failure(std::string("invalid request: ") + e.what());
   } catch (const std::exception& e) {
     report = system_failure(e.what());
   }
+  if (!context_error) context_error = context_check();
   // The previous request's work after its report (topping up the spares)
   // delayed this one: said here, where the next request waits for it.
   report.phase_ms["refill_after_previous"] = last_refill_ms_;
@@ -314,7 +325,7 @@ std::optional<int> RequestServer::serve_eval(const json& msg) {
   // Executor starts a fresh one for the next request.
   bool device_broken = false;
   const auto memory_check_start = std::chrono::steady_clock::now();
-  const std::string broken = retirement(&device_broken);
+  const std::string broken = retirement(*context_error, &device_broken);
   // After `total`: the memory bound's check (and trim) is the judge's work
   // between its evaluation and its report.
   report.phase_ms["memory_check"] = ms_since(memory_check_start);
@@ -367,7 +378,7 @@ std::optional<int> RequestServer::serve_reference(const json& msg) {
   report.device = device_->name();
   // A huge task's reference grows the judge like an evaluation does.
   bool device_broken = false;
-  const std::string broken = retirement(&device_broken);
+  const std::string broken = retirement(context_check(), &device_broken);
   json reply = {{"type", "reference_report"},
                 {"id", msg.value("id", 0)},
                 {"report", env::to_json(report)},
@@ -380,8 +391,21 @@ std::optional<int> RequestServer::serve_reference(const json& msg) {
   return exit_if_retired(broken);
 }
 
-std::string RequestServer::retirement(bool* device_broken) {
-  std::string broken = device_->context_error();
+std::string RequestServer::context_check() {
+  if (gate_->hold() == GpuGate::Hold::kNone) {
+    try {
+      gate_->shared();
+    } catch (const std::exception& e) {
+      // The lock files failed, not the device: the check still runs, and
+      // the next request meets the gate's error.
+      std::fprintf(stderr, "kforge-judge: %s\n", e.what());
+    }
+  }
+  return device_->context_error();
+}
+
+std::string RequestServer::retirement(std::string context_error, bool* device_broken) {
+  std::string broken = std::move(context_error);
   *device_broken = !broken.empty();
   if (broken.empty()) broken = memory_.after_request(device_);
   return broken;
