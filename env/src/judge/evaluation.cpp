@@ -366,8 +366,8 @@ env::EvalReport Evaluation::finish() {
 }  // namespace
 
 env::EvalReport evaluate(const env::EvalRequest& request, JudgeDevice* device, RunnerPool* pool,
-                         EvaluationCounters* counters, RunnerPool* profilers, GpuGate* gate,
-                         ReferenceCache* references, std::string* context_error) {
+                         EvaluationCounters* counters, RunnerPool* profilers, GpuGate* gate, ReferenceCache* references,
+                         std::string* context_error) {
   GpuGate no_gate;
   Evaluation evaluation(request, device, pool, profilers, gate != nullptr ? gate : &no_gate, references);
   ++counters->evaluations;
