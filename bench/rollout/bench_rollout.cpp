@@ -132,6 +132,28 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+// Where the steps' time went, by action (the template policy profiles one
+// variant, then submits): steps, the median step and the judge's median turn
+// (its `total`, from each turn's step info), so that a rate is read against
+// the kind of work it paid for.
+void print_steps_by_action(const std::vector<Trajectory>& trajectories) {
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_action;  // step_ms, judge total
+  for (const Trajectory& t : trajectories) {
+    for (const Turn& turn : t.turns) {
+      const json env = turn.info.value("env", json::object());
+      const json timings = env.value("timings", json::object());
+      auto& [steps, judged] = by_action[env.value("action", std::string("?"))];
+      steps.push_back(timings.value("step_ms", 0.0));
+      const json phases = timings.value("eval_phases", json::object());
+      if (phases.contains("total")) judged.push_back(phases.value("total", 0.0));
+    }
+  }
+  for (const auto& [action, times] : by_action) {
+    std::printf("[rollout] %-8s %3zu steps: median step %.1f ms, the judge's turn %.1f ms (%zu judged)\n",
+                action.c_str(), times.first.size(), median(times.first), median(times.second), times.second.size());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -169,14 +191,16 @@ int main(int argc, char** argv) {
   // drifts during the run does not favour one side.
   std::vector<double> workers, direct;
   int64_t steps = 0;
+  std::vector<Trajectory> measured;
   for (int r = 0; r < rounds; ++r) {
     for (int side = 0; side < 2; ++side) {
       if ((side == 0) == (r % 2 == 0)) {
-        const RunResult w = run_workers(out_dir() / "measured.jsonl");
+        RunResult w = run_workers(out_dir() / "measured.jsonl");
         workers.push_back(w.steps / w.seconds);
         steps = w.steps;
         std::printf("round %d: rollout workers   %lld steps in %6.2f s  %7.2f steps/s\n", r + 1,
                     static_cast<long long>(w.steps), w.seconds, workers.back());
+        measured = std::move(w.trajectories);
       } else {
         const RunResult d = run_direct(warm.trajectories);
         direct.push_back(d.steps / d.seconds);
@@ -194,5 +218,6 @@ int main(int argc, char** argv) {
       "  workers / direct                      %8.3f\n",
       o.backend.c_str(), o.groups, o.group_size, o.concurrency, static_cast<long long>(steps), rounds, ws, ds,
       ds > 0 ? ws / ds : 0.0);
+  print_steps_by_action(measured);
   return 0;
 }

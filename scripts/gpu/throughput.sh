@@ -186,7 +186,7 @@ if stage rollout; then
   say "bench_rollout --backend cuda (template policy through the workers, then the same actions on an EnvPool)"
   timeout "$(left)" build/gpu/bench/rollout/bench_rollout --backend cuda --rounds "${KFORGE_ROLLOUT_ROUNDS:-1}" \
     >"$OUT/bench_rollout.log" 2>&1 || status=1
-  grep -v '^$' "$OUT/bench_rollout.log" | tail -8 | tee -a "$OUT/summary.log"
+  grep -E 'steps/s|workers / direct|^\[rollout\]' "$OUT/bench_rollout.log" | tee -a "$OUT/summary.log"
 fi
 
 if stage kb; then

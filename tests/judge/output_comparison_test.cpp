@@ -63,6 +63,43 @@ TEST(OutputComparison, MixedPrecisionAgainstAFloat64Reference) {
   EXPECT_LT(s.max_abs_err, 1e-7);
 }
 
+// Every figure at once on the edge cases the comparison must keep apart:
+// equal infinities (their difference is NaN, and they agree), an expected 0
+// (no relative error), a difference just inside atol + rtol * |expected|, a
+// boolean candidate against a floating reference (compared as numbers).
+TEST(OutputComparison, EdgeCasesGiveExactFigures) {
+  const float inf = std::numeric_limits<float>::infinity();
+  at::Tensor expected = at::tensor({1.0F, inf, 0.0F, 2.0F, 2.0F, -inf}, at::kFloat);
+  at::Tensor got = at::tensor({1.0F, inf, 0.5F, 2.02F, 3.0F, -inf}, at::kFloat);
+  ComparisonStats s = compare_output(got, expected, {1e-2, 1e-2});
+  EXPECT_EQ(s.numel, 6);
+  EXPECT_EQ(s.mismatches, 2);  // 0.5 against 0, 3 against 2
+  ASSERT_TRUE(s.first_mismatch.has_value());
+  EXPECT_EQ(s.first_mismatch->index, (std::vector<int64_t>{2}));
+  EXPECT_DOUBLE_EQ(s.first_mismatch->got, 0.5);
+  EXPECT_DOUBLE_EQ(s.first_mismatch->expected, 0);
+  EXPECT_EQ(s.nan_count, 0);
+  EXPECT_DOUBLE_EQ(s.max_abs_err, 1.0);
+  EXPECT_DOUBLE_EQ(s.max_rel_err, 0.5);
+
+  at::Tensor flags = at::tensor({1.0F, 0.0F, 1.0F}, at::kFloat);
+  at::Tensor bools = at::ones({3}, at::kBool);
+  ComparisonStats mixed = compare_output(bools, flags, {0, 0});
+  EXPECT_EQ(mixed.mismatches, 1);
+  EXPECT_DOUBLE_EQ(mixed.max_abs_err, 1.0);
+  EXPECT_EQ(mixed.nan_count, 0);
+
+  // The run difference: NaN in both runs and equal infinities agree, a NaN
+  // in one run only is the largest difference there is.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  at::Tensor first = at::tensor({1.0, nan, static_cast<double>(inf), 2.0}, at::kDouble);
+  at::Tensor second = at::tensor({1.0, nan, static_cast<double>(inf), 5.0}, at::kDouble);
+  EXPECT_DOUBLE_EQ(max_abs_difference(first, second), 3.0);
+  second[0] = nan;
+  EXPECT_EQ(max_abs_difference(first, second), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(first[0].item<double>(), 1.0);  // inputs untouched
+}
+
 TEST(OutputComparison, RunDifferenceAndBitwiseEquality) {
   at::Tensor a = at::randn({16});
   at::Tensor b = a.clone();

@@ -37,34 +37,38 @@ ComparisonStats compare_output(const at::Tensor& got, const at::Tensor& expected
   ComparisonStats s;
   s.numel = got.numel();
   if (s.numel == 0) return s;
-  at::Tensor mismatch;
   at::Tensor g, e;
-  at::Tensor nan_count;  // NaNs of the candidate's output (floating outputs only)
   if (got.scalar_type() == at::kBool && expected.scalar_type() == at::kBool) {
     g = as_bytes(got).to(at::kDouble);
     e = as_bytes(expected).to(at::kDouble);
-    mismatch = g.ne(e);
   } else {
     g = got.reshape({-1}).to(at::kDouble);
     e = expected.reshape({-1}).to(at::kDouble);
-    if (at::isFloatingType(got.scalar_type()) || at::isFloatingType(expected.scalar_type())) {
-      at::Tensor diff = (g - e).abs();
-      at::Tensor close = g.eq(e).logical_or(diff.le(e.abs().mul(tol.rtol).add(tol.atol)));
-      mismatch = close.logical_not();
-      nan_count = g.isnan().sum().to(at::kDouble);
-    } else {
-      mismatch = g.ne(e);
-    }
   }
-  if (!nan_count.defined()) nan_count = at::zeros({}, g.options());
-  at::Tensor diff =
-      (g - e).abs().nan_to_num(0.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity());
-  // Equal infinities give inf - inf = NaN above, mapped to 0: they agree.
+  // In float64, each full-size temporary made once and reused, updated in
+  // place where nothing else reads it: on a 4096x4096 output every
+  // temporary is 128 MiB of traffic, and the comparison runs for every
+  // seed, run and output.
+  at::Tensor diff = g.sub(e).abs_();  // NaN where either side is NaN, or for equal infinities
+  const at::Tensor e_abs = e.abs();
+  at::Tensor mismatch;
+  at::Tensor nan_count;  // NaNs of the candidate's output (floating outputs only)
+  const bool floating = at::isFloatingType(got.scalar_type()) || at::isFloatingType(expected.scalar_type());
+  if (floating) {
+    // Close: within atol + rtol * |expected|, or equal (equal infinities,
+    // whose difference is NaN).
+    mismatch = diff.le(e_abs.mul(tol.rtol).add_(tol.atol)).logical_or_(g.eq(e)).logical_not_();
+    nan_count = g.isnan().sum().to(at::kDouble);
+  } else {
+    mismatch = g.ne(e);
+    nan_count = at::zeros({}, g.options());
+  }
+  // Equal infinities' NaN difference becomes 0 here: they agree.
+  diff.nan_to_num_(0.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity());
   // The relative error over the elements whose reference is not 0 (0 when
   // there are none): the others count as 0, which the maximum of
   // non-negative ratios ignores.
-  at::Tensor nonzero = e.ne(0);
-  at::Tensor rel = at::where(nonzero, diff.div(e.abs()), at::zeros({}, diff.options()));
+  const at::Tensor rel = diff.div(e_abs).masked_fill_(e.eq(0), 0.0);
   // Every figure in one transfer: each .item() would wait for the device on
   // its own, and on a GPU shared by other processes each wait is costly.
   const at::Tensor figures =
@@ -84,10 +88,13 @@ ComparisonStats compare_output(const at::Tensor& got, const at::Tensor& expected
 double max_abs_difference(const at::Tensor& a, const at::Tensor& b) {
   if (a.numel() == 0) return 0;
   at::Tensor x = a.reshape({-1}).to(at::kDouble), y = b.reshape({-1}).to(at::kDouble);
-  at::Tensor both_nan = x.isnan().logical_and(y.isnan());
-  at::Tensor same = x.eq(y).logical_or(both_nan);
-  at::Tensor diff = (x - y).abs().masked_fill(same, 0.0).nan_to_num(std::numeric_limits<double>::infinity());
-  return diff.max().item<double>();
+  const at::Tensor same = x.eq(y).logical_or_(x.isnan().logical_and_(y.isnan()));
+  return x.sub(y)
+      .abs_()
+      .masked_fill_(same, 0.0)
+      .nan_to_num_(std::numeric_limits<double>::infinity())
+      .max()
+      .item<double>();
 }
 
 bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {

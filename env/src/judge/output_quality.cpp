@@ -33,7 +33,7 @@ OutputQuality measure_output_quality(const at::Tensor& got, const at::Tensor& ex
   }
   g = g.to(at::kDouble);
   e = e.to(at::kDouble);
-  at::Tensor finite = g.isfinite().logical_and(e.isfinite());
+  at::Tensor finite = g.isfinite().logical_and_(e.isfinite());
   q.finite = finite.sum().item<int64_t>();
   if (q.finite < g.numel()) {
     g = g.masked_select(finite);
@@ -43,8 +43,9 @@ OutputQuality measure_output_quality(const at::Tensor& got, const at::Tensor& ex
   // Written out rather than at::std, whose overloads differ between libtorch
   // 1.13 and 2.x; the means stay on the device, and the four figures come
   // back in one transfer (each .item() waits for the device on its own).
-  auto stddev = [](const at::Tensor& t) { return (t - t.mean()).square().mean().sqrt(); };
-  const at::Tensor figures = at::stack({stddev(g), stddev(e), e.square().sum(), (g - e).square().sum()}).to(at::kCPU);
+  // Squares in place on the fresh differences: one full-size temporary less each.
+  auto stddev = [](const at::Tensor& t) { return t.sub(t.mean()).square_().mean().sqrt(); };
+  const at::Tensor figures = at::stack({stddev(g), stddev(e), e.square().sum(), g.sub(e).square_().sum()}).to(at::kCPU);
   const double* f = figures.data_ptr<double>();
   q.got_std = f[0];
   q.expected_std = f[1];

@@ -29,6 +29,12 @@ void lap(nlohmann::json* phase_ms, const char* phase, Clock::time_point* start) 
   *start = now;
 }
 
+// Adds the wall time since `start` to `part` without restarting any clock:
+// the parts of a lap (phase_ms.check_<part>), which add up to it.
+void add_part(nlohmann::json* phase_ms, const char* part, Clock::time_point start) {
+  (*phase_ms)[part] = phase_ms->value(part, 0.0) + elapsed_ms(start, Clock::now());
+}
+
 struct CaseContext {
   int seed;
   const ShapeCase* shape_case;
@@ -194,7 +200,9 @@ std::optional<Verdict> call_and_check_conduct(const SeedRun& s, const std::vecto
 // checks that a loose tolerance alone must not pass.
 std::optional<Verdict> check_run_outputs(const SeedRun& s, int run, const std::vector<at::Tensor>& reference,
                                          const std::vector<at::Tensor>& previous_reference) {
+  const Clock::time_point compare_start = Clock::now();
   CallCheck check = check_outputs(s.session->outputs(), reference, s.c);
+  add_part(s.phase_ms, "check_compare", compare_start);
   if (run == 0) fold_stats(check, s.c, s.case_json);
   if (!check.passed()) {
     if (!previous_reference.empty() && check_outputs(s.session->outputs(), previous_reference, s.c).passed()) {
@@ -210,7 +218,9 @@ std::optional<Verdict> check_run_outputs(const SeedRun& s, int run, const std::v
                                 describe_mismatch(check, s.c) + " " + s.ctx.where());
   }
   double rel_l2 = 0;
+  const Clock::time_point quality_start = Clock::now();
   std::optional<QualityProblem> quality = check_outputs_quality(s.session->outputs(), reference, s.c, &rel_l2);
+  add_part(s.phase_ms, "check_quality", quality_start);
   if (run == 0) (*s.case_json)["rel_l2_err"] = rel_l2;
   if (!quality) return std::nullopt;
   (*s.case_json)["failed_check"] = quality->check;
@@ -220,6 +230,7 @@ std::optional<Verdict> check_run_outputs(const SeedRun& s, int run, const std::v
 
 // The first run's outputs are kept; a second run records how far it drifted.
 void record_run(const SeedRun& s, int run, std::vector<at::Tensor>* first_run) {
+  const Clock::time_point record_start = Clock::now();
   if (run == 0) {
     *first_run = s.session->snapshot_outputs();
     s.device->synchronize();
@@ -230,6 +241,7 @@ void record_run(const SeedRun& s, int run, std::vector<at::Tensor>* first_run) {
     }
     (*s.case_json)["run_diff"] = diff;
   }
+  add_part(s.phase_ms, "check_record", record_start);
   lap(s.phase_ms, "check", s.t);
 }
 
@@ -298,7 +310,10 @@ std::optional<Verdict> verify_seed(const SeedRun& s, uint64_t input_seed, const 
   const int runs = s.options.check_determinism ? 2 : 1;
   for (int run = 0; run < runs; ++run) {
     if (auto v = call_and_check_conduct(s, inputs)) return v;
-    // allclose passed; a loose tolerance must not have been what let it pass.
+    // The checks of the call's conduct (out-of-bounds bands, input
+    // mutation), since the call's own lap.
+    add_part(s.phase_ms, "check_conduct", *s.t);
+    // allclose, then the checks a loose tolerance alone must not pass.
     if (auto v = check_run_outputs(s, run, *reference, previous)) return v;
     record_run(s, run, &first_run);
   }
