@@ -18,7 +18,10 @@
 //                         cores that the compiles of that rate keep busy
 //                         (median compile time x candidates per second),
 //                         and each phase's median, with `unnamed`: the
-//                         judge's time that no top-level phase names.
+//                         judge's time that no top-level phase names; and a
+//                         lane's time per candidate outside its judge's turns
+//                         (near 0: the lanes never wait for work) with when
+//                         the last compile was done.
 //   BM_SpeedupUnderLoad   the speedup of one candidate/reference pair measured
 //                         R times alone, then R times while other candidates
 //                         compile and verify on the same device through the
