@@ -17,6 +17,22 @@ extern "C" int kf_forward(const kf_tensor* in, int, kf_tensor* out, int, void*) 
 }
 )";
 
+// Correct but not bit-reproducible: every other call adds 1e-6 to each output,
+// far inside the tolerance, as a reduction whose order varies between calls
+// would move its last bits.
+inline constexpr const char* kChainJitter = R"(
+#include <kforge/kernel_abi.h>
+static int calls = 0;
+extern "C" int kf_forward(const kf_tensor* in, int, kf_tensor* out, int, void*) {
+  const float* x = (const float*)in[0].data; const float* y = (const float*)in[1].data;
+  const float* z = (const float*)in[2].data; float* o = (float*)out[0].data;
+  const float jitter = (calls++ % 2) ? 1e-6f : 0.f;
+  int64_t n = kf_numel(&out[0]);
+  for (int64_t i = 0; i < n; ++i) { float v = x[i] * y[i] + z[i]; o[i] = (v > 0.f ? v : 0.f) + jitter; }
+  return 0;
+}
+)";
+
 // Wrong: forgets the relu.
 inline constexpr const char* kChainNoRelu = R"(
 #include <kforge/kernel_abi.h>

@@ -62,6 +62,7 @@ TEST_F(ExecutorTest, CorrectCandidateIsVerifiedAndTimed) {
     EXPECT_TRUE(c["passed"].get<bool>());
     EXPECT_EQ(c["mismatches"], 0);
     EXPECT_EQ(c["run_diff"], 0.0);
+    EXPECT_TRUE(c["run_identical"].get<bool>());  // the second run's outputs checked by identity
   }
   EXPECT_EQ(r.verification[0]["numel"], 4096);
   EXPECT_EQ(r.verification[5]["variant"], 0);
@@ -91,6 +92,22 @@ TEST_F(ExecutorTest, CorrectCandidateIsVerifiedAndTimed) {
   EXPECT_FALSE(r.device.empty());
   EXPECT_EQ(r.device, executor_->device_name());
   EXPECT_TRUE(r.violations.empty());
+}
+
+// A second run that is not bit for bit the first is compared and checked in
+// full: within the tolerance it passes, and its drift is reported.
+TEST_F(ExecutorTest, ASecondRunThatDriftsIsCheckedInFull) {
+  EvalReport r = evaluate(cand::kChainJitter, testing::elementwise_chain_task(4096, {8192}), /*time=*/false);
+  ASSERT_EQ(r.outcome, Outcome::kCorrect) << r.summary;
+  ASSERT_EQ(r.verification.size(), 10u);
+  for (const auto& c : r.verification) {
+    EXPECT_FALSE(c["run_identical"].get<bool>()) << c.dump();
+    EXPECT_GT(c["run_diff"].get<double>(), 0.0) << c.dump();
+    EXPECT_LT(c["run_diff"].get<double>(), 1e-5) << c.dump();
+  }
+  for (const char* part : {"verify_check_repeat", "verify_check_compare", "verify_check_quality"}) {
+    EXPECT_TRUE(r.phase_ms.contains(part)) << part;
+  }
 }
 
 // Every timing carries the speedup's interval from its paired rounds; a

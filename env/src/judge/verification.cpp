@@ -245,6 +245,25 @@ void record_run(const SeedRun& s, int run, std::vector<at::Tensor>* first_run) {
   lap(s.phase_ms, "check", s.t);
 }
 
+// A second run whose outputs are bit for bit the first's: every check of its
+// outputs would read the same values against the same reference and give the
+// first run's answers, so only the identity is checked (one pass over the
+// outputs instead of the comparison's and the quality check's float64 passes,
+// which on a 4096x4096 output are most of a seed's checks). True when it
+// holds; then the check's lap is taken here.
+bool second_run_is_identical(const SeedRun& s, const std::vector<at::Tensor>& first_run) {
+  const Clock::time_point start = Clock::now();
+  const std::vector<at::Tensor>& outputs = s.session->outputs();
+  bool identical = first_run.size() == outputs.size();
+  for (size_t i = 0; i < first_run.size() && identical; ++i) identical = bitwise_equal(first_run[i], outputs[i]);
+  add_part(s.phase_ms, "check_repeat", start);
+  (*s.case_json)["run_identical"] = identical;
+  if (!identical) return false;
+  (*s.case_json)["run_diff"] = 0.0;
+  lap(s.phase_ms, "check", s.t);
+  return true;
+}
+
 // How far the candidate and the reference each are from a float64 reference.
 void compare_with_float64(const ShapeCase& c, const std::vector<at::Tensor>& inputs,
                           const std::vector<at::Tensor>& reference, const std::vector<at::Tensor>& first_run,
@@ -313,6 +332,7 @@ std::optional<Verdict> verify_seed(const SeedRun& s, uint64_t input_seed, const 
     // The checks of the call's conduct (out-of-bounds bands, input
     // mutation), since the call's own lap.
     add_part(s.phase_ms, "check_conduct", *s.t);
+    if (run > 0 && second_run_is_identical(s, first_run)) continue;
     // allclose, then the checks a loose tolerance alone must not pass.
     if (auto v = check_run_outputs(s, run, *reference, previous)) return v;
     record_run(s, run, &first_run);
