@@ -43,10 +43,12 @@
 # with this tree's bench_pool.cpp, whose submit takes the baseline's rule (the
 # profile stage on every CUDA submit), and the pool stage runs the baseline's
 # BM_PoolThroughput first, then this tree's: `[pool]` lines of both in
-# summary.log, before then after.
+# summary.log, before then after; the kb stage runs kforge's side of
+# kernelbench_compare.py with the baseline's judge and runner first
+# (KFORGE_TOOLS_DIR), `BEFORE [kforge]` lines.
 #
 # Knobs: STAGES (default build,test,pool,cuda,probe,rollout,kb), KFORGE_DEADLINE_S (585),
-# KFORGE_BENCH_LANES (4), KFORGE_BENCH_REPEATS (10), KFORGE_KB_CANDIDATES (8,
+# KFORGE_BASE_POOL (1; 0 skips the baseline's bench_pool, its kb run stays), KFORGE_BENCH_LANES (4), KFORGE_BENCH_REPEATS (10), KFORGE_KB_CANDIDATES (8,
 # through KernelBench's harness on warm build directories), KFORGE_KB_NEW (2 of
 # them also as new candidates, 30-60 s each), KFORGE_BENCH_DEVICES ("0";
 # "0,1,2,3" spreads the throughput run over several GPUs).
@@ -122,7 +124,7 @@ if stage test; then
   grep -E 'tests passed|tests failed|\*\*\*Failed|Timeout' "$OUT/pool-tests.log" | tee -a "$OUT/summary.log"
 fi
 
-if stage pool && [ -n "$BASE" ] && [ -x "$BASE/build/gpu/bench/exec/bench_pool" ]; then
+if stage pool && [ -n "$BASE" ] && [ "${KFORGE_BASE_POOL:-1}" != 0 ] && [ -x "$BASE/build/gpu/bench/exec/bench_pool" ]; then
   say "BEFORE: the baseline's bench_pool (throughput with 1 and ${KFORGE_BENCH_LANES:-4} lanes)"
   KFORGE_BENCH_BACKEND=cuda timeout "$(left)" "$BASE/build/gpu/bench/exec/bench_pool" \
     --benchmark_filter=BM_PoolThroughput --benchmark_out="$OUT/bench_pool_base.json" --benchmark_out_format=json \
@@ -187,6 +189,17 @@ if stage rollout; then
   timeout "$(left)" build/gpu/bench/rollout/bench_rollout --backend cuda --rounds "${KFORGE_ROLLOUT_ROUNDS:-1}" \
     >"$OUT/bench_rollout.log" 2>&1 || status=1
   grep -E 'steps/s|workers / direct|^\[rollout\]' "$OUT/bench_rollout.log" | tee -a "$OUT/summary.log"
+fi
+
+if stage kb && [ -n "$BASE" ] && [ -x "$BASE/build/gpu/bin/kforge-judge" ]; then
+  # The judge and runner of the baseline behind this tree's kforge (their
+  # protocol must match), kforge's side only: the same candidates' phases
+  # before, then after in the run below.
+  say "BEFORE: kernelbench_compare, kforge's side, with the baseline's judge and runner"
+  env KFORGE_TOOLS_DIR="$BASE/build/gpu/bin" timeout "$(left)" python3 bench/cuda/kernelbench_compare.py \
+    --kforge build/gpu/cli/kforge --out "$OUT/kb_base" >"$OUT/kernelbench_base.log" 2>&1 || status=1
+  grep -E '^\[kforge\]|Error|error' "$OUT/kernelbench_base.log" | tail -8 | sed 's/^/BEFORE /' |
+    tee -a "$OUT/summary.log"
 fi
 
 if stage kb; then
