@@ -118,5 +118,37 @@ TEST(OutputQuality, NonFiniteElementsAreLeftToAllclose) {
   EXPECT_FALSE(judge(got, ref).has_value());
 }
 
+// Verification measures the quality from the comparison's own float64
+// values: the figures must be exactly those of the check on the tensors.
+TEST(OutputQuality, FromAPassedComparisonTheFiguresAreTheSame) {
+  at::manual_seed(3);
+  for (at::ScalarType dtype : {at::kFloat, at::kHalf, at::kBFloat16}) {
+    at::Tensor ref = (at::randn({64, 257}) * 2 + 0.5).to(dtype);
+    at::Tensor got = (ref.to(at::kFloat) * 1.001 + 1e-3).to(dtype);
+    ComparisonValues values;
+    ASSERT_TRUE(compare_output(got, ref, {0.05, 0.05}, &values).passed());
+    const OutputQuality direct = measure_output_quality(got, ref);
+    const OutputQuality shared = quality_of_passed_comparison(values);
+    EXPECT_EQ(shared.finite, direct.finite) << dtype;
+    EXPECT_EQ(shared.got_std, direct.got_std) << dtype;
+    EXPECT_EQ(shared.expected_std, direct.expected_std) << dtype;
+    EXPECT_EQ(shared.expected_rms, direct.expected_rms) << dtype;
+    EXPECT_EQ(shared.rel_l2_err, direct.rel_l2_err) << dtype;
+    EXPECT_GT(shared.rel_l2_err, 0.0);
+  }
+  // A degenerate output that passes a loose tolerance is found the same way.
+  at::Tensor ref = small_reference();
+  ComparisonValues values;
+  ASSERT_TRUE(compare_output(at::zeros_like(ref), ref, kLoose, &values).passed());
+  auto problem = judge_output_quality(quality_of_passed_comparison(values), DType::kFloat32, kLoose, "y");
+  ASSERT_TRUE(problem.has_value());
+  EXPECT_EQ(problem->check, "degenerate_output");
+  // Outputs that are not floating keep no values: nothing to measure.
+  ComparisonValues none;
+  ASSERT_TRUE(compare_output(at::arange(5), at::arange(5), {0, 0}, &none).passed());
+  EXPECT_FALSE(none.got.defined());
+  EXPECT_EQ(quality_of_passed_comparison(none).finite, 0);
+}
+
 }  // namespace
 }  // namespace kforge::judge

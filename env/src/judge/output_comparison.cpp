@@ -33,7 +33,8 @@ nlohmann::json ComparisonStats::to_json() const {
   return j;
 }
 
-ComparisonStats compare_output(const at::Tensor& got, const at::Tensor& expected, const Tolerance& tol) {
+ComparisonStats compare_output(const at::Tensor& got, const at::Tensor& expected, const Tolerance& tol,
+                               ComparisonValues* values) {
   ComparisonStats s;
   s.numel = got.numel();
   if (s.numel == 0) return s;
@@ -82,6 +83,7 @@ ComparisonStats compare_output(const at::Tensor& got, const at::Tensor& expected
     int64_t flat = mismatch.nonzero().select(1, 0)[0].item<int64_t>();
     s.first_mismatch = Mismatch{unravel(flat, got.sizes()), g[flat].item<double>(), e[flat].item<double>()};
   }
+  if (values != nullptr && floating) *values = ComparisonValues{g, e, diff};
   return s;
 }
 

@@ -37,9 +37,21 @@ struct ComparisonStats {
   nlohmann::json to_json() const;
 };
 
+// What a comparison of floating outputs computed in float64 that the quality
+// check (output_quality.h) reads too, so that it need not convert and subtract
+// again: both sides flattened, and |got - expected| (NaN turned to 0,
+// infinities kept). Empty tensors when the outputs were not floating.
+struct ComparisonValues {
+  at::Tensor got;
+  at::Tensor expected;
+  at::Tensor abs_diff;
+};
+
 // `got` and `expected` must have the same shape; dtypes may differ (e.g. a
-// float64 reference), both are compared in float64.
-ComparisonStats compare_output(const at::Tensor& got, const at::Tensor& expected, const Tolerance& tol);
+// float64 reference), both are compared in float64. `values`, when given,
+// keeps the float64 values for the quality check.
+ComparisonStats compare_output(const at::Tensor& got, const at::Tensor& expected, const Tolerance& tol,
+                               ComparisonValues* values = nullptr);
 
 // Largest |a - b| (0 for identical tensors, inf when NaNs differ in place):
 // how far two runs of the candidate disagree.

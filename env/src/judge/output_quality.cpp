@@ -10,7 +10,30 @@
 #include "kforge/core/output_spread.h"
 
 namespace kforge::judge {
-namespace {}  // namespace
+namespace {
+
+// The statistics of `finite` float64 elements of each side, every one
+// finite, and their squared differences.
+OutputQuality quality_from_float64(const at::Tensor& g, const at::Tensor& e, const at::Tensor& squared_diff,
+                                   int64_t finite) {
+  OutputQuality q;
+  q.finite = finite;
+  // Written out rather than at::std, whose overloads differ between libtorch
+  // 1.13 and 2.x; the means stay on the device, and the four figures come
+  // back in one transfer (each .item() waits for the device on its own).
+  // Squares in place on the fresh differences: one full-size temporary less each.
+  auto stddev = [](const at::Tensor& t) { return t.sub(t.mean()).square_().mean().sqrt(); };
+  const at::Tensor figures = at::stack({stddev(g), stddev(e), e.square().sum(), squared_diff.sum()}).to(at::kCPU);
+  const double* f = figures.data_ptr<double>();
+  q.got_std = f[0];
+  q.expected_std = f[1];
+  const double expected_sq = f[2];
+  q.expected_rms = std::sqrt(expected_sq / static_cast<double>(q.finite));
+  if (expected_sq > 0) q.rel_l2_err = std::sqrt(f[3] / expected_sq);
+  return q;
+}
+
+}  // namespace
 
 nlohmann::json OutputQuality::to_json() const {
   return {{"finite", finite},
@@ -40,19 +63,13 @@ OutputQuality measure_output_quality(const at::Tensor& got, const at::Tensor& ex
     e = e.masked_select(finite);
   }
   if (q.finite == 0) return q;
-  // Written out rather than at::std, whose overloads differ between libtorch
-  // 1.13 and 2.x; the means stay on the device, and the four figures come
-  // back in one transfer (each .item() waits for the device on its own).
-  // Squares in place on the fresh differences: one full-size temporary less each.
-  auto stddev = [](const at::Tensor& t) { return t.sub(t.mean()).square_().mean().sqrt(); };
-  const at::Tensor figures = at::stack({stddev(g), stddev(e), e.square().sum(), g.sub(e).square_().sum()}).to(at::kCPU);
-  const double* f = figures.data_ptr<double>();
-  q.got_std = f[0];
-  q.expected_std = f[1];
-  const double expected_sq = f[2];
-  q.expected_rms = std::sqrt(expected_sq / static_cast<double>(q.finite));
-  if (expected_sq > 0) q.rel_l2_err = std::sqrt(f[3] / expected_sq);
-  return q;
+  return quality_from_float64(g, e, g.sub(e).square_(), q.finite);
+}
+
+OutputQuality quality_of_passed_comparison(ComparisonValues values) {
+  if (!values.got.defined() || values.got.numel() == 0) return {};
+  // |d|² = d² exactly, so the sum equals measure_output_quality's.
+  return quality_from_float64(values.got, values.expected, values.abs_diff.square_(), values.got.numel());
 }
 
 double relative_l2_bound(const Tolerance& tol) {
@@ -79,6 +96,20 @@ std::optional<QualityProblem> judge_output_quality(const OutputQuality& q, DType
                                                 "), although every element is within atol + rtol·|expected|"};
   }
   return std::nullopt;
+}
+
+std::optional<QualityProblem> judge_outputs_quality(const std::vector<std::optional<OutputQuality>>& measured,
+                                                    const ShapeCase& c, double* max_rel_l2) {
+  std::optional<QualityProblem> first;
+  for (size_t i = 0; i < measured.size() && i < c.outputs.size(); ++i) {
+    if (!measured[i]) continue;
+    const OutputQuality& q = *measured[i];
+    const DType dtype = c.outputs[i].dtype;
+    if (max_rel_l2 != nullptr) *max_rel_l2 = std::max(*max_rel_l2, q.rel_l2_err);
+    if (!first) first = judge_output_quality(q, dtype, tolerance_for(c.task, dtype), c.outputs[i].name);
+    if (first && max_rel_l2 == nullptr) break;
+  }
+  return first;
 }
 
 std::optional<QualityProblem> check_outputs_quality(const std::vector<at::Tensor>& got,

@@ -38,6 +38,7 @@
 #include <string>
 
 #include "judge/case_plan.h"
+#include "judge/output_comparison.h"
 #include "kforge/core/dtype.h"
 #include "kforge/core/task_spec.h"
 
@@ -63,6 +64,14 @@ struct OutputQuality {
 // use it; verification measures every element).
 OutputQuality measure_output_quality(const at::Tensor& got, const at::Tensor& expected, int64_t sample = 0);
 
+// The same statistics from a comparison's float64 values (output_comparison.h)
+// of an output that passed it against a finite reference: then every element
+// is finite on both sides (a passing element equals or is near a finite one),
+// and the figures equal measure_output_quality's on the same tensors, without
+// its conversions, finiteness passes and subtraction. Consumes `values`: its
+// abs_diff is squared in place.
+OutputQuality quality_of_passed_comparison(ComparisonValues values);
+
 double relative_l2_bound(const Tolerance& tol);
 
 struct QualityProblem {
@@ -74,6 +83,13 @@ struct QualityProblem {
 // Nothing when the output passes; `output_name` appears in the detail.
 std::optional<QualityProblem> judge_output_quality(const OutputQuality& q, DType dtype, const Tolerance& tol,
                                                    const std::string& output_name);
+
+// The measured statistics of every floating output of one call of shape case
+// `c` (nullopt for the others; with the task's tolerances): the first
+// problem, if any. `max_rel_l2`, when given, receives the largest relative L2
+// error over them.
+std::optional<QualityProblem> judge_outputs_quality(const std::vector<std::optional<OutputQuality>>& measured,
+                                                    const ShapeCase& c, double* max_rel_l2 = nullptr);
 
 // Every output of one call of shape case `c` (with the task's tolerances):
 // the first problem, if any. `max_rel_l2`, when given, receives the largest

@@ -44,6 +44,10 @@ struct CaseContext {
 // Statistics of all outputs of one call, folded into the per-case fields.
 struct CallCheck {
   std::vector<ComparisonStats> outputs;
+  // Where asked for: the quality statistics of each floating output that
+  // passed, from the comparison's own float64 values.
+  std::vector<std::optional<OutputQuality>> quality;
+  double quality_ms = 0;  // of the check's time, measuring the quality
   bool passed() const {
     for (const auto& s : outputs) {
       if (!s.passed()) return false;
@@ -58,11 +62,20 @@ struct CallCheck {
   }
 };
 
+// `measure_quality`: also the quality statistics of each output that passed
+// (the reference is finite everywhere: reference_sanity.h refuses the task
+// otherwise), one output's float64 values alive at a time.
 CallCheck check_outputs(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& expected,
-                        const ShapeCase& c) {
+                        const ShapeCase& c, bool measure_quality = false) {
   CallCheck check;
   for (size_t i = 0; i < got.size(); ++i) {
-    check.outputs.push_back(compare_output(got[i], expected[i], tolerance_for(c.task, c.outputs[i].dtype)));
+    ComparisonValues values;
+    check.outputs.push_back(compare_output(got[i], expected[i], tolerance_for(c.task, c.outputs[i].dtype),
+                                           measure_quality ? &values : nullptr));
+    const bool measured = measure_quality && check.outputs.back().passed() && dtype_is_floating(c.outputs[i].dtype);
+    const Clock::time_point quality_start = Clock::now();
+    check.quality.push_back(measured ? std::optional(quality_of_passed_comparison(std::move(values))) : std::nullopt);
+    check.quality_ms += elapsed_ms(quality_start, Clock::now());
   }
   return check;
 }
@@ -201,8 +214,10 @@ std::optional<Verdict> call_and_check_conduct(const SeedRun& s, const std::vecto
 std::optional<Verdict> check_run_outputs(const SeedRun& s, int run, const std::vector<at::Tensor>& reference,
                                          const std::vector<at::Tensor>& previous_reference) {
   const Clock::time_point compare_start = Clock::now();
-  CallCheck check = check_outputs(s.session->outputs(), reference, s.c);
-  add_part(s.phase_ms, "check_compare", compare_start);
+  CallCheck check = check_outputs(s.session->outputs(), reference, s.c, /*measure_quality=*/true);
+  const double check_ms = elapsed_ms(compare_start, Clock::now());
+  (*s.phase_ms)["check_compare"] = s.phase_ms->value("check_compare", 0.0) + check_ms - check.quality_ms;
+  (*s.phase_ms)["check_quality"] = s.phase_ms->value("check_quality", 0.0) + check.quality_ms;
   if (run == 0) fold_stats(check, s.c, s.case_json);
   if (!check.passed()) {
     if (!previous_reference.empty() && check_outputs(s.session->outputs(), previous_reference, s.c).passed()) {
@@ -218,9 +233,7 @@ std::optional<Verdict> check_run_outputs(const SeedRun& s, int run, const std::v
                                 describe_mismatch(check, s.c) + " " + s.ctx.where());
   }
   double rel_l2 = 0;
-  const Clock::time_point quality_start = Clock::now();
-  std::optional<QualityProblem> quality = check_outputs_quality(s.session->outputs(), reference, s.c, &rel_l2);
-  add_part(s.phase_ms, "check_quality", quality_start);
+  std::optional<QualityProblem> quality = judge_outputs_quality(check.quality, s.c, &rel_l2);
   if (run == 0) (*s.case_json)["rel_l2_err"] = rel_l2;
   if (!quality) return std::nullopt;
   (*s.case_json)["failed_check"] = quality->check;
