@@ -65,8 +65,8 @@ struct CallCheck {
 // `measure_quality`: also the quality statistics of each output that passed
 // (the reference is finite everywhere: reference_sanity.h refuses the task
 // otherwise), one output's float64 values alive at a time.
-CallCheck check_outputs(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& expected,
-                        const ShapeCase& c, bool measure_quality = false) {
+CallCheck check_outputs(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& expected, const ShapeCase& c,
+                        bool measure_quality = false) {
   CallCheck check;
   for (size_t i = 0; i < got.size(); ++i) {
     ComparisonValues values;
