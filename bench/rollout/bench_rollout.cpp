@@ -135,22 +135,38 @@ double median(std::vector<double> v) {
 // Where the steps' time went, by action (the template policy profiles one
 // variant, then submits): steps, the median step and the judge's median turn
 // (its `total`, from each turn's step info), so that a rate is read against
-// the kind of work it paid for.
+// the kind of work it paid for; then the judge's phases of that action whose
+// median is at least 1 ms, largest first.
 void print_steps_by_action(const std::vector<Trajectory>& trajectories) {
-  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_action;  // step_ms, judge total
+  struct ActionTimes {
+    std::vector<double> step_ms, judge_total_ms;
+    std::map<std::string, std::vector<double>> phase_ms;
+  };
+  std::map<std::string, ActionTimes> by_action;
   for (const Trajectory& t : trajectories) {
     for (const Turn& turn : t.turns) {
       const json env = turn.info.value("env", json::object());
       const json timings = env.value("timings", json::object());
-      auto& [steps, judged] = by_action[env.value("action", std::string("?"))];
-      steps.push_back(timings.value("step_ms", 0.0));
+      ActionTimes& a = by_action[env.value("action", std::string("?"))];
+      a.step_ms.push_back(timings.value("step_ms", 0.0));
       const json phases = timings.value("eval_phases", json::object());
-      if (phases.contains("total")) judged.push_back(phases.value("total", 0.0));
+      if (phases.contains("total")) a.judge_total_ms.push_back(phases.value("total", 0.0));
+      for (const auto& [phase, ms] : phases.items()) {
+        if (phase != "total" && ms.is_number()) a.phase_ms[phase].push_back(ms.get<double>());
+      }
     }
   }
-  for (const auto& [action, times] : by_action) {
+  for (const auto& [action, a] : by_action) {
     std::printf("[rollout] %-8s %3zu steps: median step %.1f ms, the judge's turn %.1f ms (%zu judged)\n",
-                action.c_str(), times.first.size(), median(times.first), median(times.second), times.second.size());
+                action.c_str(), a.step_ms.size(), median(a.step_ms), median(a.judge_total_ms), a.judge_total_ms.size());
+    std::vector<std::pair<double, std::string>> phases;
+    for (const auto& [phase, ms] : a.phase_ms) {
+      if (median(ms) >= 1.0) phases.emplace_back(median(ms), phase);
+    }
+    std::sort(phases.rbegin(), phases.rend());
+    std::string line;
+    for (const auto& [ms, phase] : phases) line += " " + phase + " " + std::to_string(static_cast<int>(ms + 0.5));
+    std::printf("[rollout] %-8s judge's median phases (ms):%s\n", action.c_str(), line.c_str());
   }
 }
 
