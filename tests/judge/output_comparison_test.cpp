@@ -100,6 +100,44 @@ TEST(OutputComparison, EdgeCasesGiveExactFigures) {
   EXPECT_EQ(first[0].item<double>(), 1.0);  // inputs untouched
 }
 
+// Against a finite reference the comparison leaves out the equality pass;
+// every figure must be the one the general comparison gives, whatever the
+// candidate wrote (NaN, infinities, equal values, values on the bound) and
+// with tolerances of 0.
+TEST(OutputComparison, AFiniteReferenceGivesTheGeneralFigures) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  at::manual_seed(5);
+  at::Tensor expected = at::randn({4096});
+  expected.index_put_({at::indexing::Slice(0, 64)}, 0.0F);
+  at::Tensor got = expected + at::randn({4096}) * 0.01;
+  got.index_put_({at::indexing::Slice(100, 200)}, expected.index({at::indexing::Slice(100, 200)}));  // equal
+  for (int64_t i : {300, 301, 302}) got[i] = nan;
+  got[400] = inf;
+  got[401] = -inf;
+  got[10] = 0.01F;  // an expected 0 exactly at atol
+  for (Tolerance tol : {Tolerance{1e-2, 1e-2}, Tolerance{0, 0}, Tolerance{0.05, 0}, Tolerance{0, 0.05}}) {
+    const ComparisonStats general = compare_output(got, expected, tol);
+    const ComparisonStats finite = compare_output(got, expected, tol, nullptr, ExpectedValues::kFinite);
+    EXPECT_EQ(finite.mismatches, general.mismatches) << tol.atol << " " << tol.rtol;
+    EXPECT_GT(finite.mismatches, 0);
+    EXPECT_EQ(finite.nan_count, 3);
+    EXPECT_EQ(finite.nan_count, general.nan_count);
+    EXPECT_TRUE(std::isnan(finite.max_abs_err) && std::isnan(general.max_abs_err));
+    EXPECT_EQ(finite.max_rel_err, general.max_rel_err);
+    ASSERT_TRUE(finite.first_mismatch && general.first_mismatch);
+    EXPECT_EQ(finite.first_mismatch->index, general.first_mismatch->index);
+  }
+  // Without NaN the largest error is a number, the same on both paths.
+  const at::Tensor no_nan = got.nan_to_num(0.0);
+  const ComparisonStats general = compare_output(no_nan, expected, {1e-2, 1e-2});
+  const ComparisonStats finite = compare_output(no_nan, expected, {1e-2, 1e-2}, nullptr, ExpectedValues::kFinite);
+  EXPECT_EQ(finite.max_abs_err, general.max_abs_err);
+  EXPECT_EQ(finite.mismatches, general.mismatches);
+  // An output equal to the reference passes with tolerances of 0.
+  EXPECT_TRUE(compare_output(expected.clone(), expected, {0, 0}, nullptr, ExpectedValues::kFinite).passed());
+}
+
 TEST(OutputComparison, RunDifferenceAndBitwiseEquality) {
   at::Tensor a = at::randn({16});
   at::Tensor b = a.clone();

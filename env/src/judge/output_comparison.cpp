@@ -34,7 +34,7 @@ nlohmann::json ComparisonStats::to_json() const {
 }
 
 ComparisonStats compare_output(const at::Tensor& got, const at::Tensor& expected, const Tolerance& tol,
-                               ComparisonValues* values) {
+                               ComparisonValues* values, ExpectedValues known) {
   ComparisonStats s;
   s.numel = got.numel();
   if (s.numel == 0) return s;
@@ -56,10 +56,18 @@ ComparisonStats compare_output(const at::Tensor& got, const at::Tensor& expected
   at::Tensor nan_count;  // NaNs of the candidate's output (floating outputs only)
   const bool floating = at::isFloatingType(got.scalar_type()) || at::isFloatingType(expected.scalar_type());
   if (floating) {
-    // Close: within atol + rtol * |expected|, or equal (equal infinities,
-    // whose difference is NaN).
-    mismatch = diff.le(e_abs.mul(tol.rtol).add_(tol.atol)).logical_or_(g.eq(e)).logical_not_();
-    nan_count = g.isnan().sum().to(at::kDouble);
+    const at::Tensor nan = g.isnan();
+    // The bound atol + rtol * |expected|, a temporary of each expression.
+    if (known == ExpectedValues::kFinite && tol.atol >= 0 && tol.rtol >= 0) {
+      // Far: beyond a bound of at least 0 (NaN compares false), or NaN,
+      // which with a finite expected value only the candidate's side makes.
+      mismatch = diff.gt(e_abs.mul(tol.rtol).add_(tol.atol)).logical_or_(nan);
+    } else {
+      // Close: within the bound, or equal (equal infinities, whose
+      // difference is NaN).
+      mismatch = diff.le(e_abs.mul(tol.rtol).add_(tol.atol)).logical_or_(g.eq(e)).logical_not_();
+    }
+    nan_count = nan.sum().to(at::kDouble);
   } else {
     mismatch = g.ne(e);
     nan_count = at::zeros({}, g.options());

@@ -47,11 +47,21 @@ struct ComparisonValues {
   at::Tensor abs_diff;
 };
 
+// What the caller knows of `expected`.
+enum class ExpectedValues {
+  kAny,
+  // Finite everywhere: a reference the judge checked when it ran it
+  // (reference_sanity.h). Then got == expected is a difference of 0, within
+  // any bound, and the equality pass that only equal infinities need is left
+  // out; the figures are the same.
+  kFinite,
+};
+
 // `got` and `expected` must have the same shape; dtypes may differ (e.g. a
 // float64 reference), both are compared in float64. `values`, when given,
 // keeps the float64 values for the quality check.
 ComparisonStats compare_output(const at::Tensor& got, const at::Tensor& expected, const Tolerance& tol,
-                               ComparisonValues* values = nullptr);
+                               ComparisonValues* values = nullptr, ExpectedValues known = ExpectedValues::kAny);
 
 // Largest |a - b| (0 for identical tensors, inf when NaNs differ in place):
 // how far two runs of the candidate disagree.
