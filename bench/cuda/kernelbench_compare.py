@@ -338,6 +338,15 @@ def main():
                     help="of those, how many also as new candidates (30-60 s each on the GPU)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
+
+    def save(report):
+        # After each side: a run cut short by its caller's deadline (KernelBench's
+        # precompile takes minutes) keeps the figures it has.
+        path = os.path.join(a.out, "kernelbench_compare.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump(report, f, indent=1)
+        os.replace(path + ".tmp", path)
+
     run = "%d%d" % (os.getpid(), int(time.time()))
     suite, pairs = write_suite(a.out, a.kforge, run)
     report = {"tasks": len(pairs), "shape": [ROWS, COLS]}
@@ -351,6 +360,9 @@ def main():
     print("[kforge] warm compile cache: %.3f GPU-s per candidate judged (first request to last report), "
           "%.1f s wall with judge start-up; median ms per phase %s" %
           (kfw, report["kforge_warm"]["wall_s"], json.dumps(report["kforge_warm"]["median_timings_ms"])), flush=True)
+    warm_phases = report["kforge_warm"]["median_timings_ms"]
+    print("[kforge] warm, verification's median ms: " +
+          ", ".join("%s %.1f" % (k, v) for k, v in sorted(warm_phases.items()) if k.startswith("verify")), flush=True)
     # The same warm batch with timing that stops once the default reward is
     # decided (eval.stop_when_decided, docs/rewards.md): what the stopping
     # rule saves on this set.
@@ -363,6 +375,7 @@ def main():
           (kfd, kfd / kfw if kfw > 0 else 0, time_decided, time_warm,
            json.dumps(report["kforge_decided"]["speedups"]), json.dumps(report["kforge_warm"]["speedups"])),
           flush=True)
+    save(report)
     if a.kernelbench:
         kb_eval, kb_timing, why = import_kernelbench(a.kernelbench)
         if kb_eval is None:
@@ -386,8 +399,7 @@ def main():
                   "%.2fx of kernelbench's GPU time" % (kfw, warm, kfw / warm if warm > 0 else 0), flush=True)
     else:
         report["kernelbench_unavailable"] = "no --kernelbench checkout given"
-    with open(os.path.join(a.out, "kernelbench_compare.json"), "w") as f:
-        json.dump(report, f, indent=1)
+    save(report)
 
 
 if __name__ == "__main__":

@@ -55,7 +55,9 @@
 # Logs and JSON in $OUT: summary.log, build.log, pool-tests.log,
 # bench_pool.{log,json}, bench_pool_{decided,no_reuse}.log, bench_cuda_throughput.{log,json},
 # bench_rollout.log, kernelbench.log,
-# kernelbench_compare.json.
+# kernelbench_compare.json (and with a baseline kernelbench_base.log,
+# kernelbench_compare_base.json); the kb stage works in build/gpu-kb (its
+# hundreds of build files stay there: the device tool returns few files).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/build/gpu-out}
@@ -196,18 +198,21 @@ if stage kb && [ -n "$BASE" ] && [ -x "$BASE/build/gpu/bin/kforge-judge" ]; then
   # protocol must match), kforge's side only: the same candidates' phases
   # before, then after in the run below.
   say "BEFORE: kernelbench_compare, kforge's side, with the baseline's judge and runner"
+  rm -rf build/gpu-kb/base
   env KFORGE_TOOLS_DIR="$BASE/build/gpu/bin" timeout "$(left)" python3 bench/cuda/kernelbench_compare.py \
-    --kforge build/gpu/cli/kforge --out "$OUT/kb_base" >"$OUT/kernelbench_base.log" 2>&1 || status=1
+    --kforge build/gpu/cli/kforge --out build/gpu-kb/base >"$OUT/kernelbench_base.log" 2>&1 || status=1
+  cp build/gpu-kb/base/kernelbench_compare.json "$OUT/kernelbench_compare_base.json" 2>/dev/null
   grep -E '^\[kforge\]|Error|error' "$OUT/kernelbench_base.log" | tail -8 | sed 's/^/BEFORE /' |
     tee -a "$OUT/summary.log"
 fi
 
 if stage kb; then
   say "kernelbench_compare (KernelBench checkout: ${KFORGE_KERNELBENCH:-none})"
+  rm -rf build/gpu-kb/this
   timeout "$(left)" python3 bench/cuda/kernelbench_compare.py --kforge build/gpu/cli/kforge \
-    --kernelbench "${KFORGE_KERNELBENCH:-}" --kb-candidates "${KFORGE_KB_CANDIDATES:-8}" --kb-new "${KFORGE_KB_NEW:-2}" --out "$OUT/kb" \
+    --kernelbench "${KFORGE_KERNELBENCH:-}" --kb-candidates "${KFORGE_KB_CANDIDATES:-8}" --kb-new "${KFORGE_KB_NEW:-2}" --out build/gpu-kb/this \
     >"$OUT/kernelbench.log" 2>&1 || status=1
-  cp "$OUT/kb/kernelbench_compare.json" "$OUT/" 2>/dev/null
+  cp build/gpu-kb/this/kernelbench_compare.json "$OUT/" 2>/dev/null
   grep -E '^\[kforge\]|^\[kernelbench\]|^\[compare\]|Error|error' "$OUT/kernelbench.log" | tail -20 |
     tee -a "$OUT/summary.log"
 fi
