@@ -115,16 +115,11 @@ std::optional<QualityProblem> judge_outputs_quality(const std::vector<std::optio
 std::optional<QualityProblem> check_outputs_quality(const std::vector<at::Tensor>& got,
                                                     const std::vector<at::Tensor>& expected, const ShapeCase& c,
                                                     double* max_rel_l2, int64_t sample) {
-  std::optional<QualityProblem> first;
-  for (size_t i = 0; i < got.size() && i < expected.size(); ++i) {
-    DType dtype = c.outputs[i].dtype;
-    if (!dtype_is_floating(dtype)) continue;
-    OutputQuality q = measure_output_quality(got[i], expected[i], sample);
-    if (max_rel_l2 != nullptr) *max_rel_l2 = std::max(*max_rel_l2, q.rel_l2_err);
-    if (!first) first = judge_output_quality(q, dtype, tolerance_for(c.task, dtype), c.outputs[i].name);
-    if (first && max_rel_l2 == nullptr) break;
+  std::vector<std::optional<OutputQuality>> measured(std::min(got.size(), expected.size()));
+  for (size_t i = 0; i < measured.size() && i < c.outputs.size(); ++i) {
+    if (dtype_is_floating(c.outputs[i].dtype)) measured[i] = measure_output_quality(got[i], expected[i], sample);
   }
-  return first;
+  return judge_outputs_quality(measured, c, max_rel_l2);
 }
 
 }  // namespace kforge::judge

@@ -73,9 +73,12 @@ CallCheck check_outputs(const std::vector<at::Tensor>& got, const std::vector<at
     ComparisonValues values;
     check.outputs.push_back(compare_output(got[i], expected[i], tolerance_for(c.task, c.outputs[i].dtype),
                                            measure_quality ? &values : nullptr, known));
-    const bool measured = measure_quality && check.outputs.back().passed() && dtype_is_floating(c.outputs[i].dtype);
+    if (!measure_quality || !check.outputs.back().passed() || !dtype_is_floating(c.outputs[i].dtype)) {
+      check.quality.emplace_back();
+      continue;
+    }
     const Clock::time_point quality_start = Clock::now();
-    check.quality.push_back(measured ? std::optional(quality_of_passed_comparison(std::move(values))) : std::nullopt);
+    check.quality.emplace_back(quality_of_passed_comparison(std::move(values)));
     check.quality_ms += elapsed_ms(quality_start, Clock::now());
   }
   return check;
