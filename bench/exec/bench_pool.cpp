@@ -17,7 +17,8 @@
 //                         profile) and how close the run came to it, and the
 //                         cores that the compiles of that rate keep busy
 //                         (median compile time x candidates per second),
-//                         and each phase's median, with `unnamed`: the
+//                         and each phase's median (and the top-level
+//                         phases' mean: a lane's time is their sum), with `unnamed`: the
 //                         judge's time that no top-level phase names; and a
 //                         lane's time per candidate outside its judge's turns
 //                         (near 0: the lanes never wait for work) with when
@@ -58,6 +59,7 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -78,12 +80,13 @@ namespace {
 // the phases that follow one another (their parts, `verify_*`, `spawn_*`,
 // `gate_wait_*`, `time_warmup`, ..., are inside them). What a new phase
 // should account for next.
+constexpr const char* kTopLevelPhases[] = {"inspect", "fit",     "gate_wait", "plan",   "runner_start",
+                                           "arena",   "spawn",   "verify",    "settle", "time",
+                                           "refill",  "profile", "retire",    "release"};
+
 double unnamed_ms(const nlohmann::json& phase_ms) {
   double named = 0;
-  for (const char* phase : {"inspect", "fit", "gate_wait", "plan", "runner_start", "arena", "spawn", "verify", "settle",
-                            "time", "refill", "profile", "retire", "release"}) {
-    named += phase_ms.value(phase, 0.0);
-  }
+  for (const char* phase : kTopLevelPhases) named += phase_ms.value(phase, 0.0);
   return phase_ms.value("total", 0.0) - named;
 }
 
@@ -98,6 +101,8 @@ std::string read_file(const fs::path& p) {
   ss << in.rdbuf();
   return ss.str();
 }
+
+double sum_of(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -238,6 +243,7 @@ struct ThroughputResult {
   double steady_per_minute = 0;
   int correct = 0;
   int candidates = 0;
+  int reports = 0;  // the mean of a phase is over every report, with or without it
   std::map<std::string, std::vector<double>> phases;
   std::vector<double> compile_ms;
   // A lane's time per candidate that no judge's `total` covers: the lanes'
@@ -290,6 +296,7 @@ ThroughputResult run_throughput(DevicePool& pool, const std::vector<Job>& job_li
   for (auto& f : evals) {
     auto [r, at] = f.get();
     done_at.emplace_back(at, r.phase_ms.value("total", 0.0));
+    ++out.reports;
     out.correct += r.correct();
     if (!r.correct()) std::fprintf(stderr, "bench_pool: %s\n", r.summary.c_str());
     for (const auto& [phase, ms] : r.phase_ms.items()) {
@@ -348,6 +355,20 @@ void BM_PoolThroughput(benchmark::State& state) {
         "median ms per phase:",
         lanes, devices.size(), r.per_minute, r.steady_per_minute);
     for (const auto& [phase, v] : r.phases) std::printf(" %s %.1f", phase.c_str(), median(v));
+    std::printf("\n");
+    // A lane's time is the sum of its turns, so the mean says where it goes:
+    // a few long turns (a task's first references, a bigger shape) hide
+    // behind the medians.
+    std::printf("[pool] %d lane(s): mean ms per candidate of the top-level phases:", lanes);
+    for (const char* phase : kTopLevelPhases) {
+      auto it = r.phases.find(phase);
+      if (it == r.phases.end() || r.reports == 0) continue;
+      std::printf(" %s %.1f", phase, sum_of(it->second) / r.reports);
+    }
+    if (auto it = r.phases.find("total"); it != r.phases.end() && r.reports > 0) {
+      std::printf(" (total %.1f, max %.1f)", sum_of(it->second) / r.reports,
+                  *std::max_element(it->second.begin(), it->second.end()));
+    }
     std::printf("\n");
     std::printf(
         "[pool] between reports, a lane outside its judge's total: %.1f ms per candidate; the last compile "
