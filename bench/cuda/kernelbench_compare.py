@@ -197,6 +197,9 @@ def run_kforge(kforge, suite, out_dir, name="kforge", config=None):
         for k, v in flat.items():
             if isinstance(v, (int, float)):
                 phases.setdefault(k, []).append(v)
+    if rows and all(r.get("verdict") == "bad input" for r in rows):
+        # Nothing was judged: every figure below would be a zero.
+        raise SystemExit("kernelbench_compare: kforge judged none of the suite: %s" % rows[0].get("error", ""))
     return {"wall_s": wall, "candidates": len(rows), "gpu_s_per_candidate": wall / max(len(rows), 1),
             "judging_s_per_candidate": judging / max(len(rows), 1),
             "median_timings_ms": {k: sorted(v)[len(v) // 2] for k, v in phases.items()},
@@ -337,6 +340,9 @@ def main():
     ap.add_argument("--kb-new", type=int, default=2,
                     help="of those, how many also as new candidates (30-60 s each on the GPU)")
     a = ap.parse_args()
+    # The suite's manifest names its files by this folder, and kforge reads a
+    # manifest's relative paths from the manifest's own folder: absolute it is.
+    a.out = os.path.abspath(a.out)
     os.makedirs(a.out, exist_ok=True)
 
     def save(report):
