@@ -9,7 +9,11 @@
 //
 // LEVEL: 0 process only (exec, dynamic linking), 1 + cuInit, 2 + context
 // (cudaSetDevice + cudaFree(0)), 3 + stream, events, a kernel and a graph,
-// 4 + cuBLAS handle and one small GEMM (what kforge-runner's warm-up does).
+// 4 + cuBLAS handle and one small GEMM (what kforge-runner's warm-up does),
+// 5 + what a profiler runner adds (its initialize_profiler): the L2 flush
+// buffer (twice the L2, zeroed and read once), CUPTI activity tracing
+// registered, enabled and disabled, and the range profiler set up and enabled
+// on the context, through the runner's own code (env/src/cupti).
 // Results say which phases need the GPU gate (docs/execution.md, "The GPU gate").
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -26,6 +30,8 @@
 #include <string>
 #include <vector>
 
+#include "cupti/activity_trace.h"
+#include "cupti/range_metrics.h"
 #include "probe_support.cuh"
 
 namespace {
@@ -83,6 +89,27 @@ std::vector<std::pair<const char*, double>> start_up(int level) {
       cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 64, 64, 64, &one, x, 64, x, 64, &zero, x + 8192, 64);
       PROBE_CHECK(cudaDeviceSynchronize());
       mark("cublas");
+    }
+    if (level >= 5) {
+      int l2 = 0;
+      PROBE_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+      const long flush = 2l * l2 / 4;
+      float* buffer;
+      PROBE_CHECK(cudaMalloc(&buffer, flush * 4));
+      PROBE_CHECK(cudaMemsetAsync(buffer, 0, flush * 4, s));
+      touch<<<1056, 256, 0, s>>>(buffer, flush);
+      PROBE_CHECK(cudaStreamSynchronize(s));
+      mark("flush_buffer");
+      if (std::string e = kforge::cupti::ActivityTrace::initialize(); !e.empty()) {
+        std::fprintf(stderr, "start_probe: %s\n", e.c_str());
+        std::exit(5);
+      }
+      mark("activity_trace");
+      // Kept alive until the process exits, as a profiler runner keeps it.
+      static kforge::cupti::RangeMetrics* metrics =
+          new kforge::cupti::RangeMetrics(0, kforge::cupti::default_metric_names());
+      if (!metrics->available()) std::fprintf(stderr, "start_probe: %s\n", metrics->why_unavailable().c_str());
+      mark("range_profiler");
     }
   }
   return phases;

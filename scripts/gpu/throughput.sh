@@ -173,10 +173,10 @@ if stage probe; then
   say "start_probe (runner start-up by phase; a timed kernel beside start-ups)"
   probe=build/gpu/bench/cuda/start_probe
   {
-    for l in 1 2 3 4; do $probe start $l; done
+    for l in 1 2 3 4 5; do $probe start $l; done
     for n in 1 4 8; do $probe parallel 4 $n; done
     $probe disturb -1 3
-    for l in 2 4; do $probe disturb $l 4; done
+    for l in 2 4 5; do $probe disturb $l 4; done
     teardown=build/gpu/bench/cuda/teardown_probe
     for parts in - kbipg; do $teardown parts $parts 12; done
     for queues in 1 2 4; do CUDA_DEVICE_MAX_CONNECTIONS=$queues $teardown parts kbipg 10; done
