@@ -28,7 +28,12 @@
 #            "What lanes buy")
 #   rollout  bench_rollout --backend cuda: rollout steps per second with the
 #            template policy through the workers, against the same actions
-#            driven straight through an EnvPool (KFORGE_ROLLOUT_ROUNDS, 1)
+#            driven straight through an EnvPool (KFORGE_ROLLOUT_ROUNDS, 1);
+#            then again with the spare profiler runner started beside timing
+#            (KFORGE_PROFILER_START=beside_timing, `BESIDE` lines; off with
+#            KFORGE_ROLLOUT_PROFILER_BESIDE=0), beside start_probe's level 5
+#            in the probe stage, which says whether that start-up moves a
+#            timed kernel
 #   kb       bench/cuda/kernelbench_compare.py: GPU-seconds per new candidate
 #            against KernelBench's own harness, when KFORGE_KERNELBENCH names
 #            a KernelBench checkout (its src/ must import with this Python;
@@ -191,6 +196,15 @@ if stage rollout; then
   timeout "$(left)" build/gpu/bench/rollout/bench_rollout --backend cuda --rounds "${KFORGE_ROLLOUT_ROUNDS:-1}" \
     >"$OUT/bench_rollout.log" 2>&1 || status=1
   grep -E 'steps/s|workers / direct|^\[rollout\]' "$OUT/bench_rollout.log" | tee -a "$OUT/summary.log"
+  if [ "${KFORGE_ROLLOUT_PROFILER_BESIDE:-1}" = 1 ]; then
+    # The same with the spare profiler runner started beside timing (judge_loop.h):
+    # what that start-up costs a profile action's turn when it is waited for.
+    say "BESIDE: bench_rollout with KFORGE_PROFILER_START=beside_timing"
+    env KFORGE_PROFILER_START=beside_timing timeout "$(left)" build/gpu/bench/rollout/bench_rollout --backend cuda \
+      --rounds "${KFORGE_ROLLOUT_ROUNDS:-1}" >"$OUT/bench_rollout_beside.log" 2>&1 || status=1
+    grep -E 'steps/s|workers / direct|^\[rollout\]' "$OUT/bench_rollout_beside.log" | sed 's/^/BESIDE /' |
+      tee -a "$OUT/summary.log"
+  fi
 fi
 
 if stage kb && [ -n "$BASE" ] && [ -x "$BASE/build/gpu/bin/kforge-judge" ]; then

@@ -1,6 +1,7 @@
 // Executor, judge and runner say which build they are (ipc/build_identity.h):
 // a judge or a runner of another protocol is refused at start-up with a
-// message naming both builds. Real processes on the CPU backend; the judge and
+// message naming both builds, and a judge setting from the environment that
+// has none of its values names the variable. Real processes on the CPU backend; the judge and
 // the runner are made to claim another protocol by the test-only variables
 // KFORGE_TEST_ONLY_JUDGE_PROTOCOL and KFORGE_TEST_ONLY_RUNNER_PROTOCOL, which
 // change nothing but the number they announce.
@@ -105,6 +106,37 @@ TEST(BuildIdentity, JudgeAndRunnerOfThisBuildWorkTogether) {
   std::unique_ptr<Executor> executor = make_executor(config);
   const EvalReport r = executor->submit(correct_request()).get();
   EXPECT_EQ(r.outcome, Outcome::kCorrect) << r.summary;
+}
+
+// The judge's start-up settings from the environment (judge_loop.h): a value
+// that is none of a setting's is the judge's start-up error, naming the
+// variable and its values; both values start a judge that judges.
+TEST(JudgeSettings, AProfilerStartThatIsNeitherIsRefusedAtStartNamingTheVariable) {
+  ScopedEnv bad("KFORGE_PROFILER_START", "sideways");
+  ExecutorConfig config;
+  config.backend = BackendKind::kCpu;
+  std::unique_ptr<Executor> executor = make_executor(config);
+  const Executor::StartReport start = executor->start_report();
+  EXPECT_TRUE(start.device_name.empty());
+  EXPECT_NE(start.error.find("KFORGE_PROFILER_START='sideways' is not a profiler start-up: set it to outside_timing "
+                             "(the default) or beside_timing, or unset it"),
+            std::string::npos)
+      << start.error;
+  const EvalReport r = executor->submit(correct_request()).get();
+  EXPECT_EQ(r.outcome, Outcome::kNotRun);
+  EXPECT_NE(r.summary.find("KFORGE_PROFILER_START"), std::string::npos) << r.summary;
+}
+
+TEST(JudgeSettings, EitherProfilerStartJudges) {
+  for (const char* value : {"outside_timing", "beside_timing"}) {
+    ScopedEnv set("KFORGE_PROFILER_START", value);
+    ExecutorConfig config;
+    config.backend = BackendKind::kCpu;
+    std::unique_ptr<Executor> executor = make_executor(config);
+    EXPECT_TRUE(executor->start_report().error.empty()) << value << ": " << executor->start_report().error;
+    const EvalReport r = executor->submit(correct_request()).get();
+    EXPECT_EQ(r.outcome, Outcome::kCorrect) << value << ": " << r.summary;
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -269,7 +270,9 @@ int RequestServer::serve() {
     profilers_ = std::make_unique<RunnerPool>(
         RunnerProcess::Config{config_.runner, config_.scratch, config_.backend, config_.device, true, reply_spin_us_,
                               config_.runner_cuda_connections},
-        1, RunnerPool::StartUp::kOutsideTiming);
+        1,
+        config_.profiler_starts_beside_timing ? RunnerPool::StartUp::kBesideTiming
+                                              : RunnerPool::StartUp::kOutsideTiming);
     profilers_->refill();
   }
   while (true) {
@@ -419,11 +422,31 @@ std::optional<int> RequestServer::exit_if_retired(const std::string& broken) {
 
 }  // namespace
 
-int serve_executor(const JudgeLoopConfig& config, int control_fd) {
+std::string profiler_start_setting(JudgeLoopConfig* config) {
+  const char* value = std::getenv(kProfilerStartVariable);
+  const std::string v = value == nullptr ? "" : value;
+  if (v.empty() || v == "outside_timing") {
+    config->profiler_starts_beside_timing = false;
+  } else if (v == "beside_timing") {
+    config->profiler_starts_beside_timing = true;
+  } else {
+    return std::string(kProfilerStartVariable) + "='" + v +
+           "' is not a profiler start-up: set it to outside_timing (the default) or beside_timing, or unset it";
+  }
+  return "";
+}
+
+int serve_executor(const JudgeLoopConfig& given, int control_fd) {
+  JudgeLoopConfig config = given;
+  const std::string setting_error = profiler_start_setting(&config);
   GpuGate gate;
   OpenedDevice opened;
   try {
-    opened = open_device(config, control_fd, &gate);
+    if (setting_error.empty()) {
+      opened = open_device(config, control_fd, &gate);
+    } else {
+      opened.error = setting_error;
+    }
     send(control_fd, hello_message(config, opened, gate));
   } catch (const ipc::WireError&) {
     return 1;

@@ -43,7 +43,24 @@ struct JudgeLoopConfig {
   int runner_cuda_connections = 0;
   // This lane's share of its GPU's memory (cuda only; lane_memory_budget.h).
   LaneMemoryConfig lane_memory;
+  // How a spare profiler runner starts (runner_pool.h, StartUp): outside
+  // timing by default, because its CUPTI set-up (activity tracing, the range
+  // profiler, a flush buffer of twice the L2) is not covered by the
+  // measurement that lets timing runners start beside timing; while it
+  // starts, the next timing waits (the `settle` phase: 339 ms of a profile
+  // action's turn in bench_rollout on an H200). $KFORGE_PROFILER_START
+  // (profiler_start_setting) says `beside_timing` to start it like a timing
+  // runner, so that one GPU run measures both (scripts/gpu/throughput.sh)
+  // beside start_probe's level 5, which says whether that start-up moves a
+  // timed kernel.
+  bool profiler_starts_beside_timing = false;
 };
+
+constexpr const char* kProfilerStartVariable = "KFORGE_PROFILER_START";
+// Reads $KFORGE_PROFILER_START into `config`: unset, empty or
+// `outside_timing` (the default), or `beside_timing`. Any other value is an
+// error naming the variable and its values (the judge's start-up error).
+std::string profiler_start_setting(JudgeLoopConfig* config);
 
 // Serves until the executor closes the channel or says shutdown; returns the
 // process exit code.
