@@ -25,7 +25,7 @@
 #            and by hardware queues (CUDA_DEVICE_MAX_CONNECTIONS), several
 #            killed at once, and which calls of another process wait for it
 #            (why the judge waits for a used runner: docs/execution.md,
-#            "What lanes buy")
+#            "What lanes buy"; KFORGE_PROBE_TEARDOWN=0 leaves this part out)
 #   rollout  bench_rollout --backend cuda: rollout steps per second with the
 #            template policy through the workers, against the same actions
 #            driven straight through an EnvPool (KFORGE_ROLLOUT_ROUNDS, 1);
@@ -182,11 +182,13 @@ if stage probe; then
     for n in 1 4 8; do $probe parallel 4 $n; done
     $probe disturb -1 3
     for l in 2 4 5; do $probe disturb $l 4; done
-    teardown=build/gpu/bench/cuda/teardown_probe
-    for parts in - kbipg; do $teardown parts $parts 12; done
-    for queues in 1 2 4; do CUDA_DEVICE_MAX_CONNECTIONS=$queues $teardown parts kbipg 10; done
-    for k in 2 4; do $teardown batch kbipg $k 6; done
-    $teardown 20
+    if [ "${KFORGE_PROBE_TEARDOWN:-1}" = 1 ]; then
+      teardown=build/gpu/bench/cuda/teardown_probe
+      for parts in - kbipg; do $teardown parts $parts 12; done
+      for queues in 1 2 4; do CUDA_DEVICE_MAX_CONNECTIONS=$queues $teardown parts kbipg 10; done
+      for k in 2 4; do $teardown batch kbipg $k 6; done
+      $teardown 20
+    fi
   } >"$OUT/start_probe.log" 2>&1 || status=1
   tee -a "$OUT/summary.log" <"$OUT/start_probe.log"
 fi
