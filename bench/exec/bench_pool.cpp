@@ -77,14 +77,15 @@
 namespace kforge::env {
 namespace {
 
-// The judge's time in a report that no top-level phase names: its total less
-// the phases that follow one another (their parts, `verify_*`, `spawn_*`,
-// `gate_wait_*`, `time_warmup`, ..., are inside them). What a new phase
-// should account for next.
+// The phases of a report that follow one another: their parts (`verify_*`,
+// `spawn_*`, `gate_wait_*`, `time_warmup`, ...) are inside them, so these add
+// up to the judge's total but for what no phase names.
 constexpr const char* kTopLevelPhases[] = {"inspect", "fit",     "gate_wait", "plan",   "runner_start",
                                            "arena",   "spawn",   "verify",    "settle", "time",
                                            "refill",  "profile", "retire",    "release"};
 
+// The judge's time in a report that no top-level phase names: what a new
+// phase should account for next.
 double unnamed_ms(const nlohmann::json& phase_ms) {
   double named = 0;
   for (const char* phase : kTopLevelPhases) named += phase_ms.value(phase, 0.0);
@@ -358,7 +359,7 @@ void BM_PoolThroughput(benchmark::State& state) {
     for (const auto& [phase, v] : r.phases) std::printf(" %s %.1f", phase.c_str(), median(v));
     std::printf("\n");
     // A lane's time is the sum of its turns, so the mean says where it goes:
-    // a few long turns (a task's first references, a bigger shape) hide
+    // long turns (timings that sample long before reaching target_rse) hide
     // behind the medians.
     auto phase_mean = [&r](const char* phase) {
       auto it = r.phases.find(phase);
