@@ -1,10 +1,11 @@
 // Executor, judge and runner say which build they are (ipc/build_identity.h):
 // a judge or a runner of another protocol is refused at start-up with a
 // message naming both builds, and a judge setting from the environment that
-// has none of its values names the variable. Real processes on the CPU backend; the judge and
-// the runner are made to claim another protocol by the test-only variables
-// KFORGE_TEST_ONLY_JUDGE_PROTOCOL and KFORGE_TEST_ONLY_RUNNER_PROTOCOL, which
-// change nothing but the number they announce.
+// has none of its values names the variable. Real processes on the CPU
+// backend; the judge and the runner are made to claim another protocol by the
+// test-only variables KFORGE_TEST_ONLY_JUDGE_PROTOCOL and
+// KFORGE_TEST_ONLY_RUNNER_PROTOCOL, which change nothing but the number they
+// announce.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
