@@ -22,7 +22,7 @@
 #
 # Knobs:
 #   STAGES                 which of build,test,bench (default build,test)
-#   KFORGE_DEADLINE_S      seconds all stages may use together (default 540)
+#   KFORGE_DEADLINE_S      seconds all stages may use together (default 585)
 #   KFORGE_GPU_TEST_JOBS   GPU tests at a time (default 4; see the note at its use)
 #   KFORGE_GPU_TEST_REGEX / KFORGE_GPU_TEST_EXCLUDE  ctest -R / -E
 #   KFORGE_GPU_LEAK_EVALS  evaluations in the GPU-memory drift test (300 here;
@@ -39,7 +39,7 @@ export KFORGE_JOBS=${KFORGE_JOBS:-16}
 export KFORGE_GPU_LEAK_EVALS=${KFORGE_GPU_LEAK_EVALS:-300}
 export KFORGE_TARGETS=${KFORGE_TARGETS-}
 STAGES=${STAGES:-build,test}
-DEADLINE=${KFORGE_DEADLINE_S:-540}
+DEADLINE=${KFORGE_DEADLINE_S:-585}
 left() { local l=$((DEADLINE - SECONDS)); ((l < 10)) && l=10; echo "$l"; }
 status=0
 stage() { [[ ",$STAGES," == *",$1,"* ]]; }
