@@ -3,10 +3,12 @@
 // process takes the gate itself, through the judges' own lock files, to see
 // that a verification waits while the GPU is held exclusively, that
 // timing waits while it is shared and that a judge queued for the gate is not
-// timed out at start-up; lanes evaluate concurrently and correctly;
+// timed out at start-up; lanes evaluate concurrently and correctly, also
+// with their spare profiler runners started beside timing;
 // a GPU that does not exist is taken out of the pool and its work goes to the
 // one that does.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <chrono>
 #include <filesystem>
@@ -180,6 +182,39 @@ TEST_F(CudaPoolTest, FourLanesEvaluateCandidatesAtOnce) {
   const json health = pool->health();
   ASSERT_EQ(health["lanes"].size(), 4u);
   for (const auto& lane : health["lanes"]) EXPECT_FALSE(lane.contains("error")) << lane.dump();
+}
+
+// KFORGE_PROFILER_START=beside_timing (judge_loop.h): a spare profiler runner
+// starts like a timing runner, neither waited for before a timing nor
+// holding the gate. Profiled submits back to back on two lanes (each profile
+// after a lane's first runs in the spare the previous one started) are each
+// attributed to the candidate's own kernel, and the judges say which start-up
+// they use.
+TEST_F(CudaPoolTest, ProfilerSparesStartedBesideTimingServeTheNextProfiles) {
+  ::setenv("KFORGE_PROFILER_START", "beside_timing", 1);
+  auto pool = make_device_pool(config(2));
+  const std::string device = pool->device_name();  // the judges start, and read the setting, here
+  ::unsetenv("KFORGE_PROFILER_START");
+  ASSERT_FALSE(device.empty());
+  const json health = pool->health();
+  ASSERT_EQ(health["lanes"].size(), 2u) << health.dump();
+  for (const auto& lane : health["lanes"]) EXPECT_EQ(lane.value("profiler_start", ""), "beside_timing") << lane.dump();
+
+  EvalRequest req = request(true);
+  req.profile = true;
+  req.options.hardware_metrics = false;  // attribution; counters are CudaExecutorTest's
+  std::vector<std::future<EvalReport>> pending;
+  for (int i = 0; i < 6; ++i) pending.push_back(pool->submit(req));
+  for (auto& f : pending) {
+    const EvalReport r = f.get();
+    ASSERT_EQ(r.outcome, Outcome::kCorrect) << r.summary;
+    ASSERT_TRUE(r.profile.has_value()) << r.summary;
+    const std::string dump = to_json(*r.profile).dump();
+    ASSERT_TRUE(r.profile->attribution.is_object()) << dump;
+    const json& kernels = r.profile->attribution["kernels"];
+    ASSERT_EQ(kernels.size(), 1u) << dump;
+    EXPECT_TRUE(kernels[0]["own"].get<bool>()) << dump;
+  }
 }
 
 TEST_F(CudaPoolTest, AGpuThatDoesNotExistIsTakenOutAndItsWorkGoesToTheOther) {

@@ -128,7 +128,7 @@ TEST(JudgeSettings, AProfilerStartThatIsNeitherIsRefusedAtStartNamingTheVariable
   EXPECT_NE(r.summary.find("KFORGE_PROFILER_START"), std::string::npos) << r.summary;
 }
 
-TEST(JudgeSettings, EitherProfilerStartJudges) {
+TEST(JudgeSettings, EitherProfilerStartJudgesAndTheJudgeSaysWhichItUses) {
   for (const char* value : {"outside_timing", "beside_timing"}) {
     ScopedEnv set("KFORGE_PROFILER_START", value);
     ExecutorConfig config;
@@ -137,6 +137,7 @@ TEST(JudgeSettings, EitherProfilerStartJudges) {
     EXPECT_TRUE(executor->start_report().error.empty()) << value << ": " << executor->start_report().error;
     const EvalReport r = executor->submit(correct_request()).get();
     EXPECT_EQ(r.outcome, Outcome::kCorrect) << value << ": " << r.summary;
+    EXPECT_EQ(executor->health().value("profiler_start", ""), value);
   }
 }
 

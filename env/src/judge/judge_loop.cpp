@@ -76,7 +76,8 @@ json health(const JudgeLoopConfig& config, const RunnerPool& pool, const Evaluat
                 {"scratch_entries", scratch_entries},
                 {"evaluations", counters.evaluations},
                 {"runner_faults", counters.runner_faults},
-                {"reference_requests", reference_requests}};
+                {"reference_requests", reference_requests},
+                {"profiler_start", config.profiler_starts_beside_timing ? "beside_timing" : "outside_timing"}};
   reply["device"] = device->health();
   reply["memory"] = memory.to_json();
   reply["reference_cache"] = references.to_json();
