@@ -5,7 +5,8 @@
 //   (on start, unprompted)            hello  {ok, protocol, build, backend, device, pid, device_memory?, error?}
 //   eval      {id, request}           report {id, report, runner_faults, evaluations}
 //   reference {id, request}           reference_report {id, report, reference_requests}
-//   health    {}                      health {pid, open_fds, memfds, spare_runners, scratch_entries, memory, ...}
+//   health    {}                      health {pid, open_fds, memfds, spare_runners, scratch_entries, memory,
+//                                             profiler_start, ...}
 //   shutdown {}                       (exits)
 //
 // Requests are served one at a time, so a reference being timed never
