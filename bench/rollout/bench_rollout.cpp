@@ -161,7 +161,7 @@ void print_steps_by_action(const std::vector<Trajectory>& trajectories) {
                 action.c_str(), a.step_ms.size(), median(a.step_ms), median(a.judge_total_ms), a.judge_total_ms.size());
     std::vector<std::pair<double, std::string>> phases;
     for (const auto& [phase, ms] : a.phase_ms) {
-      if (median(ms) >= 1.0) phases.emplace_back(median(ms), phase);
+      if (const double m = median(ms); m >= 1.0) phases.emplace_back(m, phase);
     }
     std::sort(phases.rbegin(), phases.rend());
     std::string line;

@@ -29,10 +29,15 @@ void lap(nlohmann::json* phase_ms, const char* phase, Clock::time_point* start) 
   *start = now;
 }
 
-// Adds the wall time since `start` to `part` without restarting any clock:
-// the parts of a lap (phase_ms.check_<part>), which add up to it.
+// Adds `ms` to `part`: the parts of a lap (phase_ms.check_<part>), which add
+// up to it.
+void add_ms(nlohmann::json* phase_ms, const char* part, double ms) {
+  (*phase_ms)[part] = phase_ms->value(part, 0.0) + ms;
+}
+
+// Adds the wall time since `start` to `part` without restarting any clock.
 void add_part(nlohmann::json* phase_ms, const char* part, Clock::time_point start) {
-  (*phase_ms)[part] = phase_ms->value(part, 0.0) + elapsed_ms(start, Clock::now());
+  add_ms(phase_ms, part, elapsed_ms(start, Clock::now()));
 }
 
 struct CaseContext {
@@ -219,9 +224,8 @@ std::optional<Verdict> check_run_outputs(const SeedRun& s, int run, const std::v
                                          const std::vector<at::Tensor>& previous_reference) {
   const Clock::time_point compare_start = Clock::now();
   CallCheck check = check_outputs(s.session->outputs(), reference, s.c, /*measure_quality=*/true);
-  const double check_ms = elapsed_ms(compare_start, Clock::now());
-  (*s.phase_ms)["check_compare"] = s.phase_ms->value("check_compare", 0.0) + check_ms - check.quality_ms;
-  (*s.phase_ms)["check_quality"] = s.phase_ms->value("check_quality", 0.0) + check.quality_ms;
+  add_ms(s.phase_ms, "check_compare", elapsed_ms(compare_start, Clock::now()) - check.quality_ms);
+  add_ms(s.phase_ms, "check_quality", check.quality_ms);
   if (run == 0) fold_stats(check, s.c, s.case_json);
   if (!check.passed()) {
     if (!previous_reference.empty() && check_outputs(s.session->outputs(), previous_reference, s.c).passed()) {
