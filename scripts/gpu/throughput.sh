@@ -194,18 +194,19 @@ if stage probe; then
 fi
 
 if stage rollout; then
+  # One bench_rollout run: its log's name, the prefix of its summary lines and
+  # the profiler start-up of its judges (judge_loop.h).
+  rollout() {
+    env KFORGE_PROFILER_START="$3" timeout "$(left)" build/gpu/bench/rollout/bench_rollout --backend cuda \
+      --rounds "${KFORGE_ROLLOUT_ROUNDS:-1}" >"$OUT/$1" 2>&1 || status=1
+    grep -E 'steps/s|workers / direct|^\[rollout\]' "$OUT/$1" | sed "s/^/$2/" | tee -a "$OUT/summary.log"
+  }
   say "bench_rollout --backend cuda (template policy through the workers, then the same actions on an EnvPool)"
-  timeout "$(left)" build/gpu/bench/rollout/bench_rollout --backend cuda --rounds "${KFORGE_ROLLOUT_ROUNDS:-1}" \
-    >"$OUT/bench_rollout.log" 2>&1 || status=1
-  grep -E 'steps/s|workers / direct|^\[rollout\]' "$OUT/bench_rollout.log" | tee -a "$OUT/summary.log"
+  rollout bench_rollout.log "" outside_timing
   if [ "${KFORGE_ROLLOUT_PROFILER_BESIDE:-1}" = 1 ]; then
-    # The same with the spare profiler runner started beside timing (judge_loop.h):
-    # what that start-up costs a profile action's turn when it is waited for.
+    # What the profiler spare's start-up costs a profile action's turn when it is waited for.
     say "BESIDE: bench_rollout with KFORGE_PROFILER_START=beside_timing"
-    env KFORGE_PROFILER_START=beside_timing timeout "$(left)" build/gpu/bench/rollout/bench_rollout --backend cuda \
-      --rounds "${KFORGE_ROLLOUT_ROUNDS:-1}" >"$OUT/bench_rollout_beside.log" 2>&1 || status=1
-    grep -E 'steps/s|workers / direct|^\[rollout\]' "$OUT/bench_rollout_beside.log" | sed 's/^/BESIDE /' |
-      tee -a "$OUT/summary.log"
+    rollout bench_rollout_beside.log "BESIDE " beside_timing
   fi
 fi
 
