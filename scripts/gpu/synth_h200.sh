@@ -40,11 +40,14 @@
 #
 # Later stages, each under its own timeout and resumable:
 #   solutions  kforge synth --solutions on: the template generator's naive CUDA kernel for up
-#              to SYNTH_SOLUTIONS (150) covered tasks not judged yet, judged by the CUDA judge
-#              (the only place they can be: the CPU machine only compiles them)
+#              to SYNTH_SOLUTIONS (400) covered tasks not judged yet, judged by the CUDA judge
+#              (the only place they can be: the CPU machine only compiles them); a
+#              1,000-task set has ~170 covered tasks, judged in ~90 s on an H100
 #   audit      python3 bench/synth/audit_shortcuts.py $WORK --device cuda --jobs
 #              $SYNTH_AUDIT_JOBS (4) --deadline-s <left> --write: the shortcut audit, sharded
-#              over processes sharing the GPU, so a 1,000-task set completes in this one call
+#              over processes sharing the GPU, so a 1,000-task set completes in this one call;
+#              tasks that ran out of device memory beside the other shards are audited
+#              again alone at the end (an H100 set: 20 of 1,000 did)
 #   card       kforge synth --split 0.8,0.1,0.1 --reach-sample $SYNTH_REACH (50000): the
 #              split, the reach estimate, and the card with every section
 #
@@ -60,7 +63,7 @@
 #
 # Knobs: SYNTH_N (1000), SYNTH_SEED (1), SYNTH_WORK, SYNTH_FRESH=1 (start the
 # set over), SYNTH_RESERVE_S (60, kept for compile to card), SYNTH_COMPILE_SAMPLE
-# (32 tasks; 0 skips), SYNTH_SOLUTIONS (150; 0 skips), SYNTH_AUDIT_JOBS (4),
+# (32 tasks; 0 skips), SYNTH_SOLUTIONS (400; 0 skips), SYNTH_AUDIT_JOBS (4),
 # SYNTH_REACH (50000), KFORGE_DEADLINE_S (290; 585 for the whole 10-minute
 # command), STAGES (build,synth,compile,solutions,audit,card,pack), KFORGE_BIN
 # and SYNTH_BACKEND (dry runs).
@@ -77,7 +80,7 @@ SAMPLE=${SYNTH_COMPILE_SAMPLE:-32}
 RESERVE=${SYNTH_RESERVE_S:-60}
 DEADLINE=${KFORGE_DEADLINE_S:-290}
 STAGES=${STAGES:-build,synth,compile,solutions,audit,card,pack}
-SOLUTIONS=${SYNTH_SOLUTIONS:-150}
+SOLUTIONS=${SYNTH_SOLUTIONS:-400}
 AUDIT_JOBS=${SYNTH_AUDIT_JOBS:-4}
 REACH=${SYNTH_REACH:-50000}
 stage() { [[ ",$STAGES," == *",$1,"* ]]; }
@@ -192,7 +195,8 @@ if stage synth; then
   cat "$WORK/last_run.json" >>"$OUT/summary.log"
   grep -E '^synth: ' "$OUT/synth.log" | tail -1 | tee -a "$OUT/summary.log"
   say "kforge synth exit $rc: $after tasks committed ($((after - before)) in this round, ${wall} s of wall time)"
-  awk '{ t += $1; w += $2 } END { if (w > 0) printf "[synth_h200] tasks per GPU-hour: %.0f (%d tasks in %d s of wall time over %d round(s), one H200)\n", t * 3600 / w, t, w, NR }' \
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  awk -v gpu="${gpu:-no GPU: $BACKEND}" '{ t += $1; w += $2 } END { if (w > 0) printf "[synth_h200] tasks per GPU-hour: %.0f (%d tasks in %d s of wall time over %d round(s), one %s)\n", t * 3600 / w, t, w, NR, gpu }' \
     "$WORK/rounds.txt" | tee -a "$OUT/summary.log"
   if [ "$rc" -eq 1 ] && [ "$after" -lt "$N" ]; then
     say "stopped at the deadline: rerun with STAGES=synth,compile,pack to continue the same set"
