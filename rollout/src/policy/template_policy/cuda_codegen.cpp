@@ -312,8 +312,14 @@ class CudaGenerator {
     o << "// matmul (" << t << "x" << t << " shared-memory tiles): " << m.name << "\n";
     o << "__global__ void __launch_bounds__(" << t * t << ") " << name << params << " {\n" << sizes;
     o << "  __shared__ float As[" << t << "][" << t << "];\n  __shared__ float Bs[" << t << "][" << t + 1 << "];\n";
-    o << "  const int64_t bi = blockIdx.z, row = (int64_t)blockIdx.y * " << t
-      << " + threadIdx.y, col0 = (int64_t)blockIdx.x * " << t << ", col = col0 + threadIdx.x;\n";
+    // A grid's y and z hold at most 65,535 blocks: batches and row tiles
+    // beyond that are strided over (a bmm of 65,536 small matrices is a task).
+    o << "  const int64_t batches = " << batch << ", col0 = (int64_t)blockIdx.x * " << t
+      << ", col = col0 + threadIdx.x;\n";
+    o << "  for (int64_t bi = blockIdx.z; bi < batches; bi += gridDim.z)\n";
+    o << "  for (int64_t row0 = (int64_t)blockIdx.y * " << t << "; row0 < M; row0 += (int64_t)gridDim.y * " << t
+      << ") {\n";
+    o << "  const int64_t row = row0 + threadIdx.y;\n";
     o << "  const float* __restrict__ Ab = pa + bi * M * K;\n  const float* __restrict__ Bb = pb + " << b_offset
       << ";\n  float acc = 0.0f;\n";
     o << "  for (int64_t k0 = 0; k0 < K; k0 += " << t << ") {\n";
@@ -328,9 +334,9 @@ class CudaGenerator {
     }
     o << "    __syncthreads();\n#pragma unroll\n    for (int kk = 0; kk < " << t
       << "; ++kk) acc += As[threadIdx.y][kk] * Bs[kk][threadIdx.x];\n    __syncthreads();\n  }\n";
-    o << "  if (row < M && col < N) {\n" << indent(store, 0) << "  }\n}\n\n";
-    l << "  {\n  " << sizes << "    const dim3 grid((unsigned)((N + " << t - 1 << ") / " << t << "), (unsigned)((M + "
-      << t - 1 << ") / " << t << "), (unsigned)(" << batch << "));\n";
+    o << "  if (row < M && col < N) {\n" << indent(store, 0) << "  }\n  }\n}\n\n";
+    l << "  {\n  " << sizes << "    const dim3 grid((unsigned)((N + " << t - 1 << ") / " << t << "), kf_blocks(M, " << t
+      << "), kf_blocks(" << batch << ", 1));\n";
     l << "    " << name << "<<<grid, dim3(" << t << ", " << t << "), 0, st>>>" << args << ";\n  }\n";
   }
 
