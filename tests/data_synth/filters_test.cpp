@@ -77,6 +77,17 @@ TEST(FiltersTest, AConstantPassesTheTolerance) {
   EXPECT_REASON(task_of({tensor("x", {64, 64})}, {{"mul", {"x"}, "y", {{"other", 1e-3}}}}), "constant_passes");
 }
 
+TEST(FiltersTest, AnOutputSmallerThanTheToleranceIsRejected) {
+  // 0.0135 * relu(x): RMS 0.0095 under atol 1e-2, yet zero is within the
+  // tolerance of only ~77 % of the elements and the mean of ~87 %, so no
+  // constant passes 90 % of them.
+  const TaskSpec t = task_of({tensor("x", {64, 64})},
+                             {{"relu", {"x"}, "t0", json::object()}, {"mul", {"t0"}, "y", {{"other", 0.0135}}}});
+  const std::string r = reason_of(t);
+  EXPECT_EQ(r.substr(0, std::string("output_magnitude").size()), "output_magnitude") << r;
+  EXPECT_NE(r.find("below the task's atol"), std::string::npos) << r;
+}
+
 TEST(FiltersTest, AConstantNodeMakesItsUpstreamDead) {
   // relu6(min(x, 0)) is 0 everywhere: the bias added after it makes the
   // output vary, but a kernel need not compute anything before the relu6.
