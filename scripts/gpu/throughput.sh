@@ -29,11 +29,9 @@
 #   rollout  bench_rollout --backend cuda: rollout steps per second with the
 #            template policy through the workers, against the same actions
 #            driven straight through an EnvPool (KFORGE_ROLLOUT_ROUNDS, 1);
-#            then again with the spare profiler runner started beside timing
-#            (KFORGE_PROFILER_START=beside_timing, `BESIDE` lines; off with
-#            KFORGE_ROLLOUT_PROFILER_BESIDE=0), beside start_probe's level 5
-#            in the probe stage, which says whether that start-up moves a
-#            timed kernel
+#            then again with two spare profiler runners per judge
+#            (KFORGE_PROFILER_SPARES=2, `SPARES2` lines; off with
+#            KFORGE_ROLLOUT_PROFILER_SPARES=0)
 #   kb       bench/cuda/kernelbench_compare.py: GPU-seconds per new candidate
 #            against KernelBench's own harness, when KFORGE_KERNELBENCH names
 #            a KernelBench checkout (its src/ must import with this Python;
@@ -195,18 +193,21 @@ fi
 
 if stage rollout; then
   # One bench_rollout run: its log's name, the prefix of its summary lines and
-  # the profiler start-up of its judges (judge_loop.h).
+  # the judge settings it runs under (judge_loop.h), as NAME=VALUE words.
   rollout() {
-    env KFORGE_PROFILER_START="$3" timeout "$(left)" build/gpu/bench/rollout/bench_rollout --backend cuda \
-      --rounds "${KFORGE_ROLLOUT_ROUNDS:-1}" >"$OUT/$1" 2>&1 || status=1
-    grep -E 'steps/s|workers / direct|^\[rollout\]' "$OUT/$1" | sed "s/^/$2/" | tee -a "$OUT/summary.log"
+    local log=$1 prefix=$2
+    shift 2
+    env "$@" timeout "$(left)" build/gpu/bench/rollout/bench_rollout --backend cuda \
+      --rounds "${KFORGE_ROLLOUT_ROUNDS:-1}" >"$OUT/$log" 2>&1 || status=1
+    grep -E 'steps/s|workers / direct|^\[rollout\]' "$OUT/$log" | sed "s/^/$prefix/" | tee -a "$OUT/summary.log"
   }
   say "bench_rollout --backend cuda (template policy through the workers, then the same actions on an EnvPool)"
-  rollout bench_rollout.log "" outside_timing
-  if [ "${KFORGE_ROLLOUT_PROFILER_BESIDE:-1}" = 1 ]; then
-    # What the profiler spare's start-up costs a profile action's turn when it is waited for.
-    say "BESIDE: bench_rollout with KFORGE_PROFILER_START=beside_timing"
-    rollout bench_rollout_beside.log "BESIDE " beside_timing
+  rollout bench_rollout.log "" KFORGE_PROFILER_SPARES=1
+  if [ "${KFORGE_ROLLOUT_PROFILER_SPARES:-1}" = 1 ]; then
+    # Whether a second spare profiler runner takes the rest of a spare's
+    # start-up (profiler_setup) out of the profile action's turn.
+    say "SPARES2: bench_rollout with KFORGE_PROFILER_SPARES=2"
+    rollout bench_rollout_spares2.log "SPARES2 " KFORGE_PROFILER_SPARES=2
   fi
 fi
 

@@ -184,21 +184,25 @@ TEST_F(CudaPoolTest, FourLanesEvaluateCandidatesAtOnce) {
   for (const auto& lane : health["lanes"]) EXPECT_FALSE(lane.contains("error")) << lane.dump();
 }
 
-// KFORGE_PROFILER_START=beside_timing (judge_loop.h): a spare profiler runner
-// starts like a timing runner, neither waited for before a timing nor
-// holding the gate. Profiled submits back to back on two lanes (each profile
-// after a lane's first runs in the spare the previous one started) are each
-// attributed to the candidate's own kernel, and the judges say which start-up
-// they use.
+// By default (judge_loop.h) a spare profiler runner starts like a timing
+// runner, neither waited for before a timing nor holding the gate; with
+// KFORGE_PROFILER_SPARES=2 each judge keeps two. Profiled submits back to
+// back on two lanes (each profile after a lane's first runs in a spare that
+// started while others were judged) are each attributed to the candidate's
+// own kernel, and the judges say which start-up and how many spares they use.
 TEST_F(CudaPoolTest, ProfilerSparesStartedBesideTimingServeTheNextProfiles) {
-  ::setenv("KFORGE_PROFILER_START", "beside_timing", 1);
-  auto pool = make_device_pool(config(2));
-  const std::string device = pool->device_name();  // the judges start, and read the setting, here
   ::unsetenv("KFORGE_PROFILER_START");
+  ::setenv("KFORGE_PROFILER_SPARES", "2", 1);
+  auto pool = make_device_pool(config(2));
+  const std::string device = pool->device_name();  // the judges start, and read the settings, here
+  ::unsetenv("KFORGE_PROFILER_SPARES");
   ASSERT_FALSE(device.empty());
   const json health = pool->health();
   ASSERT_EQ(health["lanes"].size(), 2u) << health.dump();
-  for (const auto& lane : health["lanes"]) EXPECT_EQ(lane.value("profiler_start", ""), "beside_timing") << lane.dump();
+  for (const auto& lane : health["lanes"]) {
+    EXPECT_EQ(lane.value("profiler_start", ""), "beside_timing") << lane.dump();
+    EXPECT_EQ(lane.value("profiler_spares", 0), 2) << lane.dump();
+  }
 
   EvalRequest req = request(true);
   req.profile = true;

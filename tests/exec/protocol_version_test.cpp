@@ -119,8 +119,8 @@ TEST(JudgeSettings, AProfilerStartThatIsNeitherIsRefusedAtStartNamingTheVariable
   std::unique_ptr<Executor> executor = make_executor(config);
   const Executor::StartReport start = executor->start_report();
   EXPECT_TRUE(start.device_name.empty());
-  EXPECT_NE(start.error.find("KFORGE_PROFILER_START='sideways' is not a profiler start-up: set it to outside_timing "
-                             "(the default) or beside_timing, or unset it"),
+  EXPECT_NE(start.error.find("KFORGE_PROFILER_START='sideways' is not a profiler start-up: set it to beside_timing "
+                             "(the default) or outside_timing, or unset it"),
             std::string::npos)
       << start.error;
   const EvalReport r = executor->submit(correct_request()).get();
@@ -139,6 +139,45 @@ TEST(JudgeSettings, EitherProfilerStartJudgesAndTheJudgeSaysWhichItUses) {
     EXPECT_EQ(r.outcome, Outcome::kCorrect) << value << ": " << r.summary;
     EXPECT_EQ(executor->health().value("profiler_start", ""), value);
   }
+}
+
+TEST(JudgeSettings, UnsetTheProfilerStartsBesideTimingWithOneSpare) {
+  ScopedEnv start("KFORGE_PROFILER_START", "");
+  ScopedEnv spares("KFORGE_PROFILER_SPARES", "");
+  ExecutorConfig config;
+  config.backend = BackendKind::kCpu;
+  std::unique_ptr<Executor> executor = make_executor(config);
+  EXPECT_TRUE(executor->start_report().error.empty()) << executor->start_report().error;
+  EXPECT_EQ(executor->submit(correct_request()).get().outcome, Outcome::kCorrect);
+  const json health = executor->health();
+  EXPECT_EQ(health.value("profiler_start", ""), "beside_timing") << health.dump();
+  EXPECT_EQ(health.value("profiler_spares", 0), 1) << health.dump();
+}
+
+TEST(JudgeSettings, ProfilerSparesOutsideOneToFourAreRefusedAtStartNamingTheVariable) {
+  for (const char* value : {"0", "5", "two", "2 ", "-1", "12"}) {
+    ScopedEnv bad("KFORGE_PROFILER_SPARES", value);
+    ExecutorConfig config;
+    config.backend = BackendKind::kCpu;
+    std::unique_ptr<Executor> executor = make_executor(config);
+    const std::string error = executor->start_report().error;
+    EXPECT_NE(
+        error.find("KFORGE_PROFILER_SPARES='" + std::string(value) +
+                   "' is not a number of spare profiler runners: set it to 1 to 4 (1 is the default), or unset it"),
+        std::string::npos)
+        << value << ": " << error;
+    EXPECT_EQ(executor->submit(correct_request()).get().outcome, Outcome::kNotRun) << value;
+  }
+}
+
+TEST(JudgeSettings, ProfilerSparesJudgeAndTheJudgeSaysHowMany) {
+  ScopedEnv set("KFORGE_PROFILER_SPARES", "3");
+  ExecutorConfig config;
+  config.backend = BackendKind::kCpu;
+  std::unique_ptr<Executor> executor = make_executor(config);
+  EXPECT_TRUE(executor->start_report().error.empty()) << executor->start_report().error;
+  EXPECT_EQ(executor->submit(correct_request()).get().outcome, Outcome::kCorrect);
+  EXPECT_EQ(executor->health().value("profiler_spares", 0), 3);
 }
 
 }  // namespace

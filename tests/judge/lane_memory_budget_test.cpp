@@ -35,8 +35,10 @@ std::string refusal(const LaneMemoryConfig& config, uint64_t device_bytes, int c
 }
 
 TEST(LaneMemoryBudget, AnEvenShareIsTheCardLessTheReserveAmongItsLanes) {
-  const int contexts = lane_contexts(/*spares=*/2, /*profiler=*/true);
+  const int contexts = lane_contexts(/*spares=*/2, /*profiler_spares=*/1);
   EXPECT_EQ(contexts, 6) << "judge, 2 spares, the candidate's runner, a profiler runner and its spare";
+  EXPECT_EQ(lane_contexts(2, 3), 8) << "... and three profiler spares";
+  EXPECT_EQ(lane_contexts(3, 0), 5) << "a lane that never profiles";
   const LaneMemoryBudget b = plan_lane_memory({0, 2 * kGiB, 4}, kH100, 80 * kGiB, 100 * kMiB, contexts);
   EXPECT_TRUE(b.even_share);
   EXPECT_EQ(b.lane_bytes, (80 * kGiB - 2 * kGiB) / 4);

@@ -157,8 +157,9 @@ class Evaluation {
     if (ms > 0) deadline_ = ipc::Deadline::after_ms(deadline_.remaining_ms() + ms);
   }
   // No start-up that could disturb a measurement meanwhile (runner_pool.h):
-  // a spare profiler runner must be done starting; timing runners start
-  // beside timing and are not waited for. Then the GPU is ours alone: every
+  // a spare of a pool that starts outside timing (the profiler's, with
+  // KFORGE_PROFILER_START=outside_timing) must be done starting; the others
+  // start beside timing and are not waited for. Then the GPU is ours alone: every
   // other judge on it has left its shared part or waits (gpu_gate.h).
   void settle_runners(const char* phase) {
     const auto s = Clock::now();

@@ -77,7 +77,8 @@ json health(const JudgeLoopConfig& config, const RunnerPool& pool, const Evaluat
                 {"evaluations", counters.evaluations},
                 {"runner_faults", counters.runner_faults},
                 {"reference_requests", reference_requests},
-                {"profiler_start", config.profiler_starts_beside_timing ? "beside_timing" : "outside_timing"}};
+                {"profiler_start", config.profiler_starts_beside_timing ? "beside_timing" : "outside_timing"},
+                {"profiler_spares", config.profiler_spares}};
   reply["device"] = device->health();
   reply["memory"] = memory.to_json();
   reply["reference_cache"] = references.to_json();
@@ -146,7 +147,7 @@ OpenedDevice open_device(const JudgeLoopConfig& config, int control_fd, GpuGate*
       // whose lanes cannot fit is this device's start-up error.
       opened.device->set_lane_memory(plan_lane_memory(config.lane_memory, opened.device->name(),
                                                       opened.device->memory_bytes(), opened.device->flush_bytes(),
-                                                      lane_contexts(spare_runners(config), /*profiler=*/true)));
+                                                      lane_contexts(spare_runners(config), config.profiler_spares)));
     }
   } catch (const std::exception& e) {
     opened.device.reset();
@@ -264,14 +265,15 @@ class RequestServer {
 
 int RequestServer::serve() {
   pool_.refill();
-  // CUDA profile requests run CUPTI in runners of their own (profile.h). One
-  // is started now, so that the first profile does not wait for a CUPTI
-  // start-up, and replaced during each profile.
+  // CUDA profile requests run CUPTI in runners of their own (profile.h).
+  // Their spares (JudgeLoopConfig::profiler_spares) start now, so that the
+  // first profile does not wait for a CUPTI start-up, and each is replaced
+  // during the profile that takes it.
   if (config_.backend == "cuda") {
     profilers_ = std::make_unique<RunnerPool>(
         RunnerProcess::Config{config_.runner, config_.scratch, config_.backend, config_.device, true, reply_spin_us_,
                               config_.runner_cuda_connections},
-        1,
+        config_.profiler_spares,
         config_.profiler_starts_beside_timing ? RunnerPool::StartUp::kBesideTiming
                                               : RunnerPool::StartUp::kOutsideTiming);
     profilers_->refill();
@@ -426,20 +428,37 @@ std::optional<int> RequestServer::exit_if_retired(const std::string& broken) {
 std::string profiler_start_setting(JudgeLoopConfig* config) {
   const char* value = std::getenv(kProfilerStartVariable);
   const std::string v = value == nullptr ? "" : value;
-  if (v.empty() || v == "outside_timing") {
-    config->profiler_starts_beside_timing = false;
-  } else if (v == "beside_timing") {
+  if (v.empty() || v == "beside_timing") {
     config->profiler_starts_beside_timing = true;
+  } else if (v == "outside_timing") {
+    config->profiler_starts_beside_timing = false;
   } else {
     return std::string(kProfilerStartVariable) + "='" + v +
-           "' is not a profiler start-up: set it to outside_timing (the default) or beside_timing, or unset it";
+           "' is not a profiler start-up: set it to beside_timing (the default) or outside_timing, or unset it";
   }
   return "";
 }
 
+std::string profiler_spares_setting(JudgeLoopConfig* config) {
+  const char* value = std::getenv(kProfilerSparesVariable);
+  const std::string v = value == nullptr ? "" : value;
+  if (v.empty()) {
+    config->profiler_spares = 1;
+    return "";
+  }
+  if (v.size() == 1 && v[0] >= '1' && v[0] <= '0' + kMaxProfilerSpares) {
+    config->profiler_spares = v[0] - '0';
+    return "";
+  }
+  return std::string(kProfilerSparesVariable) + "='" + v +
+         "' is not a number of spare profiler runners: set it to 1 to " + std::to_string(kMaxProfilerSpares) +
+         " (1 is the default), or unset it";
+}
+
 int serve_executor(const JudgeLoopConfig& given, int control_fd) {
   JudgeLoopConfig config = given;
-  const std::string setting_error = profiler_start_setting(&config);
+  std::string setting_error = profiler_start_setting(&config);
+  if (setting_error.empty()) setting_error = profiler_spares_setting(&config);
   GpuGate gate;
   OpenedDevice opened;
   try {

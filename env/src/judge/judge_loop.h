@@ -6,7 +6,7 @@
 //   eval      {id, request}           report {id, report, runner_faults, evaluations}
 //   reference {id, request}           reference_report {id, report, reference_requests}
 //   health    {}                      health {pid, open_fds, memfds, spare_runners, scratch_entries, memory,
-//                                             profiler_start, ...}
+//                                             profiler_start, profiler_spares, ...}
 //   shutdown {}                       (exits)
 //
 // Requests are served one at a time, so a reference being timed never
@@ -44,24 +44,39 @@ struct JudgeLoopConfig {
   int runner_cuda_connections = 0;
   // This lane's share of its GPU's memory (cuda only; lane_memory_budget.h).
   LaneMemoryConfig lane_memory;
-  // How a spare profiler runner starts (runner_pool.h, StartUp): outside
-  // timing by default, because its CUPTI set-up (activity tracing, the range
-  // profiler, a flush buffer of twice the L2) is not covered by the
-  // measurement that lets timing runners start beside timing; while it
-  // starts, the next timing waits (the `settle` phase: 339 ms of a profile
-  // action's turn in bench_rollout on an H200). $KFORGE_PROFILER_START
-  // (profiler_start_setting) says `beside_timing` to start it like a timing
-  // runner, so that one GPU run measures both (scripts/gpu/throughput.sh)
-  // beside start_probe's level 5, which says whether that start-up moves a
-  // timed kernel.
-  bool profiler_starts_beside_timing = false;
+  // How a spare profiler runner starts (runner_pool.h, StartUp): beside
+  // timing, like a timing runner, by default. Its CUPTI set-up (activity
+  // tracing, the range profiler, a flush buffer of twice the L2) was measured
+  // beside a timed kernel (start_probe `disturb 5`, one H100): median 0.06176
+  // ms, as with nothing starting (0.06176); samples over 1.2x the median
+  // 0.21 %, against 0.29 % beside a timing runner's start-up (level 4) and
+  // 0.03 % alone. Waiting for it instead (`outside_timing`) put the `settle`
+  // phase in every profile action's turn: bench_rollout --backend cuda went
+  // from 3.47 to 4.05 steps/s on that H100 without the wait.
+  // $KFORGE_PROFILER_START (profiler_start_setting) = `outside_timing` keeps
+  // the old rule.
+  bool profiler_starts_beside_timing = true;
+  // Spare profiler runners kept started (cuda only). A spare's start-up
+  // (CUPTI's range profiler is ~0.6 s of its ~0.9 s on an H100) outlasts the
+  // gap between two profiles when one lane serves many episodes, and the
+  // next profile waits for the rest (the `profiler_setup` phase). More spares
+  // each cost a CUDA context of the lane's memory (lane_memory_budget.h).
+  // $KFORGE_PROFILER_SPARES (profiler_spares_setting) sets it.
+  int profiler_spares = 1;
 };
 
 constexpr const char* kProfilerStartVariable = "KFORGE_PROFILER_START";
 // Reads $KFORGE_PROFILER_START into `config`: unset, empty or
-// `outside_timing` (the default), or `beside_timing`. Any other value is an
+// `beside_timing` (the default), or `outside_timing`. Any other value is an
 // error naming the variable and its values (the judge's start-up error).
 std::string profiler_start_setting(JudgeLoopConfig* config);
+
+constexpr const char* kProfilerSparesVariable = "KFORGE_PROFILER_SPARES";
+inline constexpr int kMaxProfilerSpares = 4;
+// Reads $KFORGE_PROFILER_SPARES into `config`: unset or empty (1, the
+// default), or a whole number from 1 to kMaxProfilerSpares. Anything else is
+// an error naming the variable and its range.
+std::string profiler_spares_setting(JudgeLoopConfig* config);
 
 // Serves until the executor closes the channel or says shutdown; returns the
 // process exit code.

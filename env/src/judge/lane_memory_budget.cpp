@@ -21,7 +21,9 @@ std::string runners_text(int contexts) {
 
 }  // namespace
 
-int lane_contexts(int spares, bool profiler) { return 1 + spares + 1 + (profiler ? 2 : 0); }
+int lane_contexts(int spares, int profiler_spares) {
+  return 1 + spares + 1 + (profiler_spares > 0 ? 1 + profiler_spares : 0);
+}
 
 uint64_t LaneMemoryBudget::candidate_bytes(uint64_t judge_bytes) const {
   const uint64_t tasks = task_bytes();

@@ -12,7 +12,7 @@
 // budget covers, in this order:
 //
 //   harness   one CUDA context per process (the judge; the spare runners, the
-//             candidate's runner, the profiler runner and its spare), 512 MiB
+//             candidate's runner, the profiler runner and its spares), 512 MiB
 //             each (a runner's measured 508.8 MiB on the H200), and the
 //             judge's L2 flush buffer;
 //   tasks     what is left (task_bytes()): the judge's tensors for the task
@@ -49,8 +49,9 @@ inline constexpr uint64_t kContextBytes = uint64_t{512} << 20;
 inline constexpr int kCandidateCopies = 2;
 
 // CUDA contexts a lane holds at most: its judge; `spares` spare runners, the
-// candidate's runner, and (`profiler`) a profiler runner tracing plus its spare.
-int lane_contexts(int spares, bool profiler);
+// candidate's runner, and, where it profiles (`profiler_spares` > 0), a
+// profiler runner tracing plus its spares.
+int lane_contexts(int spares, int profiler_spares);
 
 struct LaneMemoryBudget {
   std::string device_name;

@@ -28,10 +28,10 @@ env::EnvConfig gpu_config() {
 }
 
 TEST(TemplateGpuTest, AllVariantsAreCorrectOnTheGpuAndTheirSpeedsDiffer) {
-  const std::vector<std::string> names = {"affine_relu6",     "bias_gelu_residual", "layernorm_residual",
-                                          "matmul_bias_relu", "sum_of_squares",     "softmax_scale",
-                                          "rmsnorm_silu",     "column_stats",       "linear_gelu",
-                                          "bmm_scale",        "instance_norm_relu", "logsumexp_mid", "bmm_many_batches"};
+  const std::vector<std::string> names = {
+      "affine_relu6",       "bias_gelu_residual", "layernorm_residual", "matmul_bias_relu", "sum_of_squares",
+      "softmax_scale",      "rmsnorm_silu",       "column_stats",       "linear_gelu",      "bmm_scale",
+      "instance_norm_relu", "logsumexp_mid",      "bmm_many_batches"};
   std::vector<std::pair<std::string, std::string>> items;
   for (const auto& n : names) {
     for (const auto& v : template_variants("cuda", 4, std::hash<std::string>{}(n))) items.emplace_back(n, v);

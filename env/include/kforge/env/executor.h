@@ -145,7 +145,8 @@ class Executor {
   // The judges' own view of their resources, queued behind pending requests:
   // per lane {"pid", "open_fds", "memfds", "spare_runners", "scratch_entries",
   //  "evaluations", "runner_faults", "reference_requests", "profiler_start"
-  //  (how its spare profiler runner starts: judge_loop.h), "memory":
+  //  and "profiler_spares" (how its spare profiler runners start, and how
+  //  many it keeps: judge_loop.h), "memory":
   //  {"rss_bytes", "peak_rss_bytes", "trims", ...}} ({"error": "..."} if it
   // cannot answer) under "lanes", the pool's state under "devices"; with a
   // single lane its fields are also at the top level.
