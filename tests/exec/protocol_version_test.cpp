@@ -42,6 +42,13 @@ EvalRequest correct_request() {
   return req;
 }
 
+// A CPU executor whose judge starts under this process's environment.
+std::unique_ptr<Executor> cpu_executor() {
+  ExecutorConfig config;
+  config.backend = BackendKind::kCpu;
+  return make_executor(config);
+}
+
 TEST(BuildIdentity, TheBuildIsNamedAndTheTestVariableOnlyChangesTheNumber) {
   EXPECT_EQ(ipc::build_id().rfind("kforge ", 0), 0u) << ipc::build_id();
   EXPECT_EQ(ipc::announced_protocol_version(2, "KFORGE_TEST_ONLY_NOT_SET"), 2);
@@ -62,9 +69,7 @@ TEST(BuildIdentity, TheBuildIsNamedAndTheTestVariableOnlyChangesTheNumber) {
 
 TEST(BuildIdentity, AJudgeOfAnotherProtocolIsRefusedAtStartNamingBothBuilds) {
   ScopedEnv claim(ipc::kTestOnlyJudgeProtocolVariable, "1");
-  ExecutorConfig config;
-  config.backend = BackendKind::kCpu;
-  std::unique_ptr<Executor> executor = make_executor(config);
+  std::unique_ptr<Executor> executor = cpu_executor();
   const Executor::StartReport start = executor->start_report();
   EXPECT_TRUE(start.device_name.empty());
   const std::string expected_tail = " is another build: " + ipc::build_id() + ", speaking judge protocol 1, while " +
@@ -85,9 +90,7 @@ TEST(BuildIdentity, AJudgeOfAnotherProtocolIsRefusedAtStartNamingBothBuilds) {
 
 TEST(BuildIdentity, ARunnerOfAnotherProtocolIsASystemErrorBeforeTheCandidateLoads) {
   ScopedEnv claim(ipc::kTestOnlyRunnerProtocolVariable, "7");
-  ExecutorConfig config;
-  config.backend = BackendKind::kCpu;
-  std::unique_ptr<Executor> executor = make_executor(config);
+  std::unique_ptr<Executor> executor = cpu_executor();
   EXPECT_FALSE(executor->device_name().empty()) << "the judge itself is of this build";
   const EvalReport r = executor->submit(correct_request()).get();
   EXPECT_EQ(r.outcome, Outcome::kNotRun) << r.summary;
@@ -102,9 +105,7 @@ TEST(BuildIdentity, ARunnerOfAnotherProtocolIsASystemErrorBeforeTheCandidateLoad
 }
 
 TEST(BuildIdentity, JudgeAndRunnerOfThisBuildWorkTogether) {
-  ExecutorConfig config;
-  config.backend = BackendKind::kCpu;
-  std::unique_ptr<Executor> executor = make_executor(config);
+  std::unique_ptr<Executor> executor = cpu_executor();
   const EvalReport r = executor->submit(correct_request()).get();
   EXPECT_EQ(r.outcome, Outcome::kCorrect) << r.summary;
 }
@@ -114,9 +115,7 @@ TEST(BuildIdentity, JudgeAndRunnerOfThisBuildWorkTogether) {
 // variable and its values; both values start a judge that judges.
 TEST(JudgeSettings, AProfilerStartThatIsNeitherIsRefusedAtStartNamingTheVariable) {
   ScopedEnv bad("KFORGE_PROFILER_START", "sideways");
-  ExecutorConfig config;
-  config.backend = BackendKind::kCpu;
-  std::unique_ptr<Executor> executor = make_executor(config);
+  std::unique_ptr<Executor> executor = cpu_executor();
   const Executor::StartReport start = executor->start_report();
   EXPECT_TRUE(start.device_name.empty());
   EXPECT_NE(start.error.find("KFORGE_PROFILER_START='sideways' is not a profiler start-up: set it to beside_timing "
@@ -131,9 +130,7 @@ TEST(JudgeSettings, AProfilerStartThatIsNeitherIsRefusedAtStartNamingTheVariable
 TEST(JudgeSettings, EitherProfilerStartJudgesAndTheJudgeSaysWhichItUses) {
   for (const char* value : {"outside_timing", "beside_timing"}) {
     ScopedEnv set("KFORGE_PROFILER_START", value);
-    ExecutorConfig config;
-    config.backend = BackendKind::kCpu;
-    std::unique_ptr<Executor> executor = make_executor(config);
+    std::unique_ptr<Executor> executor = cpu_executor();
     EXPECT_TRUE(executor->start_report().error.empty()) << value << ": " << executor->start_report().error;
     const EvalReport r = executor->submit(correct_request()).get();
     EXPECT_EQ(r.outcome, Outcome::kCorrect) << value << ": " << r.summary;
@@ -144,9 +141,7 @@ TEST(JudgeSettings, EitherProfilerStartJudgesAndTheJudgeSaysWhichItUses) {
 TEST(JudgeSettings, UnsetTheProfilerStartsBesideTimingWithOneSpare) {
   ScopedEnv start("KFORGE_PROFILER_START", "");
   ScopedEnv spares("KFORGE_PROFILER_SPARES", "");
-  ExecutorConfig config;
-  config.backend = BackendKind::kCpu;
-  std::unique_ptr<Executor> executor = make_executor(config);
+  std::unique_ptr<Executor> executor = cpu_executor();
   EXPECT_TRUE(executor->start_report().error.empty()) << executor->start_report().error;
   EXPECT_EQ(executor->submit(correct_request()).get().outcome, Outcome::kCorrect);
   const json health = executor->health();
@@ -157,9 +152,7 @@ TEST(JudgeSettings, UnsetTheProfilerStartsBesideTimingWithOneSpare) {
 TEST(JudgeSettings, ProfilerSparesOutsideOneToFourAreRefusedAtStartNamingTheVariable) {
   for (const char* value : {"0", "5", "two", "2 ", "-1", "12"}) {
     ScopedEnv bad("KFORGE_PROFILER_SPARES", value);
-    ExecutorConfig config;
-    config.backend = BackendKind::kCpu;
-    std::unique_ptr<Executor> executor = make_executor(config);
+    std::unique_ptr<Executor> executor = cpu_executor();
     const std::string error = executor->start_report().error;
     EXPECT_NE(
         error.find("KFORGE_PROFILER_SPARES='" + std::string(value) +
@@ -172,9 +165,7 @@ TEST(JudgeSettings, ProfilerSparesOutsideOneToFourAreRefusedAtStartNamingTheVari
 
 TEST(JudgeSettings, ProfilerSparesJudgeAndTheJudgeSaysHowMany) {
   ScopedEnv set("KFORGE_PROFILER_SPARES", "3");
-  ExecutorConfig config;
-  config.backend = BackendKind::kCpu;
-  std::unique_ptr<Executor> executor = make_executor(config);
+  std::unique_ptr<Executor> executor = cpu_executor();
   EXPECT_TRUE(executor->start_report().error.empty()) << executor->start_report().error;
   EXPECT_EQ(executor->submit(correct_request()).get().outcome, Outcome::kCorrect);
   EXPECT_EQ(executor->health().value("profiler_spares", 0), 3);

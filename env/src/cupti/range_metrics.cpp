@@ -8,6 +8,7 @@
 #include <cupti_result.h>
 #include <cupti_target.h>
 
+#include <chrono>
 #include <cstdint>
 #include <stdexcept>
 
@@ -212,12 +213,19 @@ std::string RangeMetrics::State::enable_range_profiler(CUcontext ctx) {
 
 RangeMetrics::RangeMetrics(int device, const std::vector<std::string>& metrics) : state_(std::make_unique<State>()) {
   State& s = *state_;
+  auto last = std::chrono::steady_clock::now();
+  auto step_done = [&](const char* step) {
+    const auto now = std::chrono::steady_clock::now();
+    setup_phases_ms_.emplace_back(step, std::chrono::duration<double, std::milli>(now - last).count());
+    last = now;
+  };
   auto init = params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
   if (CUptiResult r = cuptiProfilerInitialize(&init); r != CUPTI_SUCCESS) {
     error_ = describe("cuptiProfilerInitialize", r);
     return;
   }
   s.profiler_initialized = true;
+  step_done("initialize");
   CUcontext ctx = current_context();
   if (ctx == nullptr) {
     error_ = "no current CUDA context for the range profiler";
@@ -225,9 +233,13 @@ RangeMetrics::RangeMetrics(int device, const std::vector<std::string>& metrics) 
   }
   const char* chip_name = nullptr;
   error_ = s.open_host(device, ctx, &chip_name);
+  step_done("host");
   if (error_.empty()) error_ = s.add_metrics(metrics, chip_name);
+  step_done("metrics");
   if (error_.empty()) error_ = s.build_config_image();
+  step_done("config_image");
   if (error_.empty()) error_ = s.enable_range_profiler(ctx);
+  step_done("enable");
 }
 
 RangeMetrics::~RangeMetrics() {

@@ -16,6 +16,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kforge::cupti {
@@ -35,6 +36,9 @@ class RangeMetrics {
 
   bool available() const { return error_.empty(); }
   const std::string& why_unavailable() const { return error_; }
+  // How long each step of the set-up took (initialize, host, metrics,
+  // config_image, enable), in ms: where a profiler runner's start-up goes.
+  const std::vector<std::pair<const char*, double>>& setup_phases_ms() const { return setup_phases_ms_; }
 
   // Runs `before_pass` (outside the range: the L2 flush) then `run_once` (one
   // call, synchronized) once per replay pass. Returns {"values": {metric:
@@ -47,6 +51,7 @@ class RangeMetrics {
  private:
   std::unique_ptr<State> state_;
   std::string error_;
+  std::vector<std::pair<const char*, double>> setup_phases_ms_;
 };
 
 }  // namespace kforge::cupti
