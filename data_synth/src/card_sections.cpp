@@ -54,7 +54,8 @@ void contamination_rule(std::ostringstream& md, const json& stats) {
         "(level1/22 Tanh), `hardtanh, relu` (level1/19 ReLU), `div, hardtanh, layer_norm` (level1/40 LayerNorm), "
         "`conv2d, add, softmax` (the softmax is under "
      << format_fixed(100 * kDominantShare, 0)
-     << " % of the time: level1/50), `matmul, neg, gelu, softmax, layer_norm` (level2/66 and 99 as sub-graphs). "
+     << " % of the time: level1/50), `matmul, neg, gelu, softmax, layer_norm` (level2/66 and 99 as sub-graphs), "
+        "`selu, adaptive_avg_pool1d` (an adaptive pool is its kind of pool: level1/44). "
         "Kept: `matmul, layer_norm, matmul` where the LayerNorm is a real share of the work; `layer_norm, sin, "
         "log_softmax`; `matmul, tanh, var`.\n\nContamination rejections in this run by rule:";
   const json by = stats.value("contaminated_by", json::object());

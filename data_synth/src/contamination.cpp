@@ -32,9 +32,26 @@ std::string first_token(const std::string& marked) {
   const bool epilogue = at != std::string::npos;  // @scalar or @bias
   if (is_layout(op)) return "";
   static const std::map<std::string, std::string> kAlias = {
-      {"matmul", "gemm"}, {"linear", "gemm"}, {"bmm", "gemm"},        {"sub", "add"},
-      {"div", "mul"},     {"clamp", "clamp"}, {"hardtanh", "clamp"},  {"relu6", "clamp"},
-      {"amax", "max"},    {"amin", "min"},    {"clamp_min", "clamp"}, {"clamp_max", "clamp"},
+      {"matmul", "gemm"},
+      {"linear", "gemm"},
+      {"bmm", "gemm"},
+      {"sub", "add"},
+      {"div", "mul"},
+      {"clamp", "clamp"},
+      {"hardtanh", "clamp"},
+      {"relu6", "clamp"},
+      {"amax", "max"},
+      {"amin", "min"},
+      {"clamp_min", "clamp"},
+      {"clamp_max", "clamp"},
+      // An adaptive pool is the pool of that kind with the window its output
+      // size implies: by meaning, KernelBench's Average/Max_Pooling problems.
+      {"adaptive_avg_pool1d", "avg_pool1d"},
+      {"adaptive_avg_pool2d", "avg_pool2d"},
+      {"adaptive_avg_pool3d", "avg_pool3d"},
+      {"adaptive_max_pool1d", "max_pool1d"},
+      {"adaptive_max_pool2d", "max_pool2d"},
+      {"adaptive_max_pool3d", "max_pool3d"},
   };
   std::string base = op;
   if (auto it = kAlias.find(op); it != kAlias.end()) base = it->second;

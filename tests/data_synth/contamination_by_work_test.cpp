@@ -74,6 +74,20 @@ TEST(ContaminationByWorkTest, AGemmWithASignIsLevel1Matmul) {
                   "dominant", "level1/");
 }
 
+// A 1,000-task H100 set had seven tasks such as `selu, adaptive_avg_pool1d`:
+// an adaptive pool is KernelBench's pooling problem with the window its
+// output size implies, and the activation before it is free in the kernel.
+TEST(ContaminationByWorkTest, AnAdaptivePoolWithAPrologueIsLevel1Pooling) {
+  expect_rejected(
+      task_of({tensor("x", {64, 128, 4096})}, {},
+              {{"selu", {"x"}, "t0", json::object()}, {"adaptive_avg_pool1d", {"t0"}, "y", {{"output_size", 2}}}}),
+      "dominant", "level1/44_");
+  expect_rejected(task_of({tensor("x", {16, 32, 256, 256})}, {},
+                          {{"exp", {"x"}, "t0", json::object()},
+                           {"adaptive_max_pool2d", {"t0"}, "y", {{"output_size", json::array({4, 4})}}}}),
+                  "dominant", "level1/42_");
+}
+
 TEST(ContaminationByWorkTest, AConvolutionWithASignIsLevel1Conv) {
   expect_rejected(task_of({tensor("x", {16, 32, 64, 64})}, {tensor("w", {64, 32, 3, 3}, "kaiming_uniform")},
                           {{"conv2d", {"x", "w"}, "t0", json::object()}, {"neg", {"t0"}, "y", json::object()}}),
