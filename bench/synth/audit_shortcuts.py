@@ -20,11 +20,12 @@ one); --write also writes the line to OUT_DIR/audit_shortcuts.json, which
 the dataset card reads.
 
 Shards share one GPU (or the host's memory), so a task can find the device
-full of its neighbours' tensors: each process frees its cache after every task, and a task that runs
-out of device memory is not an error of the task but "deferred". Once every
-shard has finished, the deferred tasks are audited again by one process alone
-on the device (--only, a file of task ids, one per line); what fails there is
-an error like any other.
+full of its neighbours' tensors: each process frees its cache after every
+task, and a task that runs out of device memory is not an error of the task
+but deferred. Once every shard has finished, the deferred tasks are audited
+again by one process alone on the device (--only, a file of task ids, one per
+line; "deferred_alone" counts them); what fails there is an error like any
+other.
 """
 
 import argparse
@@ -92,17 +93,16 @@ def shard_command(a, deadline_s):
 
 
 def merge(merged, out, returncode, label):
-    """Adds one process's line to `merged`; False when it printed none."""
+    """Adds one process's line to `merged`, or `label` to its failed shards."""
     lines = [l for l in out.splitlines() if l.startswith("{")]
     if returncode != 0 or not lines:
         merged["failed_shards"].append("%s: exit %s" % (label, returncode))
-        return False
+        return
     part = json.loads(lines[-1])
     for key in ("tasks", "audited") + KINDS:
         merged[key] += part.get(key, 0)
     for key, ids in part.get("ids", {}).items():
         merged["ids"].setdefault(key, []).extend(ids)
-    return True
 
 
 def run_shards(a):

@@ -158,7 +158,12 @@ void audit(std::ostringstream& md, const fs::path& out) {
      << " tasks; passable by a constant " << a->value("passable_by_constant", 0) << ", 90 % matched by a constant "
      << a->value("mostly_constant", 0) << ", insensitive to its activations " << a->value("ignores_activations", 0)
      << ", ignoring one input " << a->value("ignores_an_input", 0) << ", RMS below atol "
-     << a->value("rms_below_atol", 0) << ", errors " << a->value("errors", 0) << ".\n";
+     << a->value("rms_below_atol", 0) << ", errors " << a->value("errors", 0) << ".";
+  if (const int alone = a->value("deferred_alone", 0); alone > 0) {
+    md << " " << alone << " of the tasks ran out of device memory beside the other shards and were audited again "
+       << "alone on the device.";
+  }
+  md << "\n";
 }
 
 }  // namespace
