@@ -18,11 +18,13 @@
 #   cuda     bench_cuda's BM_EvalThroughput as a profile action (attribution
 #            and counters, what every submit paid before) and as a submit
 #            (the per-phase effect of paying only for what is asked)
-#   probe    bench/cuda/start_probe: a runner's start-up by phase, several at
+#   probe    bench/cuda/start_probe: a runner's start-up by phase (levels 4
+#            and 5 again with CUDA_MODULE_LOADING=EAGER, as kforge-runner), several at
 #            once, and a kernel timed beside start-ups of every level (why
 #            timing runners may start beside timing: docs/cuda-backend.md);
 #            bench/cuda/teardown_probe: a runner's context teardown by part
-#            and by hardware queues (CUDA_DEVICE_MAX_CONNECTIONS), several
+#            and by hardware queues (CUDA_DEVICE_MAX_CONNECTIONS), with modules
+#            loaded eagerly as kforge-runner loads them, several
 #            killed at once, and which calls of another process wait for it
 #            (why the judge waits for a used runner: docs/execution.md,
 #            "What lanes buy"; KFORGE_PROBE_TEARDOWN=0 leaves this part out)
@@ -177,12 +179,17 @@ if stage probe; then
   probe=build/gpu/bench/cuda/start_probe
   {
     for l in 1 2 3 4 5; do $probe start $l; done
+    # kforge-runner loads modules eagerly (cuda_runner_device.cpp), cuBLAS's
+    # among them; the probes above use the driver's default (lazy).
+    for l in 4 5; do echo "CUDA_MODULE_LOADING=EAGER:"; CUDA_MODULE_LOADING=EAGER $probe start $l; done
     for n in 1 4 8; do $probe parallel 4 $n; done
     $probe disturb -1 3
     for l in 2 4 5; do $probe disturb $l 4; done
     if [ "${KFORGE_PROBE_TEARDOWN:-1}" = 1 ]; then
       teardown=build/gpu/bench/cuda/teardown_probe
       for parts in - kbipg; do $teardown parts $parts 12; done
+      echo "CUDA_MODULE_LOADING=EAGER:"
+      CUDA_MODULE_LOADING=EAGER $teardown parts kbipg 12
       for queues in 1 2 4; do CUDA_DEVICE_MAX_CONNECTIONS=$queues $teardown parts kbipg 10; done
       for k in 2 4; do $teardown batch kbipg $k 6; done
       $teardown 20
