@@ -31,9 +31,10 @@
 #   rollout  bench_rollout --backend cuda: rollout steps per second with the
 #            template policy through the workers, against the same actions
 #            driven straight through an EnvPool (KFORGE_ROLLOUT_ROUNDS, 1);
-#            then again with two spare profiler runners per judge
-#            (KFORGE_PROFILER_SPARES=2, `SPARES2` lines; off with
-#            KFORGE_ROLLOUT_PROFILER_SPARES=0)
+#            then again with more spare profiler runners per judge
+#            (KFORGE_PROFILER_SPARES=N for each N of
+#            KFORGE_ROLLOUT_PROFILER_SPARES, default "2 4": `SPARES2`,
+#            `SPARES4` lines; empty or 0 skips)
 #   kb       bench/cuda/kernelbench_compare.py: GPU-seconds per new candidate
 #            against KernelBench's own harness, when KFORGE_KERNELBENCH names
 #            a KernelBench checkout (its src/ must import with this Python;
@@ -210,12 +211,14 @@ if stage rollout; then
   }
   say "bench_rollout --backend cuda (template policy through the workers, then the same actions on an EnvPool)"
   rollout bench_rollout.log "" KFORGE_PROFILER_SPARES=1
-  if [ "${KFORGE_ROLLOUT_PROFILER_SPARES:-1}" = 1 ]; then
-    # Whether a second spare profiler runner takes the rest of a spare's
-    # start-up (profiler_setup) out of the profile action's turn.
-    say "SPARES2: bench_rollout with KFORGE_PROFILER_SPARES=2"
-    rollout bench_rollout_spares2.log "SPARES2 " KFORGE_PROFILER_SPARES=2
-  fi
+  # How many spare profiler runners take the rest of a spare's start-up
+  # (profiler_setup, ~0.9 s) out of the profile action's turn, with one lane's
+  # profiles ~0.3 s apart once nothing waits.
+  for n in ${KFORGE_ROLLOUT_PROFILER_SPARES-2 4}; do
+    [ "$n" = 0 ] && continue
+    say "SPARES$n: bench_rollout with KFORGE_PROFILER_SPARES=$n"
+    rollout "bench_rollout_spares$n.log" "SPARES$n " KFORGE_PROFILER_SPARES="$n"
+  done
 fi
 
 if stage kb && [ -n "$BASE" ] && [ -x "$BASE/build/gpu/bin/kforge-judge" ]; then
