@@ -168,6 +168,19 @@ void print_steps_by_action(const std::vector<Trajectory>& trajectories) {
     for (const auto& [ms, phase] : phases) line += " " + phase + " " + std::to_string(static_cast<int>(ms + 0.5));
     std::printf("[rollout] %-8s judge's median phases (ms):%s\n", action.c_str(), line.c_str());
   }
+  // A judge serves one turn at a time: the mean turn over every action bounds
+  // the steps one judge (one lane) can judge a second, whatever is in flight.
+  double total_ms = 0;
+  size_t turns = 0;
+  for (const auto& [action, a] : by_action) {
+    for (const double ms : a.judge_total_ms) total_ms += ms;
+    turns += a.judge_total_ms.size();
+  }
+  if (turns > 0) {
+    const double mean_ms = total_ms / static_cast<double>(turns);
+    std::printf("[rollout] the judge's mean turn %.1f ms over %zu turns: at most %.2f steps/s a lane\n", mean_ms, turns,
+                1000.0 / mean_ms);
+  }
 }
 
 }  // namespace
