@@ -186,17 +186,15 @@ TEST_F(CudaPoolTest, FourLanesEvaluateCandidatesAtOnce) {
 
 // By default (judge_loop.h) a spare profiler runner starts like a timing
 // runner, neither waited for before a timing nor holding the gate; with
-// KFORGE_PROFILER_SPARES=2 each judge keeps two. Profiled submits back to
+// executor.profiler_spares 2 each judge keeps two. Profiled submits back to
 // back on two lanes (each profile after a lane's first runs in a spare that
 // started while others were judged) are each attributed to the candidate's
 // own kernel, and the judges say which start-up and how many spares they use.
 TEST_F(CudaPoolTest, ProfilerSparesStartedBesideTimingServeTheNextProfiles) {
-  ::unsetenv("KFORGE_PROFILER_START");
-  ::setenv("KFORGE_PROFILER_SPARES", "2", 1);
-  auto pool = make_device_pool(config(2));
-  const std::string device = pool->device_name();  // the judges start, and read the settings, here
-  ::unsetenv("KFORGE_PROFILER_SPARES");
-  ASSERT_FALSE(device.empty());
+  ExecutorConfig c = config(2);
+  c.profiler_spares = 2;
+  auto pool = make_device_pool(c);
+  ASSERT_FALSE(pool->device_name().empty());
   const json health = pool->health();
   ASSERT_EQ(health["lanes"].size(), 2u) << health.dump();
   for (const auto& lane : health["lanes"]) {

@@ -163,6 +163,28 @@ TEST(JudgeSettings, ProfilerSparesOutsideOneToFourAreRefusedAtStartNamingTheVari
   }
 }
 
+// executor.profiler_spares reaches the judge and wins over the variable; a
+// value outside 1..4 given to the executor directly (the config reader bounds
+// its own) is the judge's start-up error naming the setting.
+TEST(JudgeSettings, TheConfigsProfilerSparesWinOverTheEnvironment) {
+  ScopedEnv set("KFORGE_PROFILER_SPARES", "3");
+  ExecutorConfig config;
+  config.backend = BackendKind::kCpu;
+  config.profiler_spares = 2;
+  std::unique_ptr<Executor> executor = make_executor(config);
+  EXPECT_TRUE(executor->start_report().error.empty()) << executor->start_report().error;
+  EXPECT_EQ(executor->submit(correct_request()).get().outcome, Outcome::kCorrect);
+  EXPECT_EQ(executor->health().value("profiler_spares", 0), 2);
+
+  config.profiler_spares = 9;
+  std::unique_ptr<Executor> refused = make_executor(config);
+  const std::string error = refused->start_report().error;
+  EXPECT_NE(error.find("executor.profiler_spares is 9: give 1 to 4 spare profiler runners, or 0 for the default"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(refused->submit(correct_request()).get().outcome, Outcome::kNotRun);
+}
+
 TEST(JudgeSettings, ProfilerSparesJudgeAndTheJudgeSaysHowMany) {
   ScopedEnv set("KFORGE_PROFILER_SPARES", "3");
   std::unique_ptr<Executor> executor = cpu_executor();

@@ -158,7 +158,8 @@ TEST(EnvConfigTest, EvalOptionsAndScheduleAreRead) {
 TEST(EnvConfigTest, PlacementIsReadBoundedAndBecomesTheExecutorConfig) {
   const EnvConfig c = parse_env_config(Document::from_yaml_text(
       "backend: cuda\nplacement:\n  devices: [2, 0]\n  lanes_per_device: 4\n  episodes_per_device: 16\n"
-      "  max_system_errors: 5\nexecutor:\n  gate_dir: gates\n  baseline_cache: \"off\"\n  runner_cuda_connections: 4\n",
+      "  max_system_errors: 5\nexecutor:\n  gate_dir: gates\n  baseline_cache: \"off\"\n  runner_cuda_connections: 4\n"
+      "  profiler_spares: 3\n",
       "/cfg/p.yaml"));
   EXPECT_EQ(c.placement.devices, (std::vector<int>{2, 0}));
   EXPECT_EQ(c.device, 2) << "device follows placement.devices";
@@ -168,6 +169,7 @@ TEST(EnvConfigTest, PlacementIsReadBoundedAndBecomesTheExecutorConfig) {
   EXPECT_EQ(ec.max_system_errors, 5);
   EXPECT_EQ(ec.gate_dir, "/cfg/gates");
   EXPECT_EQ(ec.runner_cuda_connections, 4);
+  EXPECT_EQ(ec.profiler_spares, 3);
   EXPECT_EQ(
       executor_config(parse_env_config(Document::from_yaml_text("backend: cuda\n", "c.yaml"))).runner_cuda_connections,
       0)
@@ -202,6 +204,8 @@ TEST(EnvConfigTest, PlacementIsReadBoundedAndBecomesTheExecutorConfig) {
   EXPECT_NE(msg.find("lanes_per_device"), std::string::npos) << msg;
   msg = error("executor: {runner_cuda_connections: 33}\n");
   EXPECT_NE(msg.find("runner_cuda_connections"), std::string::npos) << msg;
+  msg = error("executor: {profiler_spares: 5}\n");
+  EXPECT_NE(msg.find("profiler_spares"), std::string::npos) << msg;
   msg = error("placement: {cpu_slots: 100000}\n");
   EXPECT_NE(msg.find("cpu_slots"), std::string::npos) << msg;
   msg = error("device: 1\nplacement: {devices: [0, 2]}\n");

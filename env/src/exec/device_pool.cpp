@@ -70,6 +70,7 @@ Pool::Pool(const ExecutorConfig& config) : config_(config) {
   base.retire_above_bytes = config.judge_retire_above_bytes;
   base.device_trim_above_bytes = config.judge_device_trim_above_bytes;
   base.runner_spares = config.runner_spares;
+  base.profiler_spares = config.profiler_spares;
   base.lane_device_memory_bytes = config.lane_device_memory_bytes;
   base.device_memory_reserve_bytes = config.device_memory_reserve_bytes;
   try {

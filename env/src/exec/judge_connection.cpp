@@ -72,6 +72,9 @@ void JudgeConnection::start(const JudgeLaunch& launch) {
   if (launch.runner_spares > 0) {
     spec.args.insert(spec.args.end(), {"--spares", std::to_string(launch.runner_spares)});
   }
+  if (launch.profiler_spares > 0) {
+    spec.args.insert(spec.args.end(), {"--profiler-spares", std::to_string(launch.profiler_spares)});
+  }
   // The judge's stdout and stderr (libtorch warnings, crash messages) go to our stderr.
   spec.fds = {{0, devnull.get()}, {1, STDERR_FILENO}, {2, STDERR_FILENO}, {3, theirs.get()}};
   try {

@@ -41,6 +41,7 @@ struct JudgeLaunch {
   int cpu = -1;                     // the core to pin the judge (and its runners) to; -1: none
   int runner_spares = 0;            // ExecutorConfig::runner_spares; 0: the judge's default
   int runner_cuda_connections = 0;  // ExecutorConfig::runner_cuda_connections; 0: the driver's default
+  int profiler_spares = 0;          // ExecutorConfig::profiler_spares; 0: the judge reads its environment
   // The lane's share of its GPU's memory (cuda; judge/lane_memory_budget.h):
   // the budget (0: an even share), the reserve, the pool's lanes on the GPU.
   uint64_t lane_device_memory_bytes = 0;

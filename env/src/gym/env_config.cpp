@@ -127,6 +127,7 @@ void read_executor(const Document& doc, ObjectReader r, EnvConfig& c) {
   if (auto f = r.optional("runner_cuda_connections")) {
     c.runner_cuda_connections = static_cast<int>(f->as_int_in(0, kMaxCudaConnections));
   }
+  if (auto f = r.optional("profiler_spares")) c.profiler_spares = static_cast<int>(f->as_int_in(0, kMaxProfilerSpares));
   if (auto f = r.optional("baseline_cache")) {
     const std::string v = f->as_string();
     c.baseline_cache = v == "off" || v.empty() ? v : resolve_path(doc, v).string();
@@ -281,6 +282,7 @@ json to_json(const EnvConfig& c) {
             {"gpu_gate", c.gpu_gate},
             {"runner_spares", c.runner_spares},
             {"runner_cuda_connections", c.runner_cuda_connections},
+            {"profiler_spares", c.profiler_spares},
             {"baseline_cache", c.baseline_cache}}},
           {"placement",
            {{"devices", c.placement.all_devices ? json("all") : json(c.placement.devices)},
@@ -325,6 +327,7 @@ ExecutorConfig executor_config(const EnvConfig& c) {
   ec.gpu_gate = c.gpu_gate;
   ec.runner_spares = c.runner_spares;
   ec.runner_cuda_connections = c.runner_cuda_connections;
+  ec.profiler_spares = c.profiler_spares;
   if (c.baseline_cache != "off") {
     ec.baseline_cache_dir =
         c.baseline_cache.empty() ? default_baseline_cache_dir() : std::filesystem::path(c.baseline_cache);

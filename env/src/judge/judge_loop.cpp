@@ -440,6 +440,12 @@ std::string profiler_start_setting(JudgeLoopConfig* config) {
 }
 
 std::string profiler_spares_setting(JudgeLoopConfig* config) {
+  using env::kMaxProfilerSpares;
+  if (config->profiler_spares != 0) {
+    if (config->profiler_spares >= 1 && config->profiler_spares <= kMaxProfilerSpares) return "";
+    return "executor.profiler_spares is " + std::to_string(config->profiler_spares) + ": give 1 to " +
+           std::to_string(kMaxProfilerSpares) + " spare profiler runners, or 0 for the default";
+  }
   const char* value = std::getenv(kProfilerSparesVariable);
   const std::string v = value == nullptr ? "" : value;
   if (v.empty()) {

@@ -24,6 +24,7 @@
 
 #include "judge/lane_memory_budget.h"
 #include "judge/memory_bound.h"
+#include "kforge/env/executor.h"
 
 namespace kforge::judge {
 
@@ -61,8 +62,9 @@ struct JudgeLoopConfig {
   // gap between two profiles when one lane serves many episodes, and the
   // next profile waits for the rest (the `profiler_setup` phase). More spares
   // each cost a CUDA context of the lane's memory (lane_memory_budget.h).
-  // $KFORGE_PROFILER_SPARES (profiler_spares_setting) sets it.
-  int profiler_spares = 1;
+  // ExecutorConfig::profiler_spares (--profiler-spares); 0 until
+  // profiler_spares_setting resolves it from $KFORGE_PROFILER_SPARES, else 1.
+  int profiler_spares = 0;
 };
 
 constexpr const char* kProfilerStartVariable = "KFORGE_PROFILER_START";
@@ -72,10 +74,11 @@ constexpr const char* kProfilerStartVariable = "KFORGE_PROFILER_START";
 std::string profiler_start_setting(JudgeLoopConfig* config);
 
 constexpr const char* kProfilerSparesVariable = "KFORGE_PROFILER_SPARES";
-inline constexpr int kMaxProfilerSpares = 4;
-// Reads $KFORGE_PROFILER_SPARES into `config`: unset or empty (1, the
-// default), or a whole number from 1 to kMaxProfilerSpares. Anything else is
-// an error naming the variable and its range.
+// Resolves config->profiler_spares: the executor's value when it gave one
+// (1 to env::kMaxProfilerSpares, else an error naming the setting), else
+// $KFORGE_PROFILER_SPARES: unset or empty (1, the default), or a whole number
+// from 1 to kMaxProfilerSpares. Anything else is an error naming the variable
+// and its range.
 std::string profiler_spares_setting(JudgeLoopConfig* config);
 
 // Serves until the executor closes the channel or says shutdown; returns the

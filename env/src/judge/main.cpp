@@ -100,6 +100,8 @@ bool apply_argument(const std::string& key, const std::string& value, Arguments*
     c.memory.retire_above_bytes = mib(value);
   } else if (key == "--spares") {
     c.runner_spares = std::atoi(value.c_str());
+  } else if (key == "--profiler-spares") {
+    c.profiler_spares = std::atoi(value.c_str());
   } else if (key == "--runner-cuda-connections") {
     c.runner_cuda_connections = std::atoi(value.c_str());
   } else if (key == "--device-trim-above-mib") {

@@ -12,7 +12,7 @@
 //   prompt: {skills, system, compact}
 //   compile: {cache_dir, threads, arch, timeout_s, memory_limit_mib, max_source_bytes, per_mode_limit: {mode: n}}
 //   executor: {tools_dir, scratch_dir, gate_dir, gpu_gate, runner_spares, runner_cuda_connections,
-//              baseline_cache}
+//              profiler_spares, baseline_cache}
 //   placement: {devices: [0, 1] | all, lanes_per_device, cpu_slots,
 //               episodes_per_device, max_system_errors}
 //   step_threads: n
@@ -134,6 +134,8 @@ struct EnvConfig {
   int runner_spares = 0;
   // Hardware queues of a CUDA runner's context (ExecutorConfig::runner_cuda_connections).
   int runner_cuda_connections = 0;
+  // Spare profiler runners of a CUDA judge (ExecutorConfig::profiler_spares).
+  int profiler_spares = 0;
   // Timed references kept per task, device model and software versions:
   // empty = default_baseline_cache_dir(); "off" = no cache.
   std::string baseline_cache;

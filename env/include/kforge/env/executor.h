@@ -28,6 +28,9 @@
 
 namespace kforge::env {
 
+// More spare profiler runners than this per judge is a typo (ExecutorConfig::profiler_spares).
+inline constexpr int kMaxProfilerSpares = 4;
+
 enum class BackendKind { kCpu, kCuda };
 const std::string& backend_name(BackendKind kind);
 BackendKind parse_backend(const std::string& name);  // InputError if unknown
@@ -71,6 +74,13 @@ struct ExecutorConfig {
   // operator's $KFORGE_RUNNER_CUDA_CONNECTIONS, else one queue
   // (resolved_runner_cuda_connections, device_pool.h); 8 is the driver's own.
   int runner_cuda_connections = 0;
+  // Spare profiler runners each CUDA judge keeps started, so that a profile
+  // does not wait for a CUPTI start-up (~0.9 s on an H100, against profiles
+  // ~0.3 s apart when one lane serves many episodes). 1 to
+  // kMaxProfilerSpares; 0: the operator's $KFORGE_PROFILER_SPARES, else 1
+  // (read by the judge: judge/judge_loop.h). Each holds a context's device
+  // memory, counted in the lane's budget.
+  int profiler_spares = 0;
   // Timed references (baselines) kept on disk per task content, device model
   // and software versions (docs/execution.md, "Baseline cache"). Empty: none.
   std::filesystem::path baseline_cache_dir;
