@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "ipc/build_identity.h"
 #include "ipc/wire.h"
@@ -35,6 +37,46 @@ void JudgeConnection::refuse_another_build(const JudgeLaunch& launch, const nloh
   throw JudgeFailure(why);
 }
 
+namespace {
+
+// The judge's command line: what `launch` sets that the judge reads from
+// its arguments (judge/main.cpp); a count left at 0 is the judge's default.
+std::vector<std::string> judge_arguments(const JudgeLaunch& launch) {
+  std::vector<std::string> args = {"--backend",
+                                   launch.backend,
+                                   "--device",
+                                   std::to_string(launch.device),
+                                   "--runner",
+                                   launch.runner.string(),
+                                   "--scratch",
+                                   launch.scratch.string(),
+                                   "--parent-pid",
+                                   std::to_string(::getpid()),
+                                   "--trim-above-mib",
+                                   std::to_string(launch.trim_above_bytes >> 20),
+                                   "--retire-above-mib",
+                                   std::to_string(launch.retire_above_bytes >> 20),
+                                   "--device-trim-above-mib",
+                                   std::to_string(launch.device_trim_above_bytes >> 20)};
+  if (launch.backend == "cuda") {
+    args.insert(args.end(), {"--lane-device-memory-mib", std::to_string(launch.lane_device_memory_bytes >> 20),
+                             "--device-memory-reserve-mib", std::to_string(launch.device_memory_reserve_bytes >> 20),
+                             "--lanes-on-device", std::to_string(launch.lanes_on_device), "--runner-cuda-connections",
+                             std::to_string(launch.runner_cuda_connections)});
+  }
+  if (!launch.gate_dir.empty()) args.insert(args.end(), {"--gate-dir", launch.gate_dir.string()});
+  if (launch.cpu >= 0) args.insert(args.end(), {"--cpu", std::to_string(launch.cpu)});
+  if (launch.runner_spares > 0) {
+    args.insert(args.end(), {"--spares", std::to_string(launch.runner_spares)});
+  }
+  if (launch.profiler_spares > 0) {
+    args.insert(args.end(), {"--profiler-spares", std::to_string(launch.profiler_spares)});
+  }
+  return args;
+}
+
+}  // namespace
+
 void JudgeConnection::start(const JudgeLaunch& launch) {
   stop();
   fatal_ = false;
@@ -44,37 +86,7 @@ void JudgeConnection::start(const JudgeLaunch& launch) {
   UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   ipc::SpawnSpec spec;
   spec.executable = launch.judge;
-  spec.args = {"--backend",
-               launch.backend,
-               "--device",
-               std::to_string(launch.device),
-               "--runner",
-               launch.runner.string(),
-               "--scratch",
-               launch.scratch.string(),
-               "--parent-pid",
-               std::to_string(::getpid()),
-               "--trim-above-mib",
-               std::to_string(launch.trim_above_bytes >> 20),
-               "--retire-above-mib",
-               std::to_string(launch.retire_above_bytes >> 20),
-               "--device-trim-above-mib",
-               std::to_string(launch.device_trim_above_bytes >> 20)};
-  if (launch.backend == "cuda") {
-    spec.args.insert(spec.args.end(),
-                     {"--lane-device-memory-mib", std::to_string(launch.lane_device_memory_bytes >> 20),
-                      "--device-memory-reserve-mib", std::to_string(launch.device_memory_reserve_bytes >> 20),
-                      "--lanes-on-device", std::to_string(launch.lanes_on_device), "--runner-cuda-connections",
-                      std::to_string(launch.runner_cuda_connections)});
-  }
-  if (!launch.gate_dir.empty()) spec.args.insert(spec.args.end(), {"--gate-dir", launch.gate_dir.string()});
-  if (launch.cpu >= 0) spec.args.insert(spec.args.end(), {"--cpu", std::to_string(launch.cpu)});
-  if (launch.runner_spares > 0) {
-    spec.args.insert(spec.args.end(), {"--spares", std::to_string(launch.runner_spares)});
-  }
-  if (launch.profiler_spares > 0) {
-    spec.args.insert(spec.args.end(), {"--profiler-spares", std::to_string(launch.profiler_spares)});
-  }
+  spec.args = judge_arguments(launch);
   // The judge's stdout and stderr (libtorch warnings, crash messages) go to our stderr.
   spec.fds = {{0, devnull.get()}, {1, STDERR_FILENO}, {2, STDERR_FILENO}, {3, theirs.get()}};
   try {
