@@ -27,7 +27,8 @@
 #            loaded eagerly as kforge-runner loads them, several
 #            killed at once, and which calls of another process wait for it
 #            (why the judge waits for a used runner: docs/execution.md,
-#            "What lanes buy"; KFORGE_PROBE_TEARDOWN=0 leaves this part out)
+#            "What lanes buy"; KFORGE_PROBE_TEARDOWN=0 leaves this part out,
+#            but for one queue's teardown with lazy and eager module loading)
 #   rollout  bench_rollout --backend cuda: rollout steps per second with the
 #            template policy through the workers, against the same actions
 #            driven straight through an EnvPool (KFORGE_ROLLOUT_ROUNDS, 1);
@@ -186,11 +187,15 @@ if stage probe; then
     for n in 1 4 8; do $probe parallel 4 $n; done
     $probe disturb -1 3
     for l in 2 4 5; do $probe disturb $l 4; done
+    teardown=build/gpu/bench/cuda/teardown_probe
+    # A runner's teardown with one hardware queue, as kforge-runner's context
+    # has, its modules loaded lazily, then eagerly as kforge-runner loads them.
+    echo "CUDA_DEVICE_MAX_CONNECTIONS=1:"
+    CUDA_DEVICE_MAX_CONNECTIONS=1 $teardown parts kbipg 12
+    echo "CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_MODULE_LOADING=EAGER:"
+    CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_MODULE_LOADING=EAGER $teardown parts kbipg 12
     if [ "${KFORGE_PROBE_TEARDOWN:-1}" = 1 ]; then
-      teardown=build/gpu/bench/cuda/teardown_probe
       for parts in - kbipg; do $teardown parts $parts 12; done
-      echo "CUDA_MODULE_LOADING=EAGER:"
-      CUDA_MODULE_LOADING=EAGER $teardown parts kbipg 12
       for queues in 1 2 4; do CUDA_DEVICE_MAX_CONNECTIONS=$queues $teardown parts kbipg 10; done
       for k in 2 4; do $teardown batch kbipg $k 6; done
       $teardown 20
