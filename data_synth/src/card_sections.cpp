@@ -2,7 +2,8 @@
 // (exporters.h): the contamination rule with examples, difficulty, the split,
 // proof of solvability, the reachable space and the shortcut audit. Each
 // reads the file its step wrote (split/split.json, solutions/index.json,
-// reach.json, audit_shortcuts.json) and says how to get it when it is absent.
+// reach.json, audit_shortcuts.json, audit_contamination.json) and says how to
+// get it when it is absent.
 #include "card_sections.h"
 
 #include <cstdio>
@@ -168,9 +169,28 @@ void audit(std::ostringstream& md, const fs::path& out) {
 
 }  // namespace
 
+// bench/synth/audit_contamination.py's cross-check of the rule: its own table
+// of what each level-1 problem computes, without the cost model.
+void contamination_cross_check(std::ostringstream& md, const fs::path& out) {
+  const std::optional<json> a = read_json(out / "audit_contamination.json");
+  md << "\nCross-check (bench/synth/audit_contamination.py: an op table of its own, no cost model): ";
+  if (!a) {
+    md << "not run (`python3 bench/synth/audit_contamination.py OUT --write` writes audit_contamination.json).\n";
+    return;
+  }
+  md << a->value("flagged", 0) << " of " << a->value("tasks", 0)
+     << " tasks are one level-1 problem plus pointwise work, or pointwise with a level-1 activation.\n";
+  for (const auto& [reason, examples] : a->value("examples", json::object()).items()) {
+    md << "\n- " << reason << " (" << a->value("by_reason", json::object()).value(reason, 0) << "):";
+    for (const auto& e : examples) md << " `" << (e.is_string() ? e.get<std::string>() : e.dump()) << "`;";
+    md << "\n";
+  }
+}
+
 std::string card_extra_sections(const fs::path& out, const json& stats) {
   std::ostringstream md;
   contamination_rule(md, stats);
+  contamination_cross_check(md, out);
   difficulty(md, stats);
   split(md, out);
   solutions(md, out);

@@ -48,8 +48,10 @@
 #              over processes sharing the GPU, so a 1,000-task set completes in this one call;
 #              tasks that ran out of device memory beside the other shards are audited
 #              again alone at the end (an H100 set: 20 of 1,000 did)
-#   card       kforge synth --split 0.8,0.1,0.1 --reach-sample $SYNTH_REACH (50000): the
-#              split, the reach estimate, and the card with every section
+#   card       bench/synth/audit_contamination.py $WORK --write (the contamination
+#              cross-check, seconds on the CPU), then kforge synth --split 0.8,0.1,0.1
+#              --reach-sample $SYNTH_REACH (50000): the split, the reach estimate, and
+#              the card with every section
 #
 # A 1,000-task set with every stage takes two device calls (the machine stays
 # warm between them and keeps build/ and $SYNTH_WORK):
@@ -119,7 +121,8 @@ try:
     s["attempts"], s["rejected"], s["rejections"] = rej.get("attempts"), rej.get("rejected"), rej.get("by_reason")
 except (OSError, ValueError) as e:
     s["rejections"] = "unavailable: %s" % e
-for key, path in (("shortcut_audit", "audit_shortcuts.json"), ("reach", "reach.json"),
+for key, path in (("shortcut_audit", "audit_shortcuts.json"), ("contamination_cross_check", "audit_contamination.json"),
+                  ("reach", "reach.json"),
                   ("split", os.path.join("split", "split.json"))):
     try:
         s[key] = json.load(open(os.path.join(work, path)))
@@ -257,6 +260,9 @@ fi
 
 if stage card && [ -s "$WORK/tasks.jsonl" ]; then
   tasks=$(count)
+  # The contamination cross-check, on the CPU in seconds; the card shows it.
+  "$KFORGE_PYTHON" bench/synth/audit_contamination.py "$WORK" --write >>"$OUT/summary.log" 2>>"$OUT/synth.log" ||
+    status=1
   say "split, reach estimate ($REACH graphs) and the card"
   timeout --foreground -k 10 "$(left)" "$K" synth --backend "$BACKEND" --seed "$SEED" --out "$WORK" --n "$tasks" \
     --baselines none --compile-baselines off --split 0.8,0.1,0.1 --reach-sample "$REACH" \

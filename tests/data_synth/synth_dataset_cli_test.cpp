@@ -125,7 +125,8 @@ TEST(SynthDatasetCliTest, SolutionsSplitAndReachReachTheCard) {
 }
 
 // --jobs 2 runs two shard processes and merges them: the same counts as one
-// process over the whole set, every task audited, and the card shows them.
+// process over the whole set, every task audited, and the card shows them,
+// with the contamination cross-check's line once it has run.
 // One task is made too big to audit beside the other shard (an allocation no
 // host grants, except in the audit's run of deferred tasks alone): it is
 // audited alone, counted once, and the card says so.
@@ -144,6 +145,14 @@ TEST(SynthDatasetCliTest, TheShardedAuditEqualsTheWholeOne) {
       << "\nimport sys as _sys\n_drawn_inputs = get_inputs\n\n\ndef get_inputs():\n"
       << "    if '--only' not in _sys.argv:\n        torch.empty(2 ** 45)\n    return _drawn_inputs()\n";
   ASSERT_EQ(run(audit + " --jobs 2 --write", &out), 0) << out;
+  EXPECT_NE(read(dir / "DATASET_CARD.md")
+                .find("Cross-check (bench/synth/audit_contamination.py: an op table of its "
+                      "own, no cost model): not run"),
+            std::string::npos);
+  const std::string cross_check = std::string(KFORGE_PYTHON) + " " + KFORGE_SOURCE_DIR +
+                                  "/bench/synth/audit_contamination.py " + dir.string() + " --write";
+  ASSERT_EQ(run(cross_check, &out), 0) << out;
+  const json crossed = json::parse(out.substr(out.find('{')));
   const json sharded = Document::from_file(dir / "audit_shortcuts.json").root;
   EXPECT_EQ(sharded["shards"], 2);
   EXPECT_EQ(sharded["audited"], 4);
@@ -157,6 +166,10 @@ TEST(SynthDatasetCliTest, TheShardedAuditEqualsTheWholeOne) {
   ASSERT_EQ(run(synth(dir, 4, ""), &out), 0) << out;
   const std::string card = read(dir / "DATASET_CARD.md");
   EXPECT_NE(card.find("2 shards): audited 4 of 4 tasks"), std::string::npos) << card;
+  EXPECT_NE(card.find(std::to_string(crossed["flagged"].get<int>()) + " of 4 tasks are one level-1 problem plus "
+                                                                      "pointwise work"),
+            std::string::npos)
+      << card;
   EXPECT_NE(card.find("1 of the tasks ran out of device memory beside the other shards and were audited again alone"),
             std::string::npos)
       << card;
