@@ -25,6 +25,8 @@ import json
 import os
 import sys
 
+import audit_line
+
 # Ops a fused kernel does in the pass it already makes: elementwise math,
 # activations, comparisons and selects, and layout.
 CHEAP = set("""
@@ -115,12 +117,7 @@ def main(argv=None):
     except (OSError, ValueError, RecursionError) as e:
         print("audit_contamination: %s" % e, file=sys.stderr)
         return 2
-    print(json.dumps(summary))
-    if a.write:
-        path = os.path.join(a.out, "audit_contamination.json")
-        with open(path + ".tmp", "w") as f:
-            json.dump(summary, f, indent=1)
-        os.replace(path + ".tmp", path)
+    audit_line.emit(summary, a.out, "audit_contamination.json", a.write)
     return 0
 
 

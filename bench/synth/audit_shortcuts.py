@@ -40,6 +40,8 @@ import time
 
 import torch
 
+import audit_line
+
 sys.dont_write_bytecode = True
 
 
@@ -256,12 +258,7 @@ def audit_task(a, i, t):
 
 
 def emit(summary, a):
-    print(json.dumps(summary))
-    if a.write:
-        path = os.path.join(a.out, "audit_shortcuts.json")
-        with open(path + ".tmp", "w") as f:
-            json.dump(summary, f, indent=1)
-        os.replace(path + ".tmp", path)
+    audit_line.emit(summary, a.out, "audit_shortcuts.json", a.write)
 
 
 if __name__ == "__main__":
