@@ -180,8 +180,7 @@ def main(argv=None):
         wanted = set(line.strip() for line in open(a.only) if line.strip())
         mine = [i for i in mine if tasks[i]["id"] in wanted]
     audited = 0
-    found = {"passable_by_constant": [], "mostly_constant": [], "ignores_activations": [], "ignores_an_input": [],
-             "rms_below_atol": [], "errors": []}
+    found = {kind: [] for kind in KINDS}
     deferred = []
     for i in mine:
         if a.deadline_s and time.monotonic() - start > a.deadline_s:

@@ -167,8 +167,6 @@ void audit(std::ostringstream& md, const fs::path& out) {
   md << "\n";
 }
 
-}  // namespace
-
 // bench/synth/audit_contamination.py's cross-check of the rule: its own table
 // of what each level-1 problem computes, without the cost model.
 void contamination_cross_check(std::ostringstream& md, const fs::path& out) {
@@ -186,6 +184,8 @@ void contamination_cross_check(std::ostringstream& md, const fs::path& out) {
     md << "\n";
   }
 }
+
+}  // namespace
 
 std::string card_extra_sections(const fs::path& out, const json& stats) {
   std::ostringstream md;
