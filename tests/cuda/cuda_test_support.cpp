@@ -124,7 +124,7 @@ TaskSpec task_larger_than_the_gpu() {
 
 env::EvalOptions gpu_quick_options() {
   env::EvalOptions o;
-  o.seeds = 2;
+  o.seeds = 5;
   o.warmup_ms = 20;
   o.max_time_ms = 300;
   o.min_samples = 10;
@@ -132,6 +132,15 @@ env::EvalOptions gpu_quick_options() {
   o.call_timeout_ms = 5000;
   o.eval_timeout_ms = 90000;
   return o;
+}
+
+std::string device_clock_problem(const TimingSummary& t) {
+  if (t.timer == "device_events") {
+    return t.device_clock_rejected.empty() ? "" : "timed on device events, yet the device clock was rejected";
+  }
+  if (t.timer != "wall_round_trip") return "timed on '" + t.timer + "', neither device events nor the round trip";
+  if (t.device_clock_rejected.empty()) return "timed by the round trip without the device clock's rejection";
+  return "";
 }
 
 }  // namespace kforge::testing
