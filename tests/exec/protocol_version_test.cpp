@@ -138,7 +138,7 @@ TEST(JudgeSettings, EitherProfilerStartJudgesAndTheJudgeSaysWhichItUses) {
   }
 }
 
-TEST(JudgeSettings, UnsetTheProfilerStartsBesideTimingWithOneSpare) {
+TEST(JudgeSettings, UnsetTheProfilerStartsBesideTimingWithTwoSpares) {
   ScopedEnv start("KFORGE_PROFILER_START", "");
   ScopedEnv spares("KFORGE_PROFILER_SPARES", "");
   std::unique_ptr<Executor> executor = cpu_executor();
@@ -146,7 +146,7 @@ TEST(JudgeSettings, UnsetTheProfilerStartsBesideTimingWithOneSpare) {
   EXPECT_EQ(executor->submit(correct_request()).get().outcome, Outcome::kCorrect);
   const json health = executor->health();
   EXPECT_EQ(health.value("profiler_start", ""), "beside_timing") << health.dump();
-  EXPECT_EQ(health.value("profiler_spares", 0), 1) << health.dump();
+  EXPECT_EQ(health.value("profiler_spares", 0), 2) << health.dump();
 }
 
 TEST(JudgeSettings, ProfilerSparesOutsideOneToFourAreRefusedAtStartNamingTheVariable) {
@@ -156,7 +156,7 @@ TEST(JudgeSettings, ProfilerSparesOutsideOneToFourAreRefusedAtStartNamingTheVari
     const std::string error = executor->start_report().error;
     EXPECT_NE(
         error.find("KFORGE_PROFILER_SPARES='" + std::string(value) +
-                   "' is not a number of spare profiler runners: set it to 1 to 4 (1 is the default), or unset it"),
+                   "' is not a number of spare profiler runners: set it to 1 to 4 (2 is the default), or unset it"),
         std::string::npos)
         << value << ": " << error;
     EXPECT_EQ(executor->submit(correct_request()).get().outcome, Outcome::kNotRun) << value;

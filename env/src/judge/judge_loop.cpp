@@ -449,7 +449,7 @@ std::string profiler_spares_setting(JudgeLoopConfig* config) {
   const char* value = std::getenv(kProfilerSparesVariable);
   const std::string v = value == nullptr ? "" : value;
   if (v.empty()) {
-    config->profiler_spares = 1;
+    config->profiler_spares = env::kDefaultProfilerSpares;
     return "";
   }
   if (v.size() == 1 && v[0] >= '1' && v[0] <= '0' + kMaxProfilerSpares) {
@@ -457,8 +457,8 @@ std::string profiler_spares_setting(JudgeLoopConfig* config) {
     return "";
   }
   return std::string(kProfilerSparesVariable) + "='" + v +
-         "' is not a number of spare profiler runners: set it to 1 to " + std::to_string(kMaxProfilerSpares) +
-         " (1 is the default), or unset it";
+         "' is not a number of spare profiler runners: set it to 1 to " + std::to_string(kMaxProfilerSpares) + " (" +
+         std::to_string(env::kDefaultProfilerSpares) + " is the default), or unset it";
 }
 
 int serve_executor(const JudgeLoopConfig& given, int control_fd) {

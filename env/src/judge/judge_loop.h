@@ -63,7 +63,8 @@ struct JudgeLoopConfig {
   // next profile waits for the rest (the `profiler_setup` phase). More spares
   // each cost a CUDA context of the lane's memory (lane_memory_budget.h).
   // ExecutorConfig::profiler_spares (--profiler-spares); 0 until
-  // profiler_spares_setting resolves it from $KFORGE_PROFILER_SPARES, else 1.
+  // profiler_spares_setting resolves it from $KFORGE_PROFILER_SPARES, else
+  // env::kDefaultProfilerSpares.
   int profiler_spares = 0;
 };
 
@@ -76,7 +77,7 @@ std::string profiler_start_setting(JudgeLoopConfig* config);
 constexpr const char* kProfilerSparesVariable = "KFORGE_PROFILER_SPARES";
 // Resolves config->profiler_spares: the executor's value when it gave one
 // (1 to env::kMaxProfilerSpares, else an error naming the setting), else
-// $KFORGE_PROFILER_SPARES: unset or empty (1, the default), or a whole number
+// $KFORGE_PROFILER_SPARES: unset or empty (env::kDefaultProfilerSpares), or a whole number
 // from 1 to kMaxProfilerSpares. Anything else is an error naming the variable
 // and its range.
 std::string profiler_spares_setting(JudgeLoopConfig* config);
