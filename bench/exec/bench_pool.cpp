@@ -40,8 +40,10 @@
 // weigh on it, 1 on cpu), KFORGE_BENCH_DEVICES (cuda: "0,1,..." to spread
 // the throughput run over several GPUs with L lanes each), KFORGE_BENCH_WARMUP_MS
 // (the submit's warm-up instead of the default, to compare warm-ups in one run),
-// KFORGE_BENCH_DECIDED (a reward preset or file: timing stops when that reward
-// is decided, eval.stop_when_decided, instead of at target_rse),
+// KFORGE_BENCH_DECIDED (the reward preset or file whose decision stops the
+// throughput set's timing, as an environment's eval.stop_when_decided does;
+// default `default`, the environment's default reward; `off` times to
+// target_rse instead),
 // KFORGE_BENCH_TURNS (a task's candidates share an input seed this many at a
 // time, as an episode's turns do, so the judge's reference cache serves all
 // but the first; default 4, 1 reuses nothing). The
@@ -167,12 +169,33 @@ EvalOptions submit_options() {
   o.hardware_metrics = false;  // counters only on profile actions
   // A knob for trying other warm-ups against the default in one run.
   if (const int warmup = env_int("KFORGE_BENCH_WARMUP_MS", -1); warmup >= 0) o.warmup_ms = warmup;
-  // Timing that stops when this reward is decided, as an environment with
-  // eval.stop_when_decided would ask for it: against the default's target_rse.
-  if (const char* reward = std::getenv("KFORGE_BENCH_DECIDED"); reward != nullptr && *reward != '\0') {
-    o.stop_when_decided = true;
-    fit_eval_to_reward(reward::RewardFunction::load(reward), &o);
-  }
+  // Timing that stops when the reward is decided, as an environment's step
+  // asks for it (eval.stop_when_decided, on by default), unless told `off`.
+  const char* reward = std::getenv("KFORGE_BENCH_DECIDED");
+  const std::string decided = reward != nullptr && *reward != '\0' ? reward : "default";
+  o.stop_when_decided = decided != "off";
+  if (o.stop_when_decided) fit_eval_to_reward(reward::RewardFunction::load(decided), &o);
+  return o;
+}
+
+// How the throughput set's timing stops, for its lines.
+std::string timing_rule() {
+  const EvalOptions o = submit_options();
+  if (!o.stop_when_decided) return "timing to target_rse";
+  const char* reward = std::getenv("KFORGE_BENCH_DECIDED");
+  return std::string("timing until the '") + (reward != nullptr && *reward != '\0' ? reward : "default") +
+         "' reward is decided";
+}
+
+// The pair whose speedup is compared alone and under load: timed to
+// target_rse, since the figure is the timer's own agreement and precision,
+// which a rule that stops once a reward is decided would not test.
+EvalOptions pair_options() {
+  EvalOptions o = submit_options();
+  o.stop_when_decided = false;
+  o.decision_edges.clear();
+  o.decision_compile_edges.clear();
+  o.decision_resolution = 0.0;
   return o;
 }
 
@@ -353,9 +376,9 @@ void BM_PoolThroughput(benchmark::State& state) {
           references.value("bytes", 0.0) / (1 << 20));
     }
     std::printf(
-        "[pool] %d lane(s) x %zu device(s): %.1f candidates/min (%.1f from the first report to the last), "
+        "[pool] %d lane(s) x %zu device(s), %s: %.1f candidates/min (%.1f from the first report to the last), "
         "median ms per phase:",
-        lanes, devices.size(), r.per_minute, r.steady_per_minute);
+        lanes, devices.size(), timing_rule().c_str(), r.per_minute, r.steady_per_minute);
     for (const auto& [phase, v] : r.phases) std::printf(" %s %.1f", phase.c_str(), median(v));
     std::printf("\n");
     // A lane's time is the sum of its turns, so the mean says where it goes:
@@ -439,7 +462,7 @@ EvalRequest pair_request(CompileService& compiler) {
   req.task = task;
   req.artifact = c.artifact;
   req.verify = req.time = true;
-  req.options = submit_options();
+  req.options = pair_options();
   req.profile = runs_profile(ActionType::kSubmit, req.options);
   return req;
 }

@@ -197,14 +197,18 @@ TEST_F(EnvPoolTest, AnEnergyRewardTermTurnsOnTheEnergyMeasurement) {
   std::filesystem::remove(yaml);
 }
 
-// eval.stop_when_decided: what the reward needs of the speedup travels with
-// every request; without it, nothing does.
+// eval.stop_when_decided (on by default): what the reward needs of the
+// speedup travels with every request; turned off, nothing does.
 TEST_F(EnvPoolTest, StopWhenDecidedAsksTheJudgeForTheRewardsNeed) {
   EnvConfig tiered = config_;
   tiered.reward.function = "tiered";
   tiered.reward.step_terms = {};
-  EXPECT_TRUE(EnvPool(tiered, 1).config().eval.decision_edges.empty()) << "off unless asked";
-  tiered.eval.stop_when_decided = true;
+  tiered.eval.stop_when_decided = false;
+  EXPECT_TRUE(EnvPool(tiered, 1).config().eval.decision_edges.empty()) << "off when turned off";
+  EXPECT_TRUE(EnvPool(tiered, 1).config().eval.decision_compile_edges.empty());
+  EXPECT_EQ(EnvPool(tiered, 1).config().eval.decision_resolution, 0.0);
+  tiered.eval.stop_when_decided = EvalOptions{}.stop_when_decided;
+  ASSERT_TRUE(tiered.eval.stop_when_decided) << "on by default";
   EnvPool deciding(tiered, 1);
   EXPECT_EQ(deciding.config().eval.decision_edges, std::vector<double>{1.05});
   EXPECT_EQ(deciding.config().eval.decision_compile_edges, std::vector<double>{1.05});
