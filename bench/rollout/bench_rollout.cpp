@@ -8,6 +8,8 @@
 //   bench_rollout                        CPU backend, tests/rollout/data/tasks
 //   bench_rollout --backend cuda         the same on a GPU (mode cuda templates)
 //   bench_rollout --tasks DIR --groups N --group-size N --concurrency N
+//   bench_rollout --lanes N              N judges on the device (the env
+//                                        file's placement.lanes_per_device)
 //
 // A first, unmeasured run compiles every template the policy will pick
 // (same seeds, so the same variants), so that the measured runs see compile
@@ -20,7 +22,10 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include "kforge/rollout/jsonl_sink.h"
@@ -40,6 +45,8 @@ struct Options {
   int groups = 6;
   int group_size = 4;
   int concurrency = 8;
+  int lanes = 0;    // 0: the env file's placement
+  std::string env;  // the environment file the runs use (set in main)
 };
 
 Options& options() {
@@ -50,7 +57,7 @@ Options& options() {
 RolloutConfig bench_config(const fs::path& out) {
   const Options& o = options();
   RolloutConfig c;
-  c.env = std::string(KFORGE_SOURCE_DIR) + "/bench/rollout/env_" + o.backend + ".yaml";
+  c.env = o.env;
   c.tasks = o.tasks;
   c.groups = o.groups;
   c.group_size = o.group_size;
@@ -127,16 +134,83 @@ fs::path out_dir() {
   return d;
 }
 
+// The bench's environment file, or with --lanes a copy of it that appends
+// `placement: {lanes_per_device: N}` (the file names no placement). The copy
+// lives in the build tree, so its one relative path (compile.cache_dir) is
+// made absolute against the original's folder.
+std::string environment_file(const Options& o) {
+  const fs::path original = fs::path(KFORGE_SOURCE_DIR) / "bench/rollout" / ("env_" + o.backend + ".yaml");
+  if (o.lanes <= 0) return original.string();
+  std::ifstream in(original);
+  if (!in) throw std::runtime_error("bench_rollout: cannot read " + original.string());
+  std::ostringstream copy;
+  copy << "# " << original.string() << " with " << o.lanes << " lane(s), written by bench_rollout --lanes\n";
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("placement:", 0) == 0) {
+      throw std::runtime_error("bench_rollout --lanes: " + original.string() + " already names a placement");
+    }
+    const std::string key = "cache_dir: ";
+    if (const size_t at = line.find(key); at != std::string::npos) {
+      const fs::path dir = line.substr(at + key.size());
+      if (dir.is_relative()) line = line.substr(0, at + key.size()) + (original.parent_path() / dir).string();
+    }
+    copy << line << "\n";
+  }
+  copy << "placement:\n  lanes_per_device: " << o.lanes << "\n";
+  const fs::path out = out_dir() / ("env_" + o.backend + "_lanes" + std::to_string(o.lanes) + ".yaml");
+  std::ofstream(out) << copy.str();
+  return out.string();
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// A phase is top-level unless another phase's name and '_' begin its name
+// (verify_check under verify, spawn_arena under spawn).
+bool top_level(const std::string& phase, const std::map<std::string, std::vector<double>>& phases) {
+  for (const auto& [other, ms] : phases) {
+    if (other != phase && phase.rfind(other + "_", 0) == 0) return false;
+  }
+  return true;
+}
+
+// The mean ms per turn of each top-level phase (0 in a turn without it),
+// largest first, and what of the mean turn they leave unexplained.
+void print_mean_phases(const std::string& action, const std::map<std::string, std::vector<double>>& phase_ms,
+                       const std::vector<double>& totals) {
+  if (totals.empty()) return;
+  const double turns = static_cast<double>(totals.size());
+  double mean_total = 0;
+  for (const double t : totals) mean_total += t / turns;
+  std::vector<std::pair<double, std::string>> means;
+  double explained = 0;
+  for (const auto& [phase, ms] : phase_ms) {
+    if (!top_level(phase, phase_ms)) continue;
+    double sum = 0;
+    for (const double m : ms) sum += m;
+    means.emplace_back(sum / turns, phase);
+    explained += sum / turns;
+  }
+  std::sort(means.rbegin(), means.rend());
+  std::string line;
+  for (const auto& [ms, phase] : means) {
+    if (ms < 0.05) continue;  // still in `explained`
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), " %s %.1f", phase.c_str(), ms);
+    line += buf;
+  }
+  std::printf("[rollout] %-8s judge's mean turn %.1f ms, top-level phases (ms):%s; outside them %.1f\n", action.c_str(),
+              mean_total, line.c_str(), mean_total - explained);
 }
 
 // Where the steps' time went, by action (the template policy profiles one
 // variant, then submits): steps, the median step and the judge's median turn
 // (its `total`, from each turn's step info), so that a rate is read against
 // the kind of work it paid for; then the judge's phases of that action whose
-// median is at least 1 ms, largest first.
+// median is at least 1 ms, largest first; then the mean per turn of its
+// top-level phases, which (unlike medians) add up to the mean turn.
 void print_steps_by_action(const std::vector<Trajectory>& trajectories) {
   struct ActionTimes {
     std::vector<double> step_ms, judge_total_ms;
@@ -167,6 +241,7 @@ void print_steps_by_action(const std::vector<Trajectory>& trajectories) {
     std::string line;
     for (const auto& [ms, phase] : phases) line += " " + phase + " " + std::to_string(static_cast<int>(ms + 0.5));
     std::printf("[rollout] %-8s judge's median phases (ms):%s\n", action.c_str(), line.c_str());
+    print_mean_phases(action, a.phase_ms, a.judge_total_ms);
   }
   // A judge serves one turn at a time: the mean turn over every action bounds
   // the steps one judge (one lane) can judge a second, whatever is in flight.
@@ -204,16 +279,19 @@ int main(int argc, char** argv) {
       o.concurrency = std::atoi(v5);
     } else if (const char* v6 = value("--rounds")) {
       rounds = std::max(1, std::atoi(v6));
+    } else if (const char* v7 = value("--lanes")) {
+      o.lanes = std::atoi(v7);
     } else {
       std::fprintf(stderr,
                    "usage: %s [--backend cpu|cuda] [--tasks DIR] [--groups N] [--group-size N] [--concurrency N] "
-                   "[--rounds N]\n",
+                   "[--rounds N] [--lanes N]\n",
                    argv[0]);
       return 2;
     }
   }
-  std::printf("warm-up: compiling the template policy's templates (%s backend, %s)\n", o.backend.c_str(),
-              o.tasks.c_str());
+  o.env = environment_file(o);
+  std::printf("warm-up: compiling the template policy's templates (%s backend, %s; %s)\n", o.backend.c_str(),
+              o.tasks.c_str(), o.env.c_str());
   const RunResult warm = run_workers(out_dir() / "warmup.jsonl");
   std::printf("warm-up: %lld steps in %.1f s\n", static_cast<long long>(warm.steps), warm.seconds);
   // Rounds alternate which side goes first, so that a machine whose load

@@ -6,9 +6,11 @@
 #   test     ctest -R CudaPool: the pool's lanes behind the GPU gate
 #   pool     bench_pool on cuda: new candidates per GPU-minute with 1 and 4
 #            lanes (compile overlapped), and the speedup of one pair alone,
-#            under compile+verify load, and under load without the gate; then
-#            one lane again with timing that stops when the reward is decided
-#            (KFORGE_BENCH_DECIDED_REWARD, default "default"; empty: skipped),
+#            under compile+verify load, and under load without the gate (the
+#            set's timing stops when the `default` reward is decided, as an
+#            environment's does; the pair's at target_rse); then one lane
+#            again timed to target_rse (KFORGE_BENCH_DECIDED=off; `TARGET_RSE`
+#            lines; KFORGE_BENCH_TARGET_RSE=0 skips it),
 #            and one lane whose candidates reuse no reference (every one its
 #            own episode: KFORGE_BENCH_TURNS=1, against 4 turns an episode
 #            above); KFORGE_BENCH_DRIVER_QUEUES=1 adds one lane whose runners
@@ -32,10 +34,11 @@
 #   rollout  bench_rollout --backend cuda: rollout steps per second with the
 #            template policy through the workers, against the same actions
 #            driven straight through an EnvPool (KFORGE_ROLLOUT_ROUNDS, 1);
-#            then again with more spare profiler runners per judge
-#            (KFORGE_PROFILER_SPARES=N for each N of
-#            KFORGE_ROLLOUT_PROFILER_SPARES, default "2 4": `SPARES2`,
-#            `SPARES4` lines; empty or 0 skips)
+#            then again with N judges on the GPU (--lanes N for each N of
+#            KFORGE_ROLLOUT_LANES, default "2": `LANES2` lines), and with N
+#            spare profiler runners per judge (KFORGE_PROFILER_SPARES=N for
+#            each N of KFORGE_ROLLOUT_PROFILER_SPARES, default none: `SPARES<N>`
+#            lines; the judge keeps 2)
 #   kb       bench/cuda/kernelbench_compare.py: GPU-seconds per new candidate
 #            against KernelBench's own harness, when KFORGE_KERNELBENCH names
 #            a KernelBench checkout (its src/ must import with this Python;
@@ -146,14 +149,15 @@ if stage pool; then
   KFORGE_BENCH_BACKEND=cuda timeout "$(left)" build/gpu/bench/exec/bench_pool \
     --benchmark_out="$OUT/bench_pool.json" --benchmark_out_format=json >"$OUT/bench_pool.log" 2>&1 || status=1
   grep -E '^BM_|^\[pool\]|^\[agreement\]|ERROR' "$OUT/bench_pool.log" | tee -a "$OUT/summary.log"
-  # The same lane with timing that stops when the reward is decided
-  # (eval.stop_when_decided), against target_rse in the run above.
-  if [ -n "${KFORGE_BENCH_DECIDED_REWARD-default}" ]; then
-    say "bench_pool, 1 lane, timing stopped when the ${KFORGE_BENCH_DECIDED_REWARD:-default} reward is decided"
-    KFORGE_BENCH_BACKEND=cuda KFORGE_BENCH_DECIDED=${KFORGE_BENCH_DECIDED_REWARD:-default} timeout "$(left)" \
-      build/gpu/bench/exec/bench_pool --benchmark_filter='BM_PoolThroughput/1/' >"$OUT/bench_pool_decided.log" 2>&1 ||
-      status=1
-    grep -E '^BM_|^\[pool\]|ERROR' "$OUT/bench_pool_decided.log" | sed 's/^/DECIDED /' | tee -a "$OUT/summary.log"
+  # The same lane timed to target_rse (eval.stop_when_decided: false),
+  # against the run above, whose timing stops once the reward is decided.
+  if [ "${KFORGE_BENCH_TARGET_RSE:-1}" != 0 ]; then
+    say "bench_pool, 1 lane, timing to target_rse (KFORGE_BENCH_DECIDED=off)"
+    KFORGE_BENCH_BACKEND=cuda KFORGE_BENCH_DECIDED=off timeout "$(left)" \
+      build/gpu/bench/exec/bench_pool --benchmark_filter='BM_PoolThroughput/1/' >"$OUT/bench_pool_target_rse.log" \
+      2>&1 || status=1
+    grep -E '^BM_|^\[pool\]|ERROR' "$OUT/bench_pool_target_rse.log" | sed 's/^/TARGET_RSE /' |
+      tee -a "$OUT/summary.log"
   fi
   say "bench_pool, 1 lane, no reference reused (KFORGE_BENCH_TURNS=1: every candidate its own episode)"
   env KFORGE_BENCH_BACKEND=cuda KFORGE_BENCH_TURNS=1 timeout "$(left)" build/gpu/bench/exec/bench_pool \
@@ -207,19 +211,30 @@ fi
 if stage rollout; then
   # One bench_rollout run: its log's name, the prefix of its summary lines and
   # the judge settings it runs under (judge_loop.h), as NAME=VALUE words.
+  # Words after `--` are bench_rollout's own arguments.
   rollout() {
-    local log=$1 prefix=$2
+    local log=$1 prefix=$2 settings=() args=()
     shift 2
-    env "$@" timeout "$(left)" build/gpu/bench/rollout/bench_rollout --backend cuda \
-      --rounds "${KFORGE_ROLLOUT_ROUNDS:-1}" >"$OUT/$log" 2>&1 || status=1
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do settings+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
+    args=("$@")
+    env "${settings[@]}" timeout "$(left)" build/gpu/bench/rollout/bench_rollout --backend cuda \
+      --rounds "${KFORGE_ROLLOUT_ROUNDS:-1}" "${args[@]}" >"$OUT/$log" 2>&1 || status=1
     grep -E 'steps/s|workers / direct|^\[rollout\]' "$OUT/$log" | sed "s/^/$prefix/" | tee -a "$OUT/summary.log"
   }
   say "bench_rollout --backend cuda (template policy through the workers, then the same actions on an EnvPool)"
-  rollout bench_rollout.log "" KFORGE_PROFILER_SPARES=1
+  rollout bench_rollout.log ""
+  # Whether a second judge on the GPU overlaps what one lane's turn spends
+  # off the device (the profiler runner's set-up, the report).
+  for n in ${KFORGE_ROLLOUT_LANES-2}; do
+    [ "$n" = 0 ] && continue
+    say "LANES$n: bench_rollout with $n judges on the GPU"
+    rollout "bench_rollout_lanes$n.log" "LANES$n " -- --lanes "$n"
+  done
   # How many spare profiler runners take the rest of a spare's start-up
   # (profiler_setup, ~0.9 s) out of the profile action's turn, with one lane's
   # profiles ~0.3 s apart once nothing waits.
-  for n in ${KFORGE_ROLLOUT_PROFILER_SPARES-2 4}; do
+  for n in ${KFORGE_ROLLOUT_PROFILER_SPARES-}; do
     [ "$n" = 0 ] && continue
     say "SPARES$n: bench_rollout with KFORGE_PROFILER_SPARES=$n"
     rollout "bench_rollout_spares$n.log" "SPARES$n " KFORGE_PROFILER_SPARES="$n"
