@@ -156,8 +156,20 @@ std::vector<int> bench_devices() {
   return out;
 }
 
-// What a submit step asks for in production, minus nothing.
-EvalOptions submit_options() {
+// The reward whose decision stops the throughput set's timing, as an
+// environment's step asks for it (eval.stop_when_decided, on by default);
+// "" when KFORGE_BENCH_DECIDED is `off`.
+std::string decided_reward() {
+  const char* reward = std::getenv("KFORGE_BENCH_DECIDED");
+  const std::string name = reward != nullptr && *reward != '\0' ? reward : "default";
+  return name == "off" ? "" : name;
+}
+
+// A submit's options before the reward's decision is asked for: timing to
+// target_rse. The pair compared alone and under load is timed so, since its
+// figure is the timer's own agreement and precision, which a rule that stops
+// once a reward is decided would not test.
+EvalOptions pair_options() {
   EvalOptions o;
   if (!cuda()) {
     // configs/env/cpu.yaml's timing knobs: a CPU call takes milliseconds.
@@ -169,34 +181,23 @@ EvalOptions submit_options() {
   o.hardware_metrics = false;  // counters only on profile actions
   // A knob for trying other warm-ups against the default in one run.
   if (const int warmup = env_int("KFORGE_BENCH_WARMUP_MS", -1); warmup >= 0) o.warmup_ms = warmup;
-  // Timing that stops when the reward is decided, as an environment's step
-  // asks for it (eval.stop_when_decided, on by default), unless told `off`.
-  const char* reward = std::getenv("KFORGE_BENCH_DECIDED");
-  const std::string decided = reward != nullptr && *reward != '\0' ? reward : "default";
-  o.stop_when_decided = decided != "off";
-  if (o.stop_when_decided) fit_eval_to_reward(reward::RewardFunction::load(decided), &o);
+  o.stop_when_decided = false;
+  return o;
+}
+
+// What a submit step asks for in production, minus nothing.
+EvalOptions submit_options() {
+  EvalOptions o = pair_options();
+  const std::string reward = decided_reward();
+  o.stop_when_decided = !reward.empty();
+  if (o.stop_when_decided) fit_eval_to_reward(reward::RewardFunction::load(reward), &o);
   return o;
 }
 
 // How the throughput set's timing stops, for its lines.
 std::string timing_rule() {
-  const EvalOptions o = submit_options();
-  if (!o.stop_when_decided) return "timing to target_rse";
-  const char* reward = std::getenv("KFORGE_BENCH_DECIDED");
-  return std::string("timing until the '") + (reward != nullptr && *reward != '\0' ? reward : "default") +
-         "' reward is decided";
-}
-
-// The pair whose speedup is compared alone and under load: timed to
-// target_rse, since the figure is the timer's own agreement and precision,
-// which a rule that stops once a reward is decided would not test.
-EvalOptions pair_options() {
-  EvalOptions o = submit_options();
-  o.stop_when_decided = false;
-  o.decision_edges.clear();
-  o.decision_compile_edges.clear();
-  o.decision_resolution = 0.0;
-  return o;
+  const std::string reward = decided_reward();
+  return reward.empty() ? "timing to target_rse" : "timing until the '" + reward + "' reward is decided";
 }
 
 ExecutorConfig pool_config(int lanes, const std::vector<int>& devices, bool gate = true) {
