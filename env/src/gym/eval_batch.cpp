@@ -291,6 +291,9 @@ json result_row(const EvalBatchPair& p, const StepResult& step) {
     row["summary"] = info.eval_report->summary;
     row["device"] = info.eval_report->device;
     row["eval_phases_ms"] = info.eval_report->phase_ms;
+    // Why timing stopped (`decided`: once the reward was; `converged`: at
+    // target_rse; a cap), so a speedup is read with the precision it has.
+    if (info.eval_report->timing) row["stop_reason"] = info.eval_report->timing->stop_reason;
   }
   if (info.error) row["error"] = info.error->message;
   row["timings"] = to_json(info.timings);
