@@ -172,7 +172,12 @@ std::string add_template_solutions(const fs::path& out, const SolutionOptions& o
     b.solutions = dir / "pairs.jsonl";
     b.results = dir / "results.jsonl";
     b.concurrency = o.concurrency;
-    const env::EvalBatchResult r = env::run_eval_batch(b, env::load_env_config(o.backend));
+    env::EnvConfig config = env::load_env_config(o.backend);
+    // A shipped solution's speedup is a label of the dataset, read for itself
+    // rather than through a reward: timed to target_rse, not until a reward
+    // is decided.
+    config.eval.stop_when_decided = false;
+    const env::EvalBatchResult r = env::run_eval_batch(b, config);
     for (const json& row : r.rows) rows[row.value("task_id", std::string())] = row;
   }
   // Only verified solutions stay in solutions/.

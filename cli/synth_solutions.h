@@ -3,7 +3,8 @@
 // (rollout/src/policy/template_policy) covers a task's ops, its naive kernel
 // (the default variant) is written to <out>/solutions/ and judged by the
 // environment as a submit is (every verification seed and shape variant, then
-// timing against the eager baseline); only verified solutions stay there.
+// timing against the eager baseline, to target_rse: a shipped speedup is a
+// label, not a reward); only verified solutions stay there.
 // solutions/index.json says, per task, whether it was covered, the verdict and
 // the speedup, and per op how many tasks use it, are covered and verified,
 // and which ops the generator cannot generate. The dataset card reads it.

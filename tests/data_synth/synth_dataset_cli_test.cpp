@@ -98,6 +98,17 @@ TEST(SynthDatasetCliTest, SolutionsSplitAndReachReachTheCard) {
     }
   }
   EXPECT_TRUE(handmade) << index.dump();
+  // A shipped speedup is a label: timed to target_rse, never stopped once a
+  // reward was decided (eval.stop_when_decided, on for environment steps).
+  int timed = 0;
+  std::ifstream results(dir / "solutions" / "results.jsonl");
+  for (std::string line; std::getline(results, line);) {
+    const json row = json::parse(line);
+    if (!row.contains("stop_reason")) continue;
+    ++timed;
+    EXPECT_NE(row["stop_reason"], "decided") << row.dump();
+  }
+  EXPECT_GE(timed, 1);
   EXPECT_GE(index["by_op"]["gelu"]["verified"].get<int>(), 1) << index["by_op"].dump();
   EXPECT_EQ(shipped.size(), static_cast<size_t>(index["verified"].get<int>()));
 
