@@ -16,7 +16,15 @@ inline std::filesystem::path data_dir() { return std::filesystem::path(KFORGE_SO
 // The test task set: a directory of task files (load_task_set).
 inline std::filesystem::path tasks_dir() { return data_dir() / "tasks"; }
 
-inline TaskSpec task(const std::string& name) { return load_task(tasks_dir() / (name + ".json")); }
+// Tasks only the template tests judge, kept out of the rollout set (which
+// bench_rollout draws from too, so that its figures stay comparable).
+inline std::filesystem::path template_tasks_dir() { return data_dir() / "template_tasks"; }
+
+// A task of the rollout set, else of the template tests' own.
+inline TaskSpec task(const std::string& name) {
+  const std::filesystem::path in_set = tasks_dir() / (name + ".json");
+  return load_task(std::filesystem::exists(in_set) ? in_set : template_tasks_dir() / (name + ".json"));
+}
 
 // Production verification (5 seeds, every shape variant, determinism) with
 // short timing phases; compiled candidates shared through the build tree's

@@ -53,6 +53,9 @@ class CppGenerator {
         case KernelKind::kMatmul:
           body << matmul(k);
           break;
+        case KernelKind::kConv:
+          body << conv(k);
+          break;
       }
     }
     std::ostringstream o;
@@ -234,6 +237,21 @@ class CppGenerator {
       << indent(e.row_offsets("o"), 10);
     o << "          const float* __restrict__ accr = acc + t * N;\n          float* __restrict__ yr = y + o * N;\n";
     o << "          for (int64_t k = 0; k < N; ++k) yr[k] = " << body << ";\n        }\n      }\n    }\n  }\n";
+    return o.str();
+  }
+
+  // A direct convolution, one output element per iteration.
+  std::string conv(const Kernel& k) {
+    const Value& c = at(g_, k.root);
+    std::ostringstream o;
+    o << "  {  // conv" << c.conv.spatial << "d: " << c.name << "\n" << indent(conv_sizes(g_, k.root), 4);
+    o << "    const float* __restrict__ px = " << buffer_name(g_, s_, c.operands[0]) << ";\n";
+    o << "    const float* __restrict__ pw = " << buffer_name(g_, s_, c.operands[1]) << ";\n";
+    if (c.operands.size() > 2)
+      o << "    const float* __restrict__ pb = " << buffer_name(g_, s_, c.operands[2]) << ";\n";
+    o << "    float* __restrict__ y = " << buffer_name(g_, s_, k.root) << ";\n";
+    o << "    for (int64_t idx = 0; idx < N * Co * OS; ++idx) {\n" << indent(conv_element(g_, k.root, "idx"), 6);
+    o << "      y[idx] = acc;\n    }\n  }\n";
     return o.str();
   }
 

@@ -75,6 +75,9 @@ class CudaGenerator {
         case KernelKind::kMatmul:
           matmul(k);
           break;
+        case KernelKind::kConv:
+          conv(k);
+          break;
       }
     }
     std::ostringstream o;
@@ -338,6 +341,27 @@ class CudaGenerator {
     l << "  {\n  " << sizes << "    const dim3 grid((unsigned)((N + " << t - 1 << ") / " << t << "), kf_blocks(M, " << t
       << "), kf_blocks(" << batch << ", 1));\n";
     l << "    " << name << "<<<grid, dim3(" << t << ", " << t << "), 0, st>>>" << args << ";\n  }\n";
+  }
+
+  // A direct convolution, one thread per output element (grid-stride).
+  void conv(const Kernel& k) {
+    const Value& c = at(g_, k.root);
+    const bool bias = c.operands.size() > 2;
+    const std::string name = next_name();
+    const int block = v_.block;
+    std::ostringstream& o = kernels_;
+    o << "// conv" << c.conv.spatial << "d (one thread per output): " << c.name << "\n";
+    o << "__global__ void __launch_bounds__(" << block << ") " << name
+      << "(const KfSizes S, const float* __restrict__ px, const float* __restrict__ pw, const float* __restrict__ pb, "
+         "float* __restrict__ y) {\n"
+      << indent(conv_sizes(g_, k.root), 2);
+    o << "  (void)pb;\n  for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < N * Co * OS;"
+         " idx += (int64_t)gridDim.x * blockDim.x) {\n"
+      << indent(conv_element(g_, k.root, "idx"), 4) << "    y[idx] = acc;\n  }\n}\n\n";
+    launches_ << "  " << name << "<<<kf_blocks(" << size_product(k.root, 0, c.rank()) << ", " << block << "), " << block
+              << ", 0, st>>>(S, " << buffer_name(g_, s_, c.operands[0]) << ", " << buffer_name(g_, s_, c.operands[1])
+              << ", " << (bias ? buffer_name(g_, s_, c.operands[2]) : std::string("nullptr")) << ", "
+              << buffer_name(g_, s_, k.root) << ");\n";
   }
 
   const KernelGraph& g_;

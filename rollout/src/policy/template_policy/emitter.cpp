@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <sstream>
 #include <stdexcept>
 
 namespace kforge::rollout::template_policy {
@@ -351,6 +352,55 @@ bool Emitter::mid_is_simple() const {
     if (l.mid == Mode::kGeneral) return false;
   }
   return true;
+}
+
+std::string conv_sizes(const KernelGraph& g, int conv) {
+  const Value& c = g.values[static_cast<size_t>(conv)];
+  const int x = c.operands[0], w = c.operands[1];
+  std::ostringstream o;
+  o << "const int64_t N = " << dim_var(x, 0) << ", Ci = " << dim_var(x, 1) << ", Co = " << dim_var(conv, 1)
+    << ", G = " << c.conv.groups << ", Cig = Ci / G, Cog = Co / G;\n";
+  std::string is = "1", ks = "1", os = "1";
+  for (int d = 0; d < c.conv.spatial; ++d) {
+    const std::string n = std::to_string(d);
+    o << "const int64_t I" << n << " = " << dim_var(x, d + 2) << ", K" << n << " = " << dim_var(w, d + 2) << ", O" << n
+      << " = " << dim_var(conv, d + 2) << ";\n";
+    is += " * I" + n;
+    ks += " * K" + n;
+    os += " * O" + n;
+  }
+  o << "const int64_t IS = " << is << ", KS = " << ks << ", OS = " << os << ";\n";
+  return o.str();
+}
+
+std::string conv_element(const KernelGraph& g, int conv, const std::string& idx) {
+  const Value& c = g.values[static_cast<size_t>(conv)];
+  const int n = c.conv.spatial;
+  std::ostringstream o;
+  o << "const int64_t os = " << idx << " % OS, co = (" << idx << " / OS) % Co, n = " << idx << " / (OS * Co);\n";
+  // The output position, then each tap's input position (last dim fastest).
+  o << "int64_t r = os;\n";
+  for (int d = n - 1; d >= 0; --d) {
+    const std::string s = std::to_string(d);
+    o << "const int64_t o" << s << " = r % O" << s << ";\nr /= O" << s << ";\n";
+  }
+  o << "const int64_t grp = co / Cog;\nfloat acc = 0.0f;\n";
+  o << "for (int64_t ci = 0; ci < Cig; ++ci) {\n";
+  o << "  const float* xc = px + (n * Ci + grp * Cig + ci) * IS;\n  const float* wc = pw + (co * Cig + ci) * KS;\n";
+  o << "  for (int64_t ks = 0; ks < KS; ++ks) {\n    int64_t q = ks;\n";
+  std::string offset = "0";
+  for (int d = n - 1; d >= 0; --d) {
+    const std::string s = std::to_string(d);
+    const size_t i = static_cast<size_t>(d);
+    o << "    const int64_t k" << s << " = q % K" << s << ";\n    q /= K" << s << ";\n";
+    o << "    const int64_t i" << s << " = o" << s << " * " << c.conv.stride[i] << " - " << c.conv.padding[i] << " + k"
+      << s << " * " << c.conv.dilation[i] << ";\n";
+    o << "    if (i" << s << " < 0 || i" << s << " >= I" << s << ") continue;\n";
+  }
+  for (int d = 0; d < n; ++d) offset = "(" + offset + ") * I" + std::to_string(d) + " + i" + std::to_string(d);
+  o << "    acc += xc[" << offset << "] * wc[ks];\n  }\n}\n";
+  if (c.operands.size() > 2) o << "acc += pb[co];\n";
+  return o.str();
 }
 
 }  // namespace kforge::rollout::template_policy

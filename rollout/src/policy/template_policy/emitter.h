@@ -51,6 +51,14 @@ std::string buffer_name(const KernelGraph& g, const Schedule& s, int value);
 // inputs nor (views of) outputs.
 std::vector<int> temporaries(const KernelGraph& g, const Schedule& s);
 
+// A direct convolution (ValueKind::kConv), the same in both generators:
+// `conv_sizes` declares its sizes (N, Ci, Co, the output's spatial size OS,
+// the kernel's KS, ...); `conv_element` computes the output element at flat
+// index `idx` of [N, Co, O...] into `acc`, reading the pointers px, pw and,
+// with a bias, pb.
+std::string conv_sizes(const KernelGraph& g, int conv);
+std::string conv_element(const KernelGraph& g, int conv, const std::string& idx);
+
 class Emitter {
  public:
   enum class Mode { kZero, kFull, kGeneral };

@@ -333,6 +333,45 @@ class Builder {
     return add(std::move(v));
   }
 
+  // One value per spatial dim from an int or a list of them; "same" or
+  // "valid" padding is left to PyTorch.
+  std::vector<int64_t> spatial_param(const json& attrs, const char* key, int spatial, int64_t fallback) {
+    const json v = attrs.value(key, json(fallback));
+    if (v.is_string()) unsupported(std::string(key) + " \"" + v.get<std::string>() + "\" has no template");
+    std::vector<int64_t> out = int_list(v);
+    if (out.size() == 1) out.assign(static_cast<size_t>(spatial), out.front());
+    if (out.size() != static_cast<size_t>(spatial)) unsupported(std::string(key) + " does not match the spatial dims");
+    return out;
+  }
+
+  // x [N, C, S...] * w [Co, C / groups, K...] (+ bias [Co]) -> [N, Co, O...],
+  // O = (S + 2 padding - dilation (K - 1) - 1) / stride + 1.
+  int convolution(const std::vector<int>& in, const json& attrs, int spatial) {
+    Value v;
+    v.kind = ValueKind::kConv;
+    ConvParams& p = v.conv;
+    p.spatial = spatial;
+    p.stride = spatial_param(attrs, "stride", spatial, 1);
+    p.padding = spatial_param(attrs, "padding", spatial, 0);
+    p.dilation = spatial_param(attrs, "dilation", spatial, 1);
+    p.groups = attrs.value("groups", json(1)).is_number_integer() ? attrs.value("groups", json(1)).get<int64_t>() : 1;
+    if (rank(in[0]) != spatial + 2) unsupported("an input without its batch dim");
+    if (in.size() > 2 && rank(in[2]) != 1) unsupported("a bias that is not [out_channels]");
+    for (size_t c = 0; c < cases_.size(); ++c) {
+      const Shape& x = shapes(in[0])[c];
+      const Shape& w = shapes(in[1])[c];
+      Shape out = {x[0], w[0]};
+      for (int d = 0; d < spatial; ++d) {
+        const size_t k = static_cast<size_t>(d + 2), i = static_cast<size_t>(d);
+        const int64_t span = p.dilation[i] * (w[k] - 1) + 1;
+        out.push_back((x[k] + 2 * p.padding[i] - span) / p.stride[i] + 1);
+      }
+      v.shapes.push_back(out);
+    }
+    v.operands = in;
+    return add(std::move(v));
+  }
+
   int lower_node(const std::string& op, const std::vector<int>& in, const json& attrs) {
     static const std::vector<std::string> kUnary = {
         "relu",       "relu6",  "sigmoid", "tanh", "silu", "mish",  "softsign", "hardsigmoid",
@@ -388,6 +427,7 @@ class Builder {
       const int bias = in.size() > 2 ? per_channel(in[2], in[0]) : -1;
       return normalize(in[0], 2, weight, bias, attrs.value("eps", 1e-5), false);
     }
+    if (op == "conv1d" || op == "conv2d" || op == "conv3d") return convolution(in, attrs, op[4] - '0');
     if (op == "matmul" || op == "bmm") return matmul(in[0], in[1], false);
     if (op == "linear") {
       const int m = matmul(in[0], in[1], true);

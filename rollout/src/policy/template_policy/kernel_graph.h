@@ -12,10 +12,13 @@
 //   matmul     [batch..., M, K] x [K, N] (or [B, K, N], or the transposed
 //              [N, K] weight of `linear`)
 //   view       a materialized value seen with other dims (keepdim=false)
+//   conv       a direct convolution (conv1d/2d/3d: [N, C, spatial...] input,
+//              [Co, C / groups, kernel...] weight, optional [Co] bias)
 //
-// What cannot be lowered (convolutions, pooling, layout ops, integer or
-// half-precision data, broadcasts that change between shape variants) throws
-// Unsupported with the reason; the policy then says it has no template.
+// What cannot be lowered (transposed convolutions, pooling, layout ops,
+// integer or half-precision data, broadcasts that change between shape
+// variants) throws Unsupported with the reason; the policy then says it has
+// no template.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +43,7 @@ struct Dim {
   std::vector<std::pair<int, int>> factors;  // (kernel input index, axis)
 };
 
-enum class ValueKind { kInput, kPointwise, kReduce, kMatmul, kView };
+enum class ValueKind { kInput, kPointwise, kReduce, kMatmul, kView, kConv };
 enum class ReduceOp { kSum, kMax, kMin, kProd };
 
 struct Expr;
@@ -68,6 +71,13 @@ ExprPtr const_expr(double v);
 ExprPtr runtime_expr(std::string code);
 ExprPtr call(std::string op, std::vector<ExprPtr> args, std::vector<double> params = {});
 
+// A convolution's parameters, one per spatial dim (torch.nn.functional's).
+struct ConvParams {
+  int spatial = 0;  // 1, 2 or 3
+  std::vector<int64_t> stride, padding, dilation;
+  int64_t groups = 1;
+};
+
 struct Value {
   int id = -1;
   std::string name;  // the task's name for it, or a generated one
@@ -83,6 +93,7 @@ struct Value {
   ReduceOp reduce = ReduceOp::kSum;
   int red_begin = 0, red_end = 0;  // kReduce: dims [red_begin, red_end) of operand 0
   bool b_transposed = false;       // kMatmul: operand 1 is [N, K]
+  ConvParams conv;                 // kConv: operands x, weight[, bias]
 
   int rank() const { return static_cast<int>(shapes.front().size()); }
 };

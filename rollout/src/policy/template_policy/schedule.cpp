@@ -79,17 +79,18 @@ void expression_leaves(const KernelGraph& graph, const Schedule& schedule, int i
 
 namespace {
 
-// Which values start as buffers: inputs, outputs, matmul products and what
-// a matmul or a view reads (never a view itself), and without fusion every
-// pointwise and reduce.
+// Which values start as buffers: inputs, outputs, matmul and conv results and
+// what a matmul, a conv or a view reads (never a view itself), and without
+// fusion every pointwise and reduce.
 void initially_materialized(const KernelGraph& g, const Variant& variant, Schedule* s) {
   for (const Value& v : g.values) {
-    bool m = v.kind == ValueKind::kInput || v.output_index >= 0 || v.kind == ValueKind::kMatmul;
+    bool m = v.kind == ValueKind::kInput || v.output_index >= 0 || v.kind == ValueKind::kMatmul ||
+             v.kind == ValueKind::kConv;
     if (v.kind == ValueKind::kPointwise && !variant.fuse) m = true;
     if (v.kind == ValueKind::kReduce && !variant.fuse) m = true;
     for (int u : g.consumers[static_cast<size_t>(v.id)]) {
       const ValueKind k = at(g, u).kind;
-      if (k == ValueKind::kMatmul || k == ValueKind::kView) m = true;
+      if (k == ValueKind::kMatmul || k == ValueKind::kView || k == ValueKind::kConv) m = true;
     }
     if (v.kind == ValueKind::kView) m = false;
     s->materialized[static_cast<size_t>(v.id)] = m;
@@ -126,6 +127,8 @@ void list_kernels(const KernelGraph& g, const Variant& variant, const std::vecto
     } else if (v.kind == ValueKind::kMatmul) {
       k.kind = KernelKind::kMatmul;
       k.matmul = v.id;
+    } else if (v.kind == ValueKind::kConv) {
+      k.kind = KernelKind::kConv;
     } else if (epilogue[static_cast<size_t>(v.id)] >= 0) {
       k.kind = KernelKind::kMatmul;
       k.matmul = epilogue[static_cast<size_t>(v.id)];
@@ -146,7 +149,7 @@ bool materialize_buffer_reads(const KernelGraph& g, Schedule* s) {
     std::vector<int> leaves;
     if (k.kind == KernelKind::kReduce) {
       expression_leaves(g, *s, at(g, k.root).operands[0], false, &leaves);
-    } else if (k.kind == KernelKind::kMatmul && k.root == k.matmul) {
+    } else if ((k.kind == KernelKind::kMatmul && k.root == k.matmul) || k.kind == KernelKind::kConv) {
       leaves = at(g, k.root).operands;
     } else {
       expression_leaves(g, *s, k.root, true, &leaves);

@@ -17,6 +17,7 @@ enum class KernelKind {
                // each computed per row of the root's shape (normalizations)
   kMatmul,     // `matmul`: the product; root: it, or the pointwise value it
                // feeds (epilogue applied at the store)
+  kConv,       // root: a conv value, one output element per iteration
 };
 
 struct Kernel {
