@@ -19,10 +19,10 @@ namespace {
 
 std::vector<std::pair<std::string, std::string>> items() {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const char* t :
-       {"affine_relu6", "bias_gelu_residual", "layernorm_residual", "matmul_bias_relu", "sum_of_squares",
-        "softmax_scale", "rmsnorm_silu", "column_stats", "linear_gelu", "bmm_scale", "instance_norm_relu",
-        "logsumexp_mid", "bmm_many_batches", "conv2d_bias_relu", "conv1d_groups_tanh", "conv3d_scale"}) {
+  for (const char* t : {"affine_relu6", "bias_gelu_residual", "layernorm_residual", "matmul_bias_relu",
+                        "sum_of_squares", "softmax_scale", "rmsnorm_silu", "column_stats", "linear_gelu", "bmm_scale",
+                        "instance_norm_relu", "logsumexp_mid", "bmm_many_batches", "conv2d_bias_relu",
+                        "conv1d_groups_tanh", "conv3d_scale", "conv_transpose2d_bias", "conv_transpose1d_groups"}) {
     out.emplace_back(t, "");
   }
   // Every knob value on tasks that exercise it: pointwise (vec, unroll,

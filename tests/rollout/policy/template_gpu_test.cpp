@@ -29,10 +29,10 @@ env::EnvConfig gpu_config() {
 
 TEST(TemplateGpuTest, AllVariantsAreCorrectOnTheGpuAndTheirSpeedsDiffer) {
   const std::vector<std::string> names = {
-      "affine_relu6",     "bias_gelu_residual", "layernorm_residual", "matmul_bias_relu",
-      "sum_of_squares",   "softmax_scale",      "rmsnorm_silu",       "column_stats",
-      "linear_gelu",      "bmm_scale",          "instance_norm_relu", "logsumexp_mid",
-      "bmm_many_batches", "conv2d_bias_relu",   "conv1d_groups_tanh", "conv3d_scale"};
+      "affine_relu6",       "bias_gelu_residual",    "layernorm_residual",     "matmul_bias_relu", "sum_of_squares",
+      "softmax_scale",      "rmsnorm_silu",          "column_stats",           "linear_gelu",      "bmm_scale",
+      "instance_norm_relu", "logsumexp_mid",         "bmm_many_batches",       "conv2d_bias_relu", "conv1d_groups_tanh",
+      "conv3d_scale",       "conv_transpose2d_bias", "conv_transpose1d_groups"};
   std::vector<std::pair<std::string, std::string>> items;
   for (const auto& n : names) {
     for (const auto& v : template_variants("cuda", 4, std::hash<std::string>{}(n))) items.emplace_back(n, v);

@@ -21,9 +21,10 @@ using testing::test_env_config;
 
 const std::vector<std::string>& task_names() {
   static const std::vector<std::string> kNames = {
-      "affine_relu6",       "bias_gelu_residual", "layernorm_residual", "matmul_bias_relu",   "sum_of_squares",
-      "softmax_scale",      "rmsnorm_silu",       "column_stats",       "linear_gelu",        "bmm_scale",
-      "instance_norm_relu", "logsumexp_mid",      "conv2d_bias_relu",   "conv1d_groups_tanh", "conv3d_scale"};
+      "affine_relu6",          "bias_gelu_residual",     "layernorm_residual", "matmul_bias_relu",   "sum_of_squares",
+      "softmax_scale",         "rmsnorm_silu",           "column_stats",       "linear_gelu",        "bmm_scale",
+      "instance_norm_relu",    "logsumexp_mid",          "conv2d_bias_relu",   "conv1d_groups_tanh", "conv3d_scale",
+      "conv_transpose2d_bias", "conv_transpose1d_groups"};
   return kNames;
 }
 
@@ -72,11 +73,11 @@ TEST(TemplateSourcesTest, EveryTestTaskHasATemplate) {
   for (const auto& name : task_names()) EXPECT_EQ(template_unsupported(task(name)), "") << name;
 }
 
-TEST(TemplateSourcesTest, ATransposedConvolutionHasNoTemplateAndSaysWhy) {
-  const TaskSpec conv = load_task(testing::data_dir() / "unsupported" / "conv_transpose_relu.json");
-  const std::string why = template_unsupported(conv);
-  EXPECT_NE(why.find("no template for conv_transpose2d"), std::string::npos) << why;
-  EXPECT_THROW(template_source(conv, "cpp"), InputError);
+TEST(TemplateSourcesTest, APoolHasNoTemplateAndSaysWhy) {
+  const TaskSpec pool = load_task(testing::data_dir() / "unsupported" / "max_pool_relu.json");
+  const std::string why = template_unsupported(pool);
+  EXPECT_NE(why.find("no template for max_pool2d"), std::string::npos) << why;
+  EXPECT_THROW(template_source(pool, "cpp"), InputError);
 }
 
 TEST(TemplateSourcesTest, MalformedVariantTextIsAnInputError) {
@@ -171,7 +172,7 @@ TEST(TemplatePolicyTest, UnsupportedTaskOrMissingTaskIsAReplyError) {
   TemplatePolicy policy;
   PolicyRequest r;
   r.episode_id = "e";
-  r.task = to_json(load_task(testing::data_dir() / "unsupported" / "conv_transpose_relu.json"));
+  r.task = to_json(load_task(testing::data_dir() / "unsupported" / "max_pool_relu.json"));
   PolicyRequest no_task;
   no_task.episode_id = "f";
   const std::vector<PolicyReply> replies = policy.act({r, no_task});

@@ -244,7 +244,8 @@ class CppGenerator {
   std::string conv(const Kernel& k) {
     const Value& c = at(g_, k.root);
     std::ostringstream o;
-    o << "  {  // conv" << c.conv.spatial << "d: " << c.name << "\n" << indent(conv_sizes(g_, k.root), 4);
+    o << "  {  // conv" << (c.conv.transposed ? "_transpose" : "") << c.conv.spatial << "d: " << c.name << "\n"
+      << indent(conv_sizes(g_, k.root), 4);
     o << "    const float* __restrict__ px = " << buffer_name(g_, s_, c.operands[0]) << ";\n";
     o << "    const float* __restrict__ pw = " << buffer_name(g_, s_, c.operands[1]) << ";\n";
     if (c.operands.size() > 2)

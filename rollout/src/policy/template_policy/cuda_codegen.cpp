@@ -350,7 +350,8 @@ class CudaGenerator {
     const std::string name = next_name();
     const int block = v_.block;
     std::ostringstream& o = kernels_;
-    o << "// conv" << c.conv.spatial << "d (one thread per output): " << c.name << "\n";
+    o << "// conv" << (c.conv.transposed ? "_transpose" : "") << c.conv.spatial
+      << "d (one thread per output): " << c.name << "\n";
     o << "__global__ void __launch_bounds__(" << block << ") " << name
       << "(const KfSizes S, const float* __restrict__ px, const float* __restrict__ pw, const float* __restrict__ pb, "
          "float* __restrict__ y) {\n"

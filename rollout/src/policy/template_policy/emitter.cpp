@@ -386,16 +386,28 @@ std::string conv_element(const KernelGraph& g, int conv, const std::string& idx)
   }
   o << "const int64_t grp = co / Cog;\nfloat acc = 0.0f;\n";
   o << "for (int64_t ci = 0; ci < Cig; ++ci) {\n";
-  o << "  const float* xc = px + (n * Ci + grp * Cig + ci) * IS;\n  const float* wc = pw + (co * Cig + ci) * KS;\n";
+  o << "  const float* xc = px + (n * Ci + grp * Cig + ci) * IS;\n";
+  // Weights: [Co, Cig, K...], or transposed [Ci, Cog, K...].
+  o << "  const float* wc = pw + "
+    << (c.conv.transposed ? "((grp * Cig + ci) * Cog + co % Cog) * KS" : "(co * Cig + ci) * KS") << ";\n";
   o << "  for (int64_t ks = 0; ks < KS; ++ks) {\n    int64_t q = ks;\n";
   std::string offset = "0";
   for (int d = n - 1; d >= 0; --d) {
     const std::string s = std::to_string(d);
     const size_t i = static_cast<size_t>(d);
     o << "    const int64_t k" << s << " = q % K" << s << ";\n    q /= K" << s << ";\n";
-    o << "    const int64_t i" << s << " = o" << s << " * " << c.conv.stride[i] << " - " << c.conv.padding[i] << " + k"
-      << s << " * " << c.conv.dilation[i] << ";\n";
-    o << "    if (i" << s << " < 0 || i" << s << " >= I" << s << ") continue;\n";
+    if (c.conv.transposed) {
+      // Output o receives input i where o = i stride - padding + k dilation.
+      o << "    const int64_t t" << s << " = o" << s << " + " << c.conv.padding[i] << " - k" << s << " * "
+        << c.conv.dilation[i] << ";\n";
+      o << "    if (t" << s << " < 0 || t" << s << " % " << c.conv.stride[i] << " != 0) continue;\n";
+      o << "    const int64_t i" << s << " = t" << s << " / " << c.conv.stride[i] << ";\n";
+      o << "    if (i" << s << " >= I" << s << ") continue;\n";
+    } else {
+      o << "    const int64_t i" << s << " = o" << s << " * " << c.conv.stride[i] << " - " << c.conv.padding[i]
+        << " + k" << s << " * " << c.conv.dilation[i] << ";\n";
+      o << "    if (i" << s << " < 0 || i" << s << " >= I" << s << ") continue;\n";
+    }
   }
   for (int d = 0; d < n; ++d) offset = "(" + offset + ") * I" + std::to_string(d) + " + i" + std::to_string(d);
   o << "    acc += xc[" << offset << "] * wc[ks];\n  }\n}\n";

@@ -344,13 +344,14 @@ class Builder {
     return out;
   }
 
-  // x [N, C, S...] * w [Co, C / groups, K...] (+ bias [Co]) -> [N, Co, O...],
-  // O = (S + 2 padding - dilation (K - 1) - 1) / stride + 1.
-  int convolution(const std::vector<int>& in, const json& attrs, int spatial) {
+  // x [N, C, S...] * w (+ bias [Co]) -> [N, Co, O...] (ConvParams).
+  int convolution(const std::vector<int>& in, const json& attrs, int spatial, bool transposed) {
     Value v;
     v.kind = ValueKind::kConv;
     ConvParams& p = v.conv;
     p.spatial = spatial;
+    p.transposed = transposed;
+    p.output_padding = spatial_param(attrs, "output_padding", spatial, 0);
     p.stride = spatial_param(attrs, "stride", spatial, 1);
     p.padding = spatial_param(attrs, "padding", spatial, 0);
     p.dilation = spatial_param(attrs, "dilation", spatial, 1);
@@ -360,11 +361,12 @@ class Builder {
     for (size_t c = 0; c < cases_.size(); ++c) {
       const Shape& x = shapes(in[0])[c];
       const Shape& w = shapes(in[1])[c];
-      Shape out = {x[0], w[0]};
+      Shape out = {x[0], transposed ? w[1] * p.groups : w[0]};
       for (int d = 0; d < spatial; ++d) {
         const size_t k = static_cast<size_t>(d + 2), i = static_cast<size_t>(d);
         const int64_t span = p.dilation[i] * (w[k] - 1) + 1;
-        out.push_back((x[k] + 2 * p.padding[i] - span) / p.stride[i] + 1);
+        out.push_back(transposed ? (x[k] - 1) * p.stride[i] - 2 * p.padding[i] + span + p.output_padding[i]
+                                 : (x[k] + 2 * p.padding[i] - span) / p.stride[i] + 1);
       }
       v.shapes.push_back(out);
     }
@@ -427,7 +429,10 @@ class Builder {
       const int bias = in.size() > 2 ? per_channel(in[2], in[0]) : -1;
       return normalize(in[0], 2, weight, bias, attrs.value("eps", 1e-5), false);
     }
-    if (op == "conv1d" || op == "conv2d" || op == "conv3d") return convolution(in, attrs, op[4] - '0');
+    if (op == "conv1d" || op == "conv2d" || op == "conv3d") return convolution(in, attrs, op[4] - '0', false);
+    if (op == "conv_transpose1d" || op == "conv_transpose2d" || op == "conv_transpose3d") {
+      return convolution(in, attrs, op[14] - '0', true);
+    }
     if (op == "matmul" || op == "bmm") return matmul(in[0], in[1], false);
     if (op == "linear") {
       const int m = matmul(in[0], in[1], true);

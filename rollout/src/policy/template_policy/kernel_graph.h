@@ -12,13 +12,13 @@
 //   matmul     [batch..., M, K] x [K, N] (or [B, K, N], or the transposed
 //              [N, K] weight of `linear`)
 //   view       a materialized value seen with other dims (keepdim=false)
-//   conv       a direct convolution (conv1d/2d/3d: [N, C, spatial...] input,
-//              [Co, C / groups, kernel...] weight, optional [Co] bias)
+//   conv       a direct convolution, or a transposed one (conv1d/2d/3d,
+//              conv_transpose1d/2d/3d: [N, C, spatial...] input, optional
+//              [Co] bias)
 //
-// What cannot be lowered (transposed convolutions, pooling, layout ops,
-// integer or half-precision data, broadcasts that change between shape
-// variants) throws Unsupported with the reason; the policy then says it has
-// no template.
+// What cannot be lowered (pooling, layout ops, integer or half-precision
+// data, broadcasts that change between shape variants) throws Unsupported
+// with the reason; the policy then says it has no template.
 #pragma once
 
 #include <cstdint>
@@ -74,7 +74,11 @@ ExprPtr call(std::string op, std::vector<ExprPtr> args, std::vector<double> para
 // A convolution's parameters, one per spatial dim (torch.nn.functional's).
 struct ConvParams {
   int spatial = 0;  // 1, 2 or 3
-  std::vector<int64_t> stride, padding, dilation;
+  // Transposed: weight [C, Co / groups, kernel...], output (S - 1) stride -
+  // 2 padding + dilation (K - 1) + output_padding + 1; else weight
+  // [Co, C / groups, kernel...].
+  bool transposed = false;
+  std::vector<int64_t> stride, padding, dilation, output_padding;
   int64_t groups = 1;
 };
 
