@@ -355,7 +355,9 @@ class Builder {
     p.stride = spatial_param(attrs, "stride", spatial, 1);
     p.padding = spatial_param(attrs, "padding", spatial, 0);
     p.dilation = spatial_param(attrs, "dilation", spatial, 1);
-    p.groups = attrs.value("groups", json(1)).is_number_integer() ? attrs.value("groups", json(1)).get<int64_t>() : 1;
+    const json groups = attrs.value("groups", json(1));
+    if (!groups.is_number_integer() || groups.get<int64_t>() < 1) unsupported("groups that is no positive integer");
+    p.groups = groups.get<int64_t>();
     if (rank(in[0]) != spatial + 2) unsupported("an input without its batch dim");
     if (in.size() > 2 && rank(in[2]) != 1) unsupported("a bias that is not [out_channels]");
     for (size_t c = 0; c < cases_.size(); ++c) {
