@@ -49,6 +49,7 @@ TimingSummary full_timing() {
   t.candidate_wall = stats(0.3, 40);
   t.overhead_wall = stats(0.02, 25);
   t.speedup_wall = 3.7;
+  t.self_clock_disagrees = "the runner's clock reported a median of 0.033 ms per call";
   t.clocks = {{"sm_mhz", 1980}};
   t.roofline = {{"checked", true}};
   t.drain = {{"null_median_ms", 0.0}};
@@ -65,6 +66,7 @@ TEST(TimingSummaryTest, RoundTripsThroughJson) {
   EXPECT_EQ(back.timing_seed, t.timing_seed);
   EXPECT_DOUBLE_EQ(*back.warmup_ms, 11.5);
   EXPECT_DOUBLE_EQ(*back.candidate.energy_j, 0.002);
+  EXPECT_EQ(back.self_clock_disagrees, t.self_clock_disagrees);
   EXPECT_TRUE(back.timed());
   ASSERT_TRUE(back.speedup_interval.has_value());
   EXPECT_DOUBLE_EQ(back.speedup_interval->lo, 3.8);
@@ -85,6 +87,7 @@ TEST(TimingSummaryTest, OptionalPartsStayAbsentAndNonFiniteBecomesNull) {
   EXPECT_FALSE(j.contains("speedup_interval"));
   EXPECT_FALSE(j.contains("candidate_wall"));
   EXPECT_FALSE(j.contains("cuda_graph"));
+  EXPECT_FALSE(j.contains("self_clock_disagrees"));
   EXPECT_TRUE(j["candidate"]["median_ms"].is_null());
   EXPECT_TRUE(j["candidate"]["rse"].is_null());
   const TimingSummary back = timing_summary_from_json(j);

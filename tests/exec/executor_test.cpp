@@ -184,6 +184,11 @@ TEST_F(ExecutorTest, FusedChainBeatsEagerAten) {
   EXPECT_EQ(r.timing->timer, "cpu_time");
   EXPECT_GT(r.timing->speedup.value_or(0.0), 1.0) << to_json(*r.timing).dump();
   EXPECT_TRUE(r.timing->speedup_wall.has_value()) << to_json(*r.timing).dump();
+  // A 4 MiB fused loop runs far above the cross-check's 0.2 ms slack, so the
+  // runner's own clock is compared with the CPU time, and an honest one agrees.
+  EXPECT_EQ(r.timing->self_clock_disagrees, "") << to_json(*r.timing).dump();
+  ASSERT_TRUE(r.timing->candidate_self_reported.has_value()) << to_json(*r.timing).dump();
+  EXPECT_GT(r.timing->candidate_self_reported->median_ms, 0.0);
 }
 
 struct FaultCase {

@@ -1,5 +1,5 @@
-// The timing cross-checks that turn a rewound or inflated runner clock into a
-// timing_tamper violation, and leave honest figures from a busy machine alone.
+// The timing cross-checks between the runner's clock and the judge's: the
+// evidence each returns, and honest figures from a busy machine left alone.
 #include "judge/timing_tamper.h"
 
 #include <gtest/gtest.h>

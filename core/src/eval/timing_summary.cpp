@@ -78,6 +78,7 @@ json to_json(const TimingSummary& t) {
   put(j, "overhead_wall", t.overhead_wall);
   put(j, "speedup_wall", t.speedup_wall);
   if (!t.device_clock_rejected.empty()) j["device_clock_rejected"] = t.device_clock_rejected;
+  if (!t.self_clock_disagrees.empty()) j["self_clock_disagrees"] = t.self_clock_disagrees;
   put_object(j, "clocks", t.clocks);
   put_object(j, "roofline", t.roofline);
   put_object(j, "drain", t.drain);
@@ -163,6 +164,7 @@ TimingSummary timing_summary_from_field(const Field& field) {
   if (auto f = r.optional("overhead_wall")) t.overhead_wall = sample_stats_from_field(*f);
   t.speedup_wall = optional_number(r, "speedup_wall");
   if (auto f = r.optional("device_clock_rejected")) t.device_clock_rejected = f->as_string();
+  if (auto f = r.optional("self_clock_disagrees")) t.self_clock_disagrees = f->as_string();
   t.clocks = optional_value(r, "clocks");
   t.roofline = optional_value(r, "roofline");
   t.drain = optional_value(r, "drain");

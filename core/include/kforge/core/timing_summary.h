@@ -102,6 +102,10 @@ struct TimingSummary {
   std::optional<double> speedup_wall;
   // Why the device clock was replaced by the round trip; empty when it was not.
   std::string device_clock_rejected;
+  // Where the runner's own clock around kf_forward disagreed with the CPU
+  // time the kernel accounted to it; empty when it agreed. A cross-check
+  // only: no side is timed by the runner's clock.
+  std::string self_clock_disagrees;
   // Diagnostics (JSON objects, null when absent): see docs/schemas.md.
   json clocks = nullptr;
   json roofline = nullptr;
