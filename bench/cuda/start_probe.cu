@@ -6,6 +6,16 @@
 //   start_probe parallel LEVEL N     N start-ups at once; wall ms until all are done
 //   start_probe disturb LEVEL S      victim: time a ~50 us kernel with events for S s
 //                                    while start-ups to LEVEL run back to back beside it
+//   start_probe traced S R           R rounds of two processes one after the other, each
+//                                    started to level 4 and timing that kernel for S s:
+//                                    a plain one, and one with CUPTI activity tracing
+//                                    initialized in it (enabled and disabled once, as a
+//                                    profiler runner's start-up leaves it); each also
+//                                    times a tiny kernel's launch on the host, and the
+//                                    traced one then traces one call in-process. Whether
+//                                    a timing runner could carry the tracer and profile
+//                                    its own candidate after the timing, instead of a
+//                                    second runner and context (docs/rollout.md)
 //
 // LEVEL: 0 process only (exec, dynamic linking), 1 + cuInit, 2 + context
 // (cudaSetDevice + cudaFree(0)), 3 + stream, events, a kernel and a graph,
@@ -177,11 +187,103 @@ int disturb(const char* self, int level, double seconds) {
   return 0;
 }
 
+// One process of `traced`: a runner's start-up (level 4), with CUPTI
+// activity tracing initialized when `with_tracer`, then the 64 MiB kernel
+// timed with events for `seconds`, a tiny kernel's host launch cost, and
+// (with the tracer) one traced call: enable, launch, synchronize, flush.
+int victim(bool with_tracer, double seconds) {
+  start_up(4);
+  double init_ms = 0;
+  if (with_tracer) {
+    const double t0 = now_ms();
+    if (std::string e = kforge::cupti::ActivityTrace::initialize(); !e.empty()) {
+      std::fprintf(stderr, "start_probe: %s\n", e.c_str());
+      return 5;
+    }
+    init_ms = now_ms() - t0;
+  }
+  const long n = 16l << 20;
+  float* x;
+  PROBE_CHECK(cudaMalloc(&x, n * 4));
+  PROBE_CHECK(cudaMemset(x, 0, n * 4));
+  cudaStream_t s;
+  PROBE_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaEvent_t a, b;
+  PROBE_CHECK(cudaEventCreate(&a));
+  PROBE_CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < 50; ++i) touch<<<1056, 256, 0, s>>>(x, n);
+  PROBE_CHECK(cudaStreamSynchronize(s));
+  std::vector<double> ms;
+  const double end = now_ms() + seconds * 1000;
+  while (now_ms() < end) {
+    PROBE_CHECK(cudaEventRecord(a, s));
+    touch<<<1056, 256, 0, s>>>(x, n);
+    PROBE_CHECK(cudaEventRecord(b, s));
+    PROBE_CHECK(cudaEventSynchronize(b));
+    float f;
+    PROBE_CHECK(cudaEventElapsedTime(&f, a, b));
+    ms.push_back(f);
+  }
+  // The host's side of a launch, where driver callbacks would show: blocks of
+  // 500 launches of a one-warp kernel (fewer than the launch queue holds, so
+  // none waits for the GPU), the median block's microseconds a launch.
+  std::vector<double> launch_us;
+  for (int block = 0; block < 7; ++block) {
+    const double t0 = now_ms();
+    for (int i = 0; i < 500; ++i) touch<<<1, 32, 0, s>>>(x, 32);
+    launch_us.push_back((now_ms() - t0) * 2);  // ms for 500 launches x 2 = us a launch
+    PROBE_CHECK(cudaStreamSynchronize(s));
+  }
+  double trace_ms = 0;
+  size_t records = 0, dropped = 0;
+  if (with_tracer) {
+    const double t0 = now_ms();
+    if (std::string e = kforge::cupti::ActivityTrace::start(); !e.empty()) {
+      std::fprintf(stderr, "start_probe: trace did not start: %s\n", e.c_str());
+      return 6;
+    }
+    touch<<<1056, 256, 0, s>>>(x, n);
+    PROBE_CHECK(cudaStreamSynchronize(s));
+    records = kforge::cupti::ActivityTrace::stop(4096, &dropped).size();
+    trace_ms = now_ms() - t0;
+  }
+  const double m = median(ms);
+  std::printf(
+      "traced tracer=%d samples=%zu median_ms=%.5f p10=%.5f p90=%.5f iqr_pct=%.3f launch_us=%.3f init_ms=%.1f "
+      "trace_ms=%.2f records=%zu dropped=%zu\n",
+      with_tracer ? 1 : 0, ms.size(), m, pct(ms, 0.1), pct(ms, 0.9), 100 * (pct(ms, 0.75) - pct(ms, 0.25)) / m,
+      median(launch_us), init_ms, trace_ms, records, dropped);
+  return 0;
+}
+
+// Rounds of a plain and a traced process one after the other, so that a
+// drift of the GPU's clocks falls on both alike.
+int traced(const char* self, double seconds, int rounds) {
+  for (int r = 0; r < rounds; ++r) {
+    for (int with_tracer = 0; with_tracer < 2; ++with_tracer) {
+      std::fflush(stdout);
+      pid_t pid = fork();
+      if (pid == 0) {
+        std::string secs = std::to_string(seconds);
+        execl(self, self, "victim", with_tracer ? "1" : "0", secs.c_str(), (char*)nullptr);
+        _exit(127);
+      }
+      int st = 0;
+      waitpid(pid, &st, 0);
+      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        std::printf("traced tracer=%d failed: status %d\n", with_tracer, st);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: start_probe start|parallel|disturb|child LEVEL [N|S]\n");
+    std::fprintf(stderr, "usage: start_probe start|parallel|disturb|child LEVEL [N|S] | traced S [ROUNDS]\n");
     return 1;
   }
   const std::string mode = argv[1];
@@ -208,5 +310,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "disturb") return disturb(argv[0], level, argc > 3 ? std::atof(argv[3]) : 3.0);
+  if (mode == "victim") return victim(level != 0, argc > 3 ? std::atof(argv[3]) : 2.0);
+  if (mode == "traced") return traced(argv[0], std::atof(argv[2]), argc > 3 ? std::atoi(argv[3]) : 3);
   return 1;
 }

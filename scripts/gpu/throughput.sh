@@ -24,6 +24,8 @@
 #            and 5 again with CUDA_MODULE_LOADING=EAGER, as kforge-runner), several at
 #            once, and a kernel timed beside start-ups of every level (why
 #            timing runners may start beside timing: docs/cuda-backend.md);
+#            the same kernel timed in a process that carries CUPTI's activity
+#            tracer against a plain one, and one in-process trace (`traced`);
 #            bench/cuda/teardown_probe: a runner's context teardown by part
 #            and by hardware queues (CUDA_DEVICE_MAX_CONNECTIONS), with modules
 #            loaded eagerly as kforge-runner loads them, several
@@ -191,6 +193,10 @@ if stage probe; then
     for n in 1 4 8; do $probe parallel 4 $n; done
     $probe disturb -1 3
     for l in 2 4 5; do $probe disturb $l 4; done
+    # CUPTI's activity tracer initialized in the timing process itself, against
+    # a plain one, and one in-process trace: could a timing runner profile its
+    # own candidate after the timing (no second runner and context)?
+    $probe traced 2 3
     teardown=build/gpu/bench/cuda/teardown_probe
     # A runner's teardown with one hardware queue, as kforge-runner's context
     # has, its modules loaded lazily, then eagerly as kforge-runner loads them.
