@@ -40,7 +40,9 @@
 #            KFORGE_ROLLOUT_LANES, default "2": `LANES2` lines), and with N
 #            spare profiler runners per judge (KFORGE_PROFILER_SPARES=N for
 #            each N of KFORGE_ROLLOUT_PROFILER_SPARES, default none: `SPARES<N>`
-#            lines; the judge keeps 2)
+#            lines; the judge keeps 2), and with profiles traced in the
+#            candidate's own timing runner (KFORGE_TRACE_IN_TIMING_RUNNER=1:
+#            `TRACE_OWN` lines; KFORGE_ROLLOUT_TRACE_OWN=0 leaves it out)
 #   kb       bench/cuda/kernelbench_compare.py: GPU-seconds per new candidate
 #            against KernelBench's own harness, when KFORGE_KERNELBENCH names
 #            a KernelBench checkout (its src/ must import with this Python;
@@ -245,6 +247,13 @@ if stage rollout; then
     say "SPARES$n: bench_rollout with KFORGE_PROFILER_SPARES=$n"
     rollout "bench_rollout_spares$n.log" "SPARES$n " KFORGE_PROFILER_SPARES="$n"
   done
+  # A profile action traced in the candidate's own timing runner (no second
+  # runner and context to set up and tear down): TRACE_OWN lines, unless
+  # KFORGE_ROLLOUT_TRACE_OWN=0.
+  if [ "${KFORGE_ROLLOUT_TRACE_OWN:-1}" = 1 ]; then
+    say "TRACE_OWN: bench_rollout with KFORGE_TRACE_IN_TIMING_RUNNER=1"
+    rollout bench_rollout_trace_own.log "TRACE_OWN " KFORGE_TRACE_IN_TIMING_RUNNER=1
+  fi
 fi
 
 if stage kb && [ -n "$BASE" ] && [ -x "$BASE/build/gpu/bin/kforge-judge" ]; then

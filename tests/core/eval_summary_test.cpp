@@ -150,9 +150,13 @@ TEST(ProfileSummaryTest, RoundTripsAndErrorsNameTheField) {
   p.metrics = m;
   p.roofline = {{"bound", "memory"}};
   p.hints = {"memory-bound at 82% of peak: move fewer bytes"};
+  p.traced_in = "profiler_runner";
+  p.timing_runner_trace_failed = "the timing runner's trace failed (sandbox: mmap)";
   p.metrics_unavailable = nullptr;
   const json j = to_json(p);
   EXPECT_EQ(to_json(profile_summary_from_json(j)), j);
+  EXPECT_EQ(profile_summary_from_json(j).traced_in, "profiler_runner");
+  EXPECT_EQ(profile_summary_from_json(j).timing_runner_trace_failed, p.timing_runner_trace_failed);
 
   json bad = j;
   bad["metrics"]["dram_bytes"] = "lots";

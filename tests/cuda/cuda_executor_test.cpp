@@ -88,10 +88,6 @@ class Ballast {
   void* p_ = nullptr;
 };
 
-// Correct work on the given stream, plus a no-op kernel on the legacy default stream.
-const std::string kForeignStream = std::string(R"(
-__global__ void elsewhere() {}
-)") + affine_candidate("elsewhere<<<1, 1>>>(); return launch(in, out, (cudaStream_t)stream);");
 // Correct work on the given stream, plus ~2 ms of spinning on the legacy default
 // stream that is still running when kf_forward returns.
 const std::string kLeftRunning = std::string(R"(

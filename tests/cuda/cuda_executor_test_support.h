@@ -1,5 +1,6 @@
 // What the CUDA executor's GPU tests share (cuda_executor_test.cpp,
-// cuda_executor_nvrtc_torch_ext_test.cpp): the affine candidate for
+// cuda_executor_nvrtc_torch_ext_test.cpp, trace_in_timing_runner_test.cpp):
+// the affine candidate for
 // testing::affine_task (mode cuda) and a fixture whose one Executor on the
 // cuda backend serves the whole suite, with helpers that compile a candidate
 // in each mode and evaluate it. Test-only (label gpu).
@@ -42,6 +43,11 @@ inline std::string affine_candidate(const std::string& forward_body) {
 }
 
 inline const std::string kAffineCorrect = affine_candidate("return launch(in, out, (cudaStream_t)stream);");
+// Correct work on the given stream, plus a no-op kernel on the legacy default
+// stream: over by the time kf_forward returns, so only a trace sees it.
+inline const std::string kForeignStream = std::string(R"(
+__global__ void elsewhere() {}
+)") + affine_candidate("elsewhere<<<1, 1>>>(); return launch(in, out, (cudaStream_t)stream);");
 
 class CudaExecutorTest : public ::testing::Test {
  protected:

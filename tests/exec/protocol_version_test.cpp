@@ -149,6 +149,29 @@ TEST(JudgeSettings, UnsetTheProfilerStartsBesideTimingWithTwoSpares) {
   EXPECT_EQ(health.value("profiler_spares", 0), 2) << health.dump();
 }
 
+TEST(JudgeSettings, ATraceSwitchThatIsNeitherIsRefusedAtStartNamingTheVariable) {
+  ScopedEnv bad("KFORGE_TRACE_IN_TIMING_RUNNER", "yes");
+  std::unique_ptr<Executor> executor = cpu_executor();
+  EXPECT_NE(executor->start_report().error.find("KFORGE_TRACE_IN_TIMING_RUNNER='yes' is not a switch: set it to 1 "
+                                                "(trace a profile in the candidate's timing runner) or 0 (in a "
+                                                "profiler runner, the default), or unset it"),
+            std::string::npos)
+      << executor->start_report().error;
+  EXPECT_EQ(executor->submit(correct_request()).get().outcome, Outcome::kNotRun);
+}
+
+// The CPU backend has no tracer to put in its runners; the switch is read
+// and reported all the same, and judging is unchanged.
+TEST(JudgeSettings, EitherTraceSwitchJudgesAndTheJudgeSaysWhichItUses) {
+  for (const char* value : {"", "0", "1"}) {
+    ScopedEnv set("KFORGE_TRACE_IN_TIMING_RUNNER", value);
+    std::unique_ptr<Executor> executor = cpu_executor();
+    EXPECT_TRUE(executor->start_report().error.empty()) << value << ": " << executor->start_report().error;
+    EXPECT_EQ(executor->submit(correct_request()).get().outcome, Outcome::kCorrect) << value;
+    EXPECT_EQ(executor->health().value("trace_in_timing_runner", false), std::string(value) == "1") << value;
+  }
+}
+
 TEST(JudgeSettings, ProfilerSparesOutsideOneToFourAreRefusedAtStartNamingTheVariable) {
   for (const char* value : {"0", "5", "two", "2 ", "-1", "12"}) {
     ScopedEnv bad("KFORGE_PROFILER_SPARES", value);

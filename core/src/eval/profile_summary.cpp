@@ -42,6 +42,8 @@ json to_json(const ProfileSummary& p) {
   if (!p.metrics_unavailable.is_null()) j["metrics_unavailable"] = p.metrics_unavailable;
   if (!p.roofline_unavailable.empty()) j["roofline_unavailable"] = p.roofline_unavailable;
   if (!p.profiler_output.empty()) j["profiler_output"] = p.profiler_output;
+  if (!p.traced_in.empty()) j["traced_in"] = p.traced_in;
+  if (!p.timing_runner_trace_failed.empty()) j["timing_runner_trace_failed"] = p.timing_runner_trace_failed;
   if (!p.libraries_loaded_while_profiling.is_null()) {
     j["libraries_loaded_while_profiling"] = p.libraries_loaded_while_profiling;
   }
@@ -95,6 +97,8 @@ ProfileSummary profile_summary_from_field(const Field& field) {
   p.metrics_unavailable = optional_value(r, "metrics_unavailable");
   if (auto f = r.optional("roofline_unavailable")) p.roofline_unavailable = f->as_string();
   if (auto f = r.optional("profiler_output")) p.profiler_output = f->as_string();
+  if (auto f = r.optional("traced_in")) p.traced_in = f->as_string();
+  if (auto f = r.optional("timing_runner_trace_failed")) p.timing_runner_trace_failed = f->as_string();
   p.libraries_loaded_while_profiling = optional_value(r, "libraries_loaded_while_profiling");
   r.finish();
   return p;

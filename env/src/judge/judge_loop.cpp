@@ -78,7 +78,8 @@ json health(const JudgeLoopConfig& config, const RunnerPool& pool, const Evaluat
                 {"runner_faults", counters.runner_faults},
                 {"reference_requests", reference_requests},
                 {"profiler_start", config.profiler_starts_beside_timing ? "beside_timing" : "outside_timing"},
-                {"profiler_spares", config.profiler_spares}};
+                {"profiler_spares", config.profiler_spares},
+                {"trace_in_timing_runner", config.trace_in_timing_runner}};
   reply["device"] = device->health();
   reply["memory"] = memory.to_json();
   reply["reference_cache"] = references.to_json();
@@ -219,7 +220,7 @@ class RequestServer {
         // candidate, and the CPU clock, not the round trip, is what is timed.
         reply_spin_us_(config.backend == "cuda" ? kCudaReplySpinUs : 0),
         pool_({config.runner, config.scratch, config.backend, config.device, false, reply_spin_us_,
-               config.runner_cuda_connections},
+               config.runner_cuda_connections, config.trace_in_timing_runner},
               spare_runners(config), timing_runner_start_up(config.backend)),
         memory_(config.memory) {}
 
@@ -439,6 +440,18 @@ std::string profiler_start_setting(JudgeLoopConfig* config) {
   return "";
 }
 
+std::string trace_in_timing_runner_setting(JudgeLoopConfig* config) {
+  const char* value = std::getenv(kTraceInTimingRunnerVariable);
+  const std::string v = value == nullptr ? "" : value;
+  if (v.empty() || v == "0" || v == "1") {
+    config->trace_in_timing_runner = v == "1";
+    return "";
+  }
+  return std::string(kTraceInTimingRunnerVariable) + "='" + v +
+         "' is not a switch: set it to 1 (trace a profile in the candidate's timing runner) or 0 (in a profiler "
+         "runner, the default), or unset it";
+}
+
 std::string profiler_spares_setting(JudgeLoopConfig* config) {
   using env::kMaxProfilerSpares;
   if (config->profiler_spares != 0) {
@@ -465,6 +478,7 @@ int serve_executor(const JudgeLoopConfig& given, int control_fd) {
   JudgeLoopConfig config = given;
   std::string setting_error = profiler_start_setting(&config);
   if (setting_error.empty()) setting_error = profiler_spares_setting(&config);
+  if (setting_error.empty()) setting_error = trace_in_timing_runner_setting(&config);
   GpuGate gate;
   OpenedDevice opened;
   try {

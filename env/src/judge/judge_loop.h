@@ -66,6 +66,13 @@ struct JudgeLoopConfig {
   // profiler_spares_setting resolves it from $KFORGE_PROFILER_SPARES, else
   // env::kDefaultProfilerSpares.
   int profiler_spares = 0;
+  // Whether CUDA timing runners also set up CUPTI's activity tracing, so
+  // that a profile without counters traces the candidate in its own runner
+  // after the timing, instead of in a profiler runner whose context is one
+  // more start-up and teardown (profile.h). Off until measured on a GPU: a
+  // tracer in the timing process must not move a timed kernel (start_probe
+  // `traced`). $KFORGE_TRACE_IN_TIMING_RUNNER (trace_in_timing_runner_setting).
+  bool trace_in_timing_runner = false;
 };
 
 constexpr const char* kProfilerStartVariable = "KFORGE_PROFILER_START";
@@ -73,6 +80,12 @@ constexpr const char* kProfilerStartVariable = "KFORGE_PROFILER_START";
 // `beside_timing` (the default), or `outside_timing`. Any other value is an
 // error naming the variable and its values (the judge's start-up error).
 std::string profiler_start_setting(JudgeLoopConfig* config);
+
+constexpr const char* kTraceInTimingRunnerVariable = "KFORGE_TRACE_IN_TIMING_RUNNER";
+// Reads $KFORGE_TRACE_IN_TIMING_RUNNER into `config`: unset, empty or 0
+// (off, the default), or 1. Any other value is an error naming the variable
+// and its values (the judge's start-up error).
+std::string trace_in_timing_runner_setting(JudgeLoopConfig* config);
 
 constexpr const char* kProfilerSparesVariable = "KFORGE_PROFILER_SPARES";
 // Resolves config->profiler_spares: the executor's value when it gave one

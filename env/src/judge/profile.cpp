@@ -357,7 +357,49 @@ Observation observe_in_profiler(const ProfileCall& call, ProfileResult* result) 
   ProfilerPass pass = profile_with_fallback(call, &unavailable, result);
   blame_failed_pass(pass, unavailable, result);
   if (!pass.reply.ok()) return {};
+  result->profile.traced_in = "profiler_runner";
   return read_profile(call, pass.reply.body["profile"], result);
+}
+
+// Attribution in the candidate's own runner, after its timing (a tracing
+// timing runner, JudgeLoopConfig::trace_in_timing_runner): no second runner
+// to load and tear down. Nothing when that trace failed, for whatever reason
+// (the reason goes to the profile); the caller then traces in a profiler
+// runner, which judges the candidate as it always has, so a candidate that
+// fails here on purpose is still observed, and a tracer the timing runner's
+// sandbox stops costs time, never a verdict.
+std::optional<Observation> observe_in_timing_runner(const ProfileCall& call, ProfileResult* result) {
+  // As before every timed call: nothing of the judge's own still running,
+  // and the L2 flushed (the runner traces at once, cuda_runner_device.cpp).
+  call.device->synchronize();
+  call.device->flush_cache();
+  RunnerReply r = call.session->runner().profile({{"metrics", false}}, call.call_deadline(kProfileBudgetMs));
+  std::string failed;
+  if (!r.ok()) {
+    failed = std::string(runner_status_name(r.status)) + ": " + r.detail;
+  } else if (std::string problem = profile_reply_problem(r.body["profile"]); !problem.empty()) {
+    failed = "a 'profiled' reply whose profile." + problem;
+  } else if (!r.body["profile"].contains("activity") || r.body["profile"]["activity"].contains("error")) {
+    const json& p = r.body["profile"];
+    const json why = p.contains("activity") ? p["activity"]["error"] : p.value("activity_unavailable", json("unknown"));
+    failed = why.is_string() ? why.get<std::string>() : why.dump();
+  }
+  if (!failed.empty()) {
+    result->profile.timing_runner_trace_failed = "the trace in the timing runner failed (" + failed + ")";
+    return std::nullopt;
+  }
+  result->profile.traced_in = "timing_runner";
+  return read_profile(call, r.body["profile"], result);
+}
+
+// Where the call is traced: in the timing runner when it carries a tracer
+// and no counters are asked for, else (or when that fails) in a profiler
+// runner.
+Observation observe(const ProfileCall& call, ProfileResult* result) {
+  if (call.session->runner().traces() && !call.options.hardware_metrics && call.session->runner().alive()) {
+    if (std::optional<Observation> seen = observe_in_timing_runner(call, result)) return *std::move(seen);
+  }
+  return observe_in_profiler(call, result);
 }
 
 // Roofline: the timed median when there is one, else the traced call; then
@@ -460,8 +502,8 @@ ProfileResult profile_candidate(const env::EvalRequest& request, const CasePlan&
     }
   }
 
-  // Kernel attribution and hardware metrics, in a profiler runner.
-  const Observation seen = observe_in_profiler(call, &result);
+  // Kernel attribution and hardware metrics.
+  const Observation seen = observe(call, &result);
 
   // Roofline and hints.
   add_roofline_and_hints(call.base.task, *device, seen, timing, &result.profile);

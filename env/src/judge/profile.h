@@ -12,6 +12,12 @@
 // profile, not the evaluation. A candidate that dies only under the profiler
 // (crash, hang, blocked system call) is the violation profiler_fault: it
 // behaved differently when observed.
+// With $KFORGE_TRACE_IN_TIMING_RUNNER=1 (off by default until measured on a
+// GPU: bench/cuda/start_probe `traced`) timing runners carry CUPTI's activity
+// tracer too, and a profile without counters traces the call in the
+// candidate's own runner once its timing is over: no second runner to set up
+// and tear down. Whatever goes wrong there is not judged; the profiler
+// runner traces instead (`timing_runner_trace_failed` says why).
 #pragma once
 
 #include <nlohmann/json.hpp>

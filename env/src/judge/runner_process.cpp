@@ -67,6 +67,7 @@ const char* runner_status_name(RunnerReply::Status status) {
 std::unique_ptr<RunnerProcess> RunnerProcess::spawn(const Config& config) {
   std::unique_ptr<RunnerProcess> r(new RunnerProcess());
   r->reply_spin_us_ = std::max(config.reply_spin_us, 0);
+  r->tracer_ = config.tracer && config.backend != "cpu";
   r->executable_ = config.executable;
   r->scratch_ = config.scratch_root /
                 ("runner-" + std::to_string(::getpid()) + "-" + std::to_string(g_runner_counter.fetch_add(1)));
@@ -89,6 +90,7 @@ std::unique_ptr<RunnerProcess> RunnerProcess::spawn(const Config& config) {
   if (config.backend != "cpu") {
     spec.args.insert(spec.args.end(),
                      {"--device", std::to_string(config.device), "--profiler", config.profiler ? "1" : "0"});
+    if (config.tracer) spec.args.insert(spec.args.end(), {"--tracer", "1"});
     if (config.cuda_connections > 0) {
       spec.args.insert(spec.args.end(), {"--cuda-connections", std::to_string(config.cuda_connections)});
     }

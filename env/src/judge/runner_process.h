@@ -103,6 +103,10 @@ class RunnerProcess {
     // cuda: the context's hardware queues (CUDA_DEVICE_MAX_CONNECTIONS, set
     // by the runner before its context exists); 0: the driver's default.
     int cuda_connections = 0;
+    // cuda: a timing runner that also sets up CUPTI's activity tracing, so
+    // that a profile after its timing can trace the candidate in it
+    // (profile.h; $KFORGE_TRACE_IN_TIMING_RUNNER).
+    bool tracer = false;
   };
 
   // Starts a runner that waits for `setup`. Throws SystemError if it cannot.
@@ -126,8 +130,11 @@ class RunnerProcess {
   // `options` are merged into the request ({"graph": true}, {"repeat": n}).
   RunnerReply call(bool null_call, ipc::Deadline deadline, const json& options = json::object());
   // Profiler runners: kernel attribution and hardware metrics of kf_forward
-  // on the bound tensors; on kOk, body["profile"].
+  // on the bound tensors; tracing timing runners: the attribution only. On
+  // kOk, body["profile"].
   RunnerReply profile(const json& request, ipc::Deadline deadline);
+  // Started with Config::tracer: a `profile` request can trace in it.
+  bool traces() const { return tracer_; }
 
   // Waits for the runner's `started` (runner_protocol.h) if it has not come
   // yet. A runner that does not start by the deadline is killed (kTimedOut).
@@ -170,6 +177,7 @@ class RunnerProcess {
   std::filesystem::path scratch_;
   uint64_t seq_ = 0;
   int reply_spin_us_ = 0;
+  bool tracer_ = false;
   std::string final_output_;
   bool terminated_ = false;
   bool started_ = false;

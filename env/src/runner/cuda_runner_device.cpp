@@ -43,6 +43,7 @@
 #include "ipc/hex_codec.h"
 #include "kforge/core/elapsed.h"
 #include "runner/cuda_allocation_guard.h"
+#include "runner/cuda_call_trace.h"
 #include "runner/cuda_cubin_kernels.h"
 #include "runner/cuda_errors.h"
 #include "runner/cuda_graph.h"
@@ -52,8 +53,6 @@
 
 namespace kforge::runner {
 namespace {
-
-constexpr size_t kMaxProfileRecords = 512;
 
 // The work of a null call: one empty kernel on the candidate's stream. A call
 // that launches a kernel makes the GPU switch its compute engine from the
@@ -299,7 +298,7 @@ class CudaRunnerDevice final : public RunnerDevice {
   }
 
   nlohmann::json profile(const std::function<int()>& forward, const nlohmann::json& request) override {
-    if (!options_.profiler) throw std::runtime_error("this runner was not started as a profiler");
+    if (!options_.profiler && !options_.tracer) throw std::runtime_error("this runner was not started as a profiler");
     nlohmann::json out = nlohmann::json::object();
     // Where the stage's time goes, for the judge's phase_ms.
     auto t = std::chrono::steady_clock::now();
@@ -309,6 +308,10 @@ class CudaRunnerDevice final : public RunnerDevice {
       out["activity_unavailable"] = activity_error_;
     }
     out["phase_ms"]["trace"] = ms_since(t);
+    if (!options_.profiler) {
+      out["metrics_unavailable"] = "hardware counters are collected in a profiler runner, not in a timing runner";
+      return out;
+    }
     const std::vector<std::string> loaded_before = loaded_objects();
     t = std::chrono::steady_clock::now();
     if (request.value("metrics", true)) {
@@ -364,7 +367,11 @@ class CudaRunnerDevice final : public RunnerDevice {
     gate_ = std::make_unique<cuda_timing::LaunchGate>();
     if (!gate_->available()) gate_off_ = gate_->why();
     warm_up();
-    if (options_.profiler) initialize_profiler();
+    if (options_.profiler) {
+      initialize_profiler();
+    } else if (options_.tracer) {
+      initialize_activity();
+    }
   }
 
   void load_null_kernel() {
@@ -477,14 +484,7 @@ class CudaRunnerDevice final : public RunnerDevice {
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, options_.device);
     flush_bytes_ = 2 * static_cast<size_t>(l2 > 0 ? l2 : 64 << 20);
     flush_ = std::make_unique<cuda_timing::ReadFlush>(flush_bytes_);
-    activity_error_ = cupti::ActivityTrace::initialize();
-    if (activity_error_.empty()) {
-      if (auto id = cupti::ActivityTrace::stream_id(stream_)) {
-        stream_id_ = *id;
-      } else {
-        activity_error_ = "cuptiGetStreamIdEx failed for the candidate's stream";
-      }
-    }
+    initialize_activity();
     const char* metrics = std::getenv("KFORGE_PROFILER_METRICS");
     if (metrics != nullptr && std::string(metrics) == "0") {
       metrics_error_ = "hardware metrics disabled (KFORGE_PROFILER_METRICS=0)";
@@ -493,23 +493,38 @@ class CudaRunnerDevice final : public RunnerDevice {
     metrics_ = std::make_unique<cupti::RangeMetrics>(options_.device, cupti::default_metric_names());
   }
 
+  // CUPTI's activity tracing, enabled and disabled once here, before the
+  // sandbox exists (cupti/activity_trace.h says why).
+  void initialize_activity() {
+    activity_error_ = cupti::ActivityTrace::initialize();
+    if (activity_error_.empty()) {
+      if (auto id = cupti::ActivityTrace::stream_id(stream_)) {
+        stream_id_ = *id;
+      } else {
+        activity_error_ = "cuptiGetStreamIdEx failed for the candidate's stream";
+      }
+    }
+  }
+
   // As the judge flushes before timed calls (cuda_timing/read_flush.h).
   void flush_l2() {
     check(flush_->run(stream_), "L2 flush");
     check(cudaStreamSynchronize(stream_), "L2 flush");
   }
 
-  // One call under CUPTI tracing, after an untraced call and an L2 flush.
-  // Timestamps let the judge see what ran outside the stream and what was
-  // still running once the stream was synchronized (i.e. after the call, as
-  // the harness sees it). The untraced call first makes the traced one as
+  // One call under CUPTI tracing (cuda_call_trace.h), after an untraced call
+  // and an L2 flush. The untraced call first makes the traced one as
   // warm as a timed call: a profiler runner is a fresh process, and its first
   // call ran the H200's kernel at half the speed of later ones (CUPTI 1.92x
-  // Nsight Compute's duration, 2026-12-02).
+  // Nsight Compute's duration, on an H200). A tracing timing runner is warm
+  // from its timed calls, and the judge flushed the L2 before the request,
+  // as before every timed call: it traces at once.
   nlohmann::json trace_one_call(const std::function<int()>& forward) {
-    int warm_rc = forward();
-    if (cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) throw DeviceError(fault_text(e, warm_rc));
-    flush_l2();
+    if (options_.profiler) {
+      int warm_rc = forward();
+      if (cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) throw DeviceError(fault_text(e, warm_rc));
+      flush_l2();
+    }
     std::string started = cupti::ActivityTrace::start();
     if (!started.empty() && metrics_) {
       // Attribution matters more than counters (it catches foreign streams):
@@ -520,29 +535,7 @@ class CudaRunnerDevice final : public RunnerDevice {
       started = cupti::ActivityTrace::start();
     }
     if (!started.empty()) return {{"error", started}};
-    uint64_t call_start = cupti::ActivityTrace::timestamp();
-    check(cudaEventRecord(start_, stream_), "cudaEventRecord");
-    int rc = forward();
-    cudaError_t recorded = cudaEventRecord(stop_, stream_);
-    cudaError_t synced = cudaStreamSynchronize(stream_);
-    uint64_t returned = cupti::ActivityTrace::timestamp();
-    cudaError_t drained = cudaDeviceSynchronize();
-    size_t dropped = 0;
-    std::vector<cupti::ActivityRecord> records = cupti::ActivityTrace::stop(kMaxProfileRecords, &dropped);
-    for (cudaError_t e : {synced, recorded, drained}) {
-      if (e != cudaSuccess) throw DeviceError(fault_text(e, rc));
-    }
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start_, stop_);
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& r : records) list.push_back(r.to_json());
-    return {{"rc", rc},
-            {"stream", stream_id_},
-            {"call_start_ns", call_start},
-            {"synchronized_ns", returned},
-            {"device_ns", static_cast<uint64_t>(static_cast<double>(ms) * 1e6)},
-            {"records", list},
-            {"dropped", dropped}};
+    return trace_started_call(forward, {stream_, start_, stop_, stream_id_});
   }
 
   RunnerDeviceOptions options_;
@@ -570,6 +563,7 @@ class CudaRunnerDevice final : public RunnerDevice {
   // Profiler runner only.
   std::unique_ptr<cuda_timing::ReadFlush> flush_;
   size_t flush_bytes_ = 0;
+  // Profiler and tracing timing runners.
   std::string activity_error_;
   uint32_t stream_id_ = 0;
   std::unique_ptr<cupti::RangeMetrics> metrics_;

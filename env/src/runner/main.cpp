@@ -25,7 +25,7 @@ namespace {
 int usage(const char* message) {
   std::fprintf(stderr,
                "kforge-runner: %s\nusage: kforge-runner --backend cpu|cuda --scratch DIR --parent-pid PID [--device N] "
-               "[--profiler 0|1] [--cuda-connections 1..32]\n",
+               "[--profiler 0|1] [--tracer 0|1] [--cuda-connections 1..32]\n",
                message);
   return kforge::ipc::runner_protocol::kUsageExitCode;
 }
@@ -49,6 +49,8 @@ int main(int argc, char** argv) {
       device_options.device = std::atoi(argv[i + 1]);
     } else if (key == "--profiler") {
       device_options.profiler = std::string(argv[i + 1]) == "1";
+    } else if (key == "--tracer") {
+      device_options.tracer = std::string(argv[i + 1]) == "1";
     } else if (key == "--cuda-connections") {
       cuda_connections = argv[i + 1];
     } else {

@@ -87,14 +87,20 @@ class RunnerDevice {
   // for the work. Throws DeviceError for a device failure the call caused;
   // exceptions escaping kf_forward propagate.
   virtual CallResult run_call(const std::function<int()>* forward, const nlohmann::json& options);
-  // A `profile` request (the CUDA profiler runner): kernel attribution and
-  // hardware metrics of calls of `forward`. The default has no profiler.
+  // A `profile` request (the CUDA profiler runner, or a tracing timing
+  // runner): kernel attribution and, in a profiler runner, hardware metrics
+  // of calls of `forward`. The default has no profiler.
   virtual nlohmann::json profile(const std::function<int()>& forward, const nlohmann::json& request);
 };
 
 struct RunnerDeviceOptions {
   int device = 0;         // GPU index
   bool profiler = false;  // CUDA: set up CUPTI for `profile` requests
+  // CUDA: a timing runner that also sets up CUPTI's activity tracing (no
+  // counters), so that a `profile` request after its timing traces the
+  // candidate in this runner instead of a second one. Its sandbox is a
+  // timing runner's: nothing is allowed for the tracer.
+  bool tracer = false;
 };
 
 // "cpu" -> the host device; "cuda" -> the CUDA device when built with the

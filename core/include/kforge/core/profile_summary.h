@@ -56,7 +56,14 @@ struct ProfileSummary {
   std::string attribution_unavailable;
   json metrics_unavailable = nullptr;
   std::string roofline_unavailable;
-  std::string profiler_output;                      // the profiler runner's output when it failed
+  std::string profiler_output;  // the profiler runner's output when it failed
+  // Where the call was traced: "profiler_runner" (a second runner on the
+  // candidate's memory) or "timing_runner" (the candidate's own, after its
+  // timing); empty when nothing was traced.
+  std::string traced_in;
+  // Why a trace in the timing runner was not used and a profiler runner
+  // traced instead; empty when it was used or not tried.
+  std::string timing_runner_trace_failed;
   json libraries_loaded_while_profiling = nullptr;  // what CUPTI loaded mid-collection
 };
 
