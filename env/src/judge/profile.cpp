@@ -373,7 +373,10 @@ std::optional<Observation> observe_in_timing_runner(const ProfileCall& call, Pro
   // and the L2 flushed (the runner traces at once, cuda_runner_device.cpp).
   call.device->synchronize();
   call.device->flush_cache();
-  RunnerReply r = call.session->runner().profile({{"metrics", false}}, call.call_deadline(kProfileBudgetMs));
+  // One call traced, no counter passes: a call's limit, with room for the
+  // trace's own flush, rather than the whole profile's budget.
+  const double limit_ms = std::max(2 * call.options.call_timeout_ms, 5000.0);
+  RunnerReply r = call.session->runner().profile({{"metrics", false}}, call.call_deadline(limit_ms));
   std::string failed;
   if (!r.ok()) {
     failed = std::string(runner_status_name(r.status)) + ": " + r.detail;
