@@ -1,5 +1,6 @@
 // What the standalone CUDA probes (start_probe.cu, teardown_probe.cu) share:
-// a clock, a kernel that reads and writes a buffer, a check that exits on
+// a clock, a kernel that reads and writes a buffer (and its event-timed
+// launch), a check that exits on
 // a CUDA error, and a percentile. Header-only: each probe is one nvcc call.
 #pragma once
 
@@ -23,6 +24,9 @@ __global__ void touch(float* x, long n) {
     x[i] = x[i] * 1.0001f + 1.0f;
 }
 
+// Milliseconds of one touch of x (n floats) on stream s, between events a and b.
+inline double time_touch(float* x, long n, cudaStream_t s, cudaEvent_t a, cudaEvent_t b);
+
 // The p-th fraction's value of v (0: the least, 0.5: the median, 1: the largest); 0 if empty.
 inline double pct(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -40,3 +44,17 @@ inline double pct(std::vector<double> v, double p) {
       std::exit(2);                                                 \
     }                                                               \
   } while (0)
+
+namespace probe {
+
+inline double time_touch(float* x, long n, cudaStream_t s, cudaEvent_t a, cudaEvent_t b) {
+  PROBE_CHECK(cudaEventRecord(a, s));
+  touch<<<1056, 256, 0, s>>>(x, n);
+  PROBE_CHECK(cudaEventRecord(b, s));
+  PROBE_CHECK(cudaEventSynchronize(b));
+  float f;
+  PROBE_CHECK(cudaEventElapsedTime(&f, a, b));
+  return f;
+}
+
+}  // namespace probe

@@ -144,32 +144,35 @@ pid_t spawn_child(const char* self, int level) {
 
 double median(std::vector<double> v) { return pct(std::move(v), 0.5); }
 
+// The kernel the probes time: 64 MiB read and written (~40-60 us on an
+// H100) on a stream of its own, warmed up by 50 launches.
+struct Victim {
+  static constexpr long n = 16l << 20;
+  float* x = nullptr;
+  cudaStream_t s = nullptr;
+  cudaEvent_t a = nullptr, b = nullptr;
+  Victim() {
+    PROBE_CHECK(cudaMalloc(&x, n * 4));
+    PROBE_CHECK(cudaMemset(x, 0, n * 4));
+    PROBE_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    PROBE_CHECK(cudaEventCreate(&a));
+    PROBE_CHECK(cudaEventCreate(&b));
+    for (int i = 0; i < 50; ++i) touch<<<1056, 256, 0, s>>>(x, n);
+    PROBE_CHECK(cudaStreamSynchronize(s));
+  }
+  double time_once() const { return probe::time_touch(x, n, s, a, b); }
+};
+
 int disturb(const char* self, int level, double seconds) {
   PROBE_CHECK(cudaSetDeviceFlags(cudaDeviceScheduleSpin));
   PROBE_CHECK(cudaSetDevice(0));
-  const long n = 16l << 20;  // 64 MiB: ~40-60 us read+write on an H100
-  float* x;
-  PROBE_CHECK(cudaMalloc(&x, n * 4));
-  PROBE_CHECK(cudaMemset(x, 0, n * 4));
-  cudaStream_t s;
-  PROBE_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaEvent_t a, b;
-  PROBE_CHECK(cudaEventCreate(&a));
-  PROBE_CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 50; ++i) touch<<<1056, 256, 0, s>>>(x, n);
-  PROBE_CHECK(cudaStreamSynchronize(s));
+  const Victim v;
   std::vector<double> ms;
   int starts = 0;
   pid_t child = level >= 0 ? spawn_child(self, level) : -1;
   const double end = now_ms() + seconds * 1000;
   while (now_ms() < end) {
-    PROBE_CHECK(cudaEventRecord(a, s));
-    touch<<<1056, 256, 0, s>>>(x, n);
-    PROBE_CHECK(cudaEventRecord(b, s));
-    PROBE_CHECK(cudaEventSynchronize(b));
-    float f;
-    PROBE_CHECK(cudaEventElapsedTime(&f, a, b));
-    ms.push_back(f);
+    ms.push_back(v.time_once());
     if (child > 0) {
       int st;
       if (waitpid(child, &st, WNOHANG) == child) {
@@ -202,37 +205,19 @@ int victim(bool with_tracer, double seconds) {
     }
     init_ms = now_ms() - t0;
   }
-  const long n = 16l << 20;
-  float* x;
-  PROBE_CHECK(cudaMalloc(&x, n * 4));
-  PROBE_CHECK(cudaMemset(x, 0, n * 4));
-  cudaStream_t s;
-  PROBE_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaEvent_t a, b;
-  PROBE_CHECK(cudaEventCreate(&a));
-  PROBE_CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 50; ++i) touch<<<1056, 256, 0, s>>>(x, n);
-  PROBE_CHECK(cudaStreamSynchronize(s));
+  const Victim v;
   std::vector<double> ms;
   const double end = now_ms() + seconds * 1000;
-  while (now_ms() < end) {
-    PROBE_CHECK(cudaEventRecord(a, s));
-    touch<<<1056, 256, 0, s>>>(x, n);
-    PROBE_CHECK(cudaEventRecord(b, s));
-    PROBE_CHECK(cudaEventSynchronize(b));
-    float f;
-    PROBE_CHECK(cudaEventElapsedTime(&f, a, b));
-    ms.push_back(f);
-  }
+  while (now_ms() < end) ms.push_back(v.time_once());
   // The host's side of a launch, where driver callbacks would show: blocks of
   // 500 launches of a one-warp kernel (fewer than the launch queue holds, so
   // none waits for the GPU), the median block's microseconds a launch.
   std::vector<double> launch_us;
   for (int block = 0; block < 7; ++block) {
     const double t0 = now_ms();
-    for (int i = 0; i < 500; ++i) touch<<<1, 32, 0, s>>>(x, 32);
+    for (int i = 0; i < 500; ++i) touch<<<1, 32, 0, v.s>>>(v.x, 32);
     launch_us.push_back((now_ms() - t0) * 2);  // ms for 500 launches x 2 = us a launch
-    PROBE_CHECK(cudaStreamSynchronize(s));
+    PROBE_CHECK(cudaStreamSynchronize(v.s));
   }
   double trace_ms = 0;
   size_t records = 0, dropped = 0;
@@ -242,8 +227,8 @@ int victim(bool with_tracer, double seconds) {
       std::fprintf(stderr, "start_probe: trace did not start: %s\n", e.c_str());
       return 6;
     }
-    touch<<<1056, 256, 0, s>>>(x, n);
-    PROBE_CHECK(cudaStreamSynchronize(s));
+    touch<<<1056, 256, 0, v.s>>>(v.x, v.n);
+    PROBE_CHECK(cudaStreamSynchronize(v.s));
     records = kforge::cupti::ActivityTrace::stop(4096, &dropped).size();
     trace_ms = now_ms() - t0;
   }

@@ -345,15 +345,8 @@ int judge(const char* self, double seconds, size_t reserve_mib) {
         touch<<<1056, 256, 0, s>>>(x, n);
         PROBE_CHECK(cudaStreamSynchronize(s));
         break;
-      case 4: {
-        PROBE_CHECK(cudaEventRecord(a, s));
-        touch<<<1056, 256, 0, s>>>(x, n);
-        PROBE_CHECK(cudaEventRecord(b, s));
-        PROBE_CHECK(cudaEventSynchronize(b));
-        float f;
-        PROBE_CHECK(cudaEventElapsedTime(&f, a, b));
-        return f;
-      }
+      case 4:
+        return probe::time_touch(x, n, s, a, b);
       case 5: {
         cudaMemPoolProps props{};
         props.allocType = cudaMemAllocationTypePinned;
