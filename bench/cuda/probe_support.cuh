@@ -1,7 +1,7 @@
 // What the standalone CUDA probes (start_probe.cu, teardown_probe.cu) share:
 // a clock, a kernel that reads and writes a buffer (and its event-timed
-// launch), a check that exits on
-// a CUDA error, and a percentile. Header-only: each probe is one nvcc call.
+// launch), a check that exits on a CUDA error, and a percentile. Header-only:
+// each probe is one nvcc call.
 #pragma once
 
 #include <cuda_runtime.h>
