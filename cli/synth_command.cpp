@@ -48,6 +48,7 @@ struct SynthArgs {
   std::string split;
   std::string solutions = "off";
   int64_t solutions_limit = 0;
+  double solutions_time_s = 0;
   int64_t reach_sample = 0;
   bool quiet = false;
 };
@@ -148,6 +149,7 @@ std::string add_dataset_extras(const SynthArgs& a, const synth::SynthConfig& con
     SolutionOptions so;
     so.backend = a.backend;
     so.limit = a.solutions_limit;
+    so.time_limit_s = a.solutions_time_s;
     const std::string note = add_template_solutions(a.out, so);
     if (!a.quiet) std::cerr << "kforge synth: solutions: " << note << "\n";
     done += "solutions; ";
@@ -435,6 +437,10 @@ void add_synth_commands(CLI::App& app, CommandFn* selected) {
                   "With --solutions on: judge at most this many covered tasks not judged yet (0: all); a rerun "
                   "judges the next ones")
       ->check(CLI::Range(int64_t{0}, int64_t{10000000}));
+  cmd->add_option("--solutions-time-s", args->solutions_time_s,
+                  "With --solutions on: start no solution after this many seconds (default 0: no limit); those "
+                  "judged are kept and indexed, the rest stay 'not judged' and a rerun judges them")
+      ->check(CLI::Range(0.0, 1e7));
   cmd->add_option("--reach-sample", args->reach_sample,
                   "Estimate how many distinct valid tasks the rules can produce from this many drawn graphs "
                   "(reach.json; 0: off)")

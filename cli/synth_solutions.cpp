@@ -172,6 +172,7 @@ std::string add_template_solutions(const fs::path& out, const SolutionOptions& o
     b.solutions = dir / "pairs.jsonl";
     b.results = dir / "results.jsonl";
     b.concurrency = o.concurrency;
+    b.time_limit_s = o.time_limit_s;
     env::EnvConfig config = env::load_env_config(o.backend);
     // A shipped solution's speedup is a label of the dataset, read for itself
     // rather than through a reward: timed to target_rse, not until a reward

@@ -27,6 +27,10 @@ struct SolutionOptions {
   // tasks.jsonl order; a rerun judges the next ones. What bounds the step's
   // time (a CUDA template compiles in seconds with nvcc).
   int64_t limit = 0;
+  // Stop starting solutions after this many seconds (0: no limit): the ones
+  // judged are written and indexed, the rest stay "not judged" for a rerun
+  // (EvalBatchOptions::time_limit_s).
+  double time_limit_s = 0;
 };
 
 // Returns a one-line note for the log (covered, verified, median speedup).

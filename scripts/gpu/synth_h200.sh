@@ -42,7 +42,10 @@
 #   solutions  kforge synth --solutions on: the template generator's naive CUDA kernel for up
 #              to SYNTH_SOLUTIONS (400) covered tasks not judged yet, judged by the CUDA judge
 #              (the only place they can be: the CPU machine only compiles them); a
-#              1,000-task set has ~170 covered tasks, judged in ~90 s on an H100
+#              1,000-task set had ~170 covered tasks before convolutions were
+#              covered, judged in ~90 s on an H100; none is started in the
+#              stage's last minute (--solutions-time-s), so that the judged
+#              ones are always indexed
 #   audit      python3 bench/synth/audit_shortcuts.py $WORK --device cuda --jobs
 #              $SYNTH_AUDIT_JOBS (4) --deadline-s <left> --write: the shortcut audit, sharded
 #              over processes sharing the GPU, so a 1,000-task set completes in this one call;
@@ -241,10 +244,14 @@ if stage solutions && [ "$SOLUTIONS" -gt 0 ] && [ -s "$WORK/tasks.jsonl" ]; then
   # later call with STAGES=solutions judges the rest.
   stage audit && budget=$((budget - tasks * 45 / 100))
   ((budget < 20)) && budget=20
-  say "template solutions: up to $SOLUTIONS covered tasks judged on $BACKEND, ${budget} s (solutions/)"
+  # No solution starts in the last minute (those in flight finish, then the
+  # index is written); the timeout is only the backstop.
+  starts=$((budget - 60))
+  ((starts < 10)) && starts=10
+  say "template solutions: up to $SOLUTIONS covered tasks judged on $BACKEND, ${budget} s, none started after ${starts} s (solutions/)"
   timeout --foreground -k 10 "$budget" "$K" synth --backend "$BACKEND" --seed "$SEED" --out "$WORK" --n "$tasks" \
     --baselines none --compile-baselines off --solutions on --solutions-limit "$SOLUTIONS" \
-    >>"$OUT/summary.log" 2>>"$OUT/synth.log"
+    --solutions-time-s "$starts" >>"$OUT/summary.log" 2>>"$OUT/synth.log"
   solutions_rc=$?
   [ "$solutions_rc" -ne 0 ] && say "solutions exit $solutions_rc (124: out of time; judged rows are kept, a rerun continues)"
   grep -E '^kforge synth: solutions' "$OUT/synth.log" | tail -1 | tee -a "$OUT/summary.log"

@@ -66,6 +66,31 @@ json covered_task() {
           {"meta", {{"synth", {{"graph_hash", "handmade"}}}, {"family", "softmax"}}}};
 }
 
+// A solutions stage out of time starts no more solutions, yet writes the
+// index: covered tasks not judged say so, and a rerun judges them.
+TEST(SynthDatasetCliTest, SolutionsOutOfTimeAreIndexedAsNotJudgedAndARerunJudgesThem) {
+  const fs::path dir = scratch("solutions-time");
+  std::string out;
+  ASSERT_EQ(run(synth(dir, 2, ""), &out), 0) << out;
+  std::ofstream(dir / "tasks.jsonl", std::ios::app) << covered_task().dump() << "\n";
+  auto handmade_verdict = [&] {
+    const json index = Document::from_file(dir / "solutions" / "index.json").root;
+    for (const auto& t : index["per_task"]) {
+      if (t["task_id"] == "synth/handmade0000000") return t["verdict"].get<std::string>();
+    }
+    return std::string("absent");
+  };
+  ASSERT_EQ(run(synth(dir, 3, "--solutions on --solutions-time-s 0.000001"), &out), 0) << out;
+  const json index = Document::from_file(dir / "solutions" / "index.json").root;
+  EXPECT_GE(index["covered"].get<int>(), 1) << index.dump();
+  EXPECT_EQ(index["judged"], 0) << index.dump();
+  EXPECT_EQ(index["verified"], 0) << index.dump();
+  EXPECT_EQ(handmade_verdict(), "not judged");
+
+  ASSERT_EQ(run(synth(dir, 3, "--solutions on"), &out), 0) << out;
+  EXPECT_EQ(handmade_verdict(), "correct");
+}
+
 TEST(SynthDatasetCliTest, SolutionsSplitAndReachReachTheCard) {
   const fs::path dir = scratch("extras");
   std::string out;

@@ -1,7 +1,8 @@
 // The resumable batch (kforge/env/eval_batch.h) without the CLI: pairs are
 // keyed by content, a rerun skips what the results file already scored, an
 // edited solution is a new pair, a row with a system error and a torn last
-// row are evaluated again, and a results file of something else is refused.
+// row are evaluated again, a time limit leaves pairs unstarted for a rerun,
+// and a results file of something else is refused.
 // Real compiles and judge/runner processes on the CPU backend.
 #include "kforge/env/eval_batch.h"
 
@@ -116,6 +117,27 @@ TEST_F(EvalBatchTest, AResumeSkipsScoredPairsAndEvaluatesChangedOnes) {
   EXPECT_EQ(r.rows.size(), 2u);
   EXPECT_EQ(verdicts(r)["wrong.cpp"], "wrong");
   EXPECT_EQ(result_lines().size(), 3u);
+}
+
+// A batch past its time limit starts nothing more: pairs not started get no
+// row (so none is mistaken for judged) and a rerun evaluates them.
+TEST_F(EvalBatchTest, ATimeLimitStartsNothingMoreAndARerunEvaluatesTheRest) {
+  add_solution("correct", "correct.cpp");
+  add_solution("wrong", "wrong.cpp");
+  options_.time_limit_s = 1e-9;  // over before the first pair could start
+  EvalBatchResult r = run();
+  EXPECT_EQ(started_, 2u);
+  EXPECT_EQ(rows_seen_, 0u);
+  EXPECT_TRUE(r.rows.empty());
+  EXPECT_EQ(r.evaluated_now, 0u);
+  EXPECT_EQ(r.summary["not_started"], 2) << r.summary.dump();
+  EXPECT_EQ(result_lines().size(), 0u);
+
+  options_.time_limit_s = 0;
+  r = run();
+  EXPECT_EQ(r.evaluated_now, 2u);
+  EXPECT_EQ(r.summary["not_started"], 0) << r.summary.dump();
+  EXPECT_EQ(verdicts(r), (std::map<std::string, std::string>{{"correct.cpp", "correct"}, {"wrong.cpp", "wrong"}}));
 }
 
 TEST_F(EvalBatchTest, SystemErrorsAndATornLastRowAreEvaluatedAgain) {

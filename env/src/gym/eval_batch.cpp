@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "kforge/core/action.h"
@@ -382,7 +383,8 @@ Partition partition_pairs(std::vector<EvalBatchPair>& pairs, const std::map<std:
 // seconds from the first request the judges were ready for to the last
 // report: what the batch held the devices for, without process start-up.
 double judge_pairs(const std::vector<EvalBatchPair*>& runnable, const EnvConfig& config, int requested_concurrency,
-                   const std::function<void(json)>& record, size_t* evaluated_now) {
+                   std::optional<Clock::time_point> stop_starting, const std::function<void(json)>& record,
+                   size_t* evaluated_now) {
   std::shared_ptr<Executor> executor = make_executor(executor_config(config));
   executor->device_name();  // the judges start (libtorch, CUDA context) before the clock
   const auto judging_start = Clock::now();
@@ -401,6 +403,7 @@ double judge_pairs(const std::vector<EvalBatchPair*>& runnable, const EnvConfig&
   size_t next = 0;
   auto start_next = [&](int env_id) {
     while (next < runnable.size()) {
+      if (stop_starting && Clock::now() >= *stop_starting) return;
       EvalBatchPair* p = runnable[next++];
       ResetOptions options;
       options.reference_check = checks.at(sha256_hex(to_json(*p->task).dump()));
@@ -438,7 +441,8 @@ EvalBatchResult run_eval_batch(const EvalBatchOptions& a, const EnvConfig& confi
   const auto start = Clock::now();
   std::vector<EvalBatchPair> pairs = read_batch_pairs(a, config.default_mode);
   if (pairs.empty()) throw InputError(a.solutions.string() + ": no task/solution pairs found");
-  // Every pair of this input ends with one row: an earlier one, or a new one.
+  // Every pair of this input ends with one row, an earlier one or a new one,
+  // unless the time limit came before it was started.
   Partition part = partition_pairs(pairs, read_results(a.results));
 
   drop_torn_tail(a.results);
@@ -461,18 +465,32 @@ EvalBatchResult run_eval_batch(const EvalBatchOptions& a, const EnvConfig& confi
       record(input_error_row(*p, "bad input", p->error));
     }
   }
-  const double judging_seconds =
-      runnable.empty() ? 0.0 : judge_pairs(runnable, config, a.concurrency, record, &evaluated_now);
+  std::optional<Clock::time_point> stop_starting;
+  if (a.time_limit_s > 0) {
+    stop_starting = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(a.time_limit_s));
+  }
+  const bool out_of_time = stop_starting && Clock::now() >= *stop_starting;
+  const double judging_seconds = runnable.empty() || out_of_time ? 0.0
+                                                                 : judge_pairs(runnable, config, a.concurrency,
+                                                                               stop_starting, record, &evaluated_now);
 
   EvalBatchResult result;
   std::set<std::string> seen;
+  size_t not_started = 0;
   for (const auto& p : pairs) {
-    if (seen.insert(p.key).second) result.rows.push_back(part.rows.at(p.key));
+    if (!seen.insert(p.key).second) continue;
+    auto it = part.rows.find(p.key);
+    if (it == part.rows.end()) {
+      ++not_started;  // left by the time limit
+      continue;
+    }
+    result.rows.push_back(it->second);
   }
   result.evaluated_now = evaluated_now;
   result.from_earlier = part.from_earlier;
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   result.summary = summarize_rows(result.rows, evaluated_now, part.from_earlier, seconds, judging_seconds, a.results);
+  result.summary["not_started"] = not_started;
   return result;
 }
 

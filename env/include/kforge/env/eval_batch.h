@@ -31,6 +31,11 @@ struct EvalBatchOptions {
   std::filesystem::path task;       // the task of a folder (or of one-column list lines)
   std::filesystem::path results;    // JSONL, appended to
   int concurrency = 0;              // episodes in flight; 0: placement.episodes_per_device x devices
+  // Seconds after the batch began past which no pair is started (0: no
+  // limit); pairs in flight finish. A pair not started gets no row (the
+  // summary's `not_started`), so a rerun evaluates it: a batch that must fit
+  // a time slot ends with every row it judged written.
+  double time_limit_s = 0;
 };
 
 // One pair as read from the input: either loaded or with the reason it
@@ -62,10 +67,12 @@ struct EvalBatchObserver {
 };
 
 struct EvalBatchResult {
-  std::vector<json> rows;  // one per distinct pair, in input order (earlier rows included)
+  // One per distinct pair, in input order (earlier rows included), but for
+  // pairs the time limit left unstarted.
+  std::vector<json> rows;
   size_t evaluated_now = 0;
   size_t from_earlier = 0;
-  // {"pairs", "evaluated_now", "from_earlier_results", "not_evaluated",
+  // {"pairs", "evaluated_now", "from_earlier_results", "not_evaluated", "not_started",
   //  "verdicts": {verdict: n}, "seconds", "results", "speedup"?: {
   //  "correct_timed", "median", "geomean", "best": {"speedup", "label"},
   //  "faster_than_eager"}}
