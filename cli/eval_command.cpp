@@ -89,6 +89,10 @@ void add_eval_command(CLI::App& app, CommandFn* selected) {
   cmd->add_option("--concurrency", args->batch.concurrency,
                   "With --solutions: episodes in flight (default: placement.episodes_per_device x devices)")
       ->check(CLI::Range(1, 4096));
+  cmd->add_option("--time-limit-s", args->batch.time_limit_s,
+                  "With --solutions: start no pair after this many seconds (default 0: no limit); pairs in flight "
+                  "finish, those not started get no row (exit 1), and a rerun evaluates them")
+      ->check(CLI::Range(0.0, 1e7));
   cmd->add_flag("--progress-lines", args->batch.progress_lines,
                 "With --solutions: one progress line per pair even on a terminal");
   args->env.add_to(*cmd, /*with_mode=*/true);

@@ -72,9 +72,9 @@ void print_summary(const json& s) {
         sp["best"]["speedup"].get<double>(), sp["best"]["label"].get<std::string>().c_str(),
         sp["faster_than_eager"].get<int>());
   }
-  std::printf("\n%zu evaluated now, %zu from earlier results, %d not evaluated; %.1f s; results in %s\n",
+  std::printf("\n%zu evaluated now, %zu from earlier results, %d not evaluated, %zu not started; %.1f s; results in %s\n",
               s["evaluated_now"].get<size_t>(), s["from_earlier_results"].get<size_t>(), s["not_evaluated"].get<int>(),
-              s["seconds"].get<double>(), s["results"].get<std::string>().c_str());
+              s["not_started"].get<size_t>(), s["seconds"].get<double>(), s["results"].get<std::string>().c_str());
 }
 
 }  // namespace
@@ -93,7 +93,9 @@ int run_batch(const BatchArgs& a, const env::EnvConfig& config) {
   } else {
     print_summary(result.summary);
   }
-  return result.summary["not_evaluated"].get<int>() > 0 ? kExitIncomplete : kExitOk;
+  const bool incomplete =
+      result.summary["not_evaluated"].get<int>() > 0 || result.summary["not_started"].get<size_t>() > 0;
+  return incomplete ? kExitIncomplete : kExitOk;
 }
 
 }  // namespace kforge::cli

@@ -297,6 +297,30 @@ TEST(CliTest, EvalBatchOverAFolderWritesResultsAndResumes) {
   EXPECT_EQ(json::parse(r.out)["from_earlier_results"], 5) << r.out;
 }
 
+// --time-limit-s: past it no pair starts; those left have no row, the exit
+// says the batch is incomplete, and a rerun without the limit evaluates them.
+TEST(CliTest, EvalBatchPastItsTimeLimitStartsNothingMoreAndExitsIncomplete) {
+  const fs::path dir = fresh_dir("batch-time-limit");
+  fs::create_directories(dir / "solutions");
+  for (const char* name : {"correct.cpp", "wrong.cpp"}) {
+    fs::copy_file(kData / name, dir / "solutions" / name, fs::copy_options::overwrite_existing);
+  }
+  const fs::path results = dir / "results.jsonl";
+  const std::string common =
+      " --solutions '" + (dir / "solutions").string() + "' --results '" + results.string() + "' " + config_arg();
+  CmdResult r = run_kforge("eval " + task_arg() + common + " --time-limit-s 0.000001");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(has(r.output, "0 evaluated now, 0 from earlier results, 0 not evaluated, 2 not started")) << r.output;
+  size_t lines = 0;
+  EXPECT_TRUE(results_by_key(results, &lines).empty());
+  EXPECT_EQ(lines, 0u);
+
+  r = run_kforge("eval " + task_arg() + common + " --json", /*merge_stderr=*/false);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(json::parse(r.out)["evaluated_now"], 2) << r.out;
+  EXPECT_EQ(json::parse(r.out)["not_started"], 0) << r.out;
+}
+
 TEST(CliTest, EvalBatchReadsListAndJsonlPairsAndReportsBadInput) {
   const fs::path dir = fresh_dir("batch-pairs");
   const std::string task = (kData / "scale_bias_relu.json").string();
