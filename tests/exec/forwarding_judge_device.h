@@ -18,6 +18,7 @@ class ForwardingJudgeDevice : public judge::JudgeDevice {
   bool runner_times_on_device() const override { return inner_->runner_times_on_device(); }
   bool work_is_host_cpu_time() const override { return inner_->work_is_host_cpu_time(); }
   std::string backend() const override { return inner_->backend(); }
+  bool has_profile_stage() const override { return inner_->has_profile_stage(); }
   std::string name() const override { return inner_->name(); }
   at::Device device() const override { return inner_->device(); }
   uint64_t page_size() const override { return inner_->page_size(); }

@@ -306,7 +306,7 @@ void Evaluation::time(Verdict* verdict) {
 // needs to hear. Its violations are added to the roofline's.
 void Evaluation::profile(Verdict* verdict) {
   const bool explain_roofline = verdict->outcome == Outcome::kViolation && has_check(*verdict, "below_roofline");
-  if ((verdict->failed() && !explain_roofline) || !request_.profile || device_->backend() != "cuda") return;
+  if ((verdict->failed() && !explain_roofline) || !request_.profile || !device_->has_profile_stage()) return;
   // The energy counter is the whole device's, like the timer's GPU; the
   // counters and the traced call must see this candidate alone too.
   if (options_.energy_window_ms > 0) settle_runners("profile");

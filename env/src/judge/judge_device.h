@@ -43,6 +43,9 @@ class JudgeDevice {
   virtual ~JudgeDevice() = default;
   virtual std::string backend() const = 0;  // "cpu", "cuda"
   virtual std::string name() const = 0;     // CPU model or GPU name, for reports
+  // Whether evaluations asked for a profile get the profile stage (energy,
+  // kernel attribution, counters: profile.h). CUDA only.
+  virtual bool has_profile_stage() const { return backend() == "cuda"; }
   // Where inputs, references and comparisons live.
   virtual at::Device device() const = 0;
   virtual uint64_t page_size() const = 0;

@@ -67,7 +67,7 @@ const char* runner_status_name(RunnerReply::Status status) {
 std::unique_ptr<RunnerProcess> RunnerProcess::spawn(const Config& config) {
   std::unique_ptr<RunnerProcess> r(new RunnerProcess());
   r->reply_spin_us_ = std::max(config.reply_spin_us, 0);
-  r->tracer_ = config.tracer && config.backend != "cpu";
+  r->tracer_ = config.tracer;
   r->executable_ = config.executable;
   r->scratch_ = config.scratch_root /
                 ("runner-" + std::to_string(::getpid()) + "-" + std::to_string(g_runner_counter.fetch_add(1)));
