@@ -72,9 +72,10 @@ void print_summary(const json& s) {
         sp["best"]["speedup"].get<double>(), sp["best"]["label"].get<std::string>().c_str(),
         sp["faster_than_eager"].get<int>());
   }
-  std::printf("\n%zu evaluated now, %zu from earlier results, %d not evaluated, %zu not started; %.1f s; results in %s\n",
-              s["evaluated_now"].get<size_t>(), s["from_earlier_results"].get<size_t>(), s["not_evaluated"].get<int>(),
-              s["not_started"].get<size_t>(), s["seconds"].get<double>(), s["results"].get<std::string>().c_str());
+  std::printf(
+      "\n%zu evaluated now, %zu from earlier results, %d not evaluated, %zu not started; %.1f s; results in %s\n",
+      s["evaluated_now"].get<size_t>(), s["from_earlier_results"].get<size_t>(), s["not_evaluated"].get<int>(),
+      s["not_started"].get<size_t>(), s["seconds"].get<double>(), s["results"].get<std::string>().c_str());
 }
 
 }  // namespace
