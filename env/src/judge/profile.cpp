@@ -305,6 +305,14 @@ void blame_failed_pass(const ProfilerPass& pass, const std::string& unavailable,
   }
 }
 
+// Why a checked profile reply holds no trace of the call; "" when it does.
+std::string missing_trace(const json& p) {
+  if (p.contains("activity") && !p["activity"].contains("error")) return "";
+  const json why = p.contains("activity") ? p["activity"]["error"] : p.value("activity_unavailable", json("unknown"));
+  const std::string text = why.is_string() ? why.get<std::string>() : why.dump();
+  return text.empty() ? "the trace failed without saying why" : text;
+}
+
 // A checked profile reply into the report: its phase times, the kernel
 // attribution (whose violations become the verdict's) and the metrics.
 Observation read_profile(const ProfileCall& call, const json& p, ProfileResult* result) {
@@ -312,7 +320,9 @@ Observation read_profile(const ProfileCall& call, const json& p, ProfileResult* 
   ProfileSummary& profile = result->profile;
   const json parts = p.value("phase_ms", json::object());
   for (const auto& [part, ms] : parts.items()) result->phase_ms[part] = ms;
-  if (p.contains("activity") && !p["activity"].contains("error")) {
+  if (const std::string missing = missing_trace(p); !missing.empty()) {
+    profile.attribution_unavailable = missing;
+  } else {
     AttributionDevice where;
     json clocks = call.device->clocks();
     where.sm_count = clocks.value("sm_count", 0);
@@ -327,9 +337,6 @@ Observation read_profile(const ProfileCall& call, const json& p, ProfileResult* 
         result->verdict.violations.push_back(attribution.violations[i]);
       }
     }
-  } else {
-    const json why = p.contains("activity") ? p["activity"]["error"] : p.value("activity_unavailable", json("unknown"));
-    profile.attribution_unavailable = why.is_string() ? why.get<std::string>() : why.dump();
   }
   if (p.contains("metrics")) {
     seen.metrics = normalize_metrics(p["metrics"].value("values", json::object()),
@@ -382,10 +389,8 @@ std::optional<Observation> observe_in_timing_runner(const ProfileCall& call, Pro
     failed = std::string(runner_status_name(r.status)) + ": " + r.detail;
   } else if (std::string problem = profile_reply_problem(r.body["profile"]); !problem.empty()) {
     failed = "a 'profiled' reply whose profile." + problem;
-  } else if (!r.body["profile"].contains("activity") || r.body["profile"]["activity"].contains("error")) {
-    const json& p = r.body["profile"];
-    const json why = p.contains("activity") ? p["activity"]["error"] : p.value("activity_unavailable", json("unknown"));
-    failed = why.is_string() ? why.get<std::string>() : why.dump();
+  } else {
+    failed = missing_trace(r.body["profile"]);
   }
   if (!failed.empty()) {
     result->profile.timing_runner_trace_failed = "the trace in the timing runner failed (" + failed + ")";
