@@ -12,6 +12,15 @@
 #include <cstdlib>
 #include <vector>
 
+#define PROBE_CHECK(x)                                              \
+  do {                                                              \
+    cudaError_t e_ = (x);                                           \
+    if (e_ != cudaSuccess) {                                        \
+      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); \
+      std::exit(2);                                                 \
+    }                                                               \
+  } while (0)
+
 namespace probe {
 
 inline double now_ms() {
@@ -25,28 +34,6 @@ __global__ void touch(float* x, long n) {
 }
 
 // Milliseconds of one touch of x (n floats) on stream s, between events a and b.
-inline double time_touch(float* x, long n, cudaStream_t s, cudaEvent_t a, cudaEvent_t b);
-
-// The p-th fraction's value of v (0: the least, 0.5: the median, 1: the largest); 0 if empty.
-inline double pct(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
-}
-
-}  // namespace probe
-
-#define PROBE_CHECK(x)                                              \
-  do {                                                              \
-    cudaError_t e_ = (x);                                           \
-    if (e_ != cudaSuccess) {                                        \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); \
-      std::exit(2);                                                 \
-    }                                                               \
-  } while (0)
-
-namespace probe {
-
 inline double time_touch(float* x, long n, cudaStream_t s, cudaEvent_t a, cudaEvent_t b) {
   PROBE_CHECK(cudaEventRecord(a, s));
   touch<<<1056, 256, 0, s>>>(x, n);
@@ -55,6 +42,13 @@ inline double time_touch(float* x, long n, cudaStream_t s, cudaEvent_t a, cudaEv
   float f;
   PROBE_CHECK(cudaEventElapsedTime(&f, a, b));
   return f;
+}
+
+// The p-th fraction's value of v (0: the least, 0.5: the median, 1: the largest); 0 if empty.
+inline double pct(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
 }
 
 }  // namespace probe

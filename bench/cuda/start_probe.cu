@@ -132,15 +132,17 @@ std::vector<std::pair<const char*, double>> start_up(int level) {
 
 // Spawns this binary as `child LEVEL`; returns its pid. The child exits after
 // its start-up, so back-to-back children are back-to-back start-ups.
-pid_t spawn_child(const char* self, int level) {
+pid_t spawn_self(const char* self, const char* mode, const std::string& a, const std::string& b = "") {
+  std::fflush(stdout);
   pid_t pid = fork();
   if (pid == 0) {
-    std::string l = std::to_string(level);
-    execl(self, self, "child", l.c_str(), (char*)nullptr);
+    execl(self, self, mode, a.c_str(), b.empty() ? nullptr : b.c_str(), (char*)nullptr);
     _exit(127);
   }
   return pid;
 }
+
+pid_t spawn_child(const char* self, int level) { return spawn_self(self, "child", std::to_string(level)); }
 
 double median(std::vector<double> v) { return pct(std::move(v), 0.5); }
 
@@ -246,13 +248,7 @@ int victim(bool with_tracer, double seconds) {
 int traced(const char* self, double seconds, int rounds) {
   for (int r = 0; r < rounds; ++r) {
     for (int with_tracer = 0; with_tracer < 2; ++with_tracer) {
-      std::fflush(stdout);
-      pid_t pid = fork();
-      if (pid == 0) {
-        std::string secs = std::to_string(seconds);
-        execl(self, self, "victim", with_tracer ? "1" : "0", secs.c_str(), (char*)nullptr);
-        _exit(127);
-      }
+      const pid_t pid = spawn_self(self, "victim", with_tracer ? "1" : "0", std::to_string(seconds));
       int st = 0;
       waitpid(pid, &st, 0);
       if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
